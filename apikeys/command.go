@@ -1,0 +1,150 @@
+package apikeys
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/spf13/cobra"
+)
+
+// Command is the `keys` command tree. PocketBase ignores the error that cobra
+// returns, so Command keeps it for main to turn into a non-zero exit status.
+type Command struct {
+	*cobra.Command
+	err error
+}
+
+// Err is the error of the last run, if any: a failed command or a bad flag.
+func (c *Command) Err() error { return c.err }
+
+// NewCommand returns `keys create|list|revoke`, working on app's --dir.
+func NewCommand(app core.App) *Command {
+	c := &Command{}
+	c.Command = &cobra.Command{
+		Use:           "keys",
+		Short:         "Create, list and revoke /v1 API keys",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmd.Help()
+		},
+		// PocketBase applies migrations only in `serve`.
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return c.fail(app.RunAllMigrations())
+		},
+	}
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return c.fail(err) })
+	c.AddCommand(c.createCommand(app), c.listCommand(app), c.revokeCommand(app))
+	// Every way a run can fail (arguments, then the run itself) goes through fail.
+	for _, sub := range append(c.Commands(), c.Command) {
+		run, args := sub.RunE, sub.Args
+		sub.SilenceUsage, sub.SilenceErrors = true, true // fail prints the error
+		sub.Args = func(cmd *cobra.Command, a []string) error { return c.fail(args(cmd, a)) }
+		sub.RunE = func(cmd *cobra.Command, a []string) error { return c.fail(run(cmd, a)) }
+	}
+	return c
+}
+
+func (c *Command) fail(err error) error {
+	if err != nil {
+		c.err = err
+		fmt.Fprintln(os.Stderr, "Error:", err)
+	}
+	return err
+}
+
+func (c *Command) createCommand(app core.App) *cobra.Command {
+	var nk NewKey
+	var expires string
+	cmd := &cobra.Command{
+		Use:   "create --plan PLAN",
+		Short: "Create a key and print it once (alone on stdout's first line)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if nk.Plan == "" {
+				return errors.New("--plan is required: free, pro, business or enterprise")
+			}
+			if expires != "" {
+				t, err := time.Parse(time.RFC3339, expires)
+				if err != nil {
+					return fmt.Errorf("--expires %q is not an RFC 3339 time such as 2027-01-31T00:00:00Z", expires)
+				}
+				if !t.After(time.Now()) {
+					return errors.New("--expires must be in the future")
+				}
+				nk.Expires = t
+			}
+			if nk.PerMinute < 0 || nk.PerDay < 0 {
+				return errors.New("--per-minute and --per-day must be positive")
+			}
+			key, r, err := Create(app, nk)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), key)
+			fmt.Fprintf(os.Stderr, "Created API key %s (id %s, plan %s). Store it now: it is not shown again.\n",
+				r.GetString("prefix")+"…", r.Id, nk.Plan)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&nk.Plan, "plan", "", "plan: free, pro, business or enterprise (required)")
+	cmd.Flags().StringVar(&nk.Name, "name", "", "a name to recognise the key by")
+	cmd.Flags().IntVar(&nk.PerMinute, "per-minute", 0, "per-minute quota overriding the plan's")
+	cmd.Flags().IntVar(&nk.PerDay, "per-day", 0, "per-day quota overriding the plan's")
+	cmd.Flags().StringVar(&expires, "expires", "", "expiry time, RFC 3339 (default: never)")
+	return cmd
+}
+
+func (c *Command) listCommand(app core.App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List keys (never the keys themselves)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			records, err := List(app)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tNAME\tPREFIX\tPLAN\tSTATE\tEXPIRES\tLAST USED")
+			for _, r := range records {
+				plan := ""
+				if p := r.ExpandedOne("plan"); p != nil {
+					plan = p.GetString("name")
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, orDash(r.GetString("name")),
+					r.GetString("prefix")+"…", plan, State(r, now),
+					orDash(r.GetDateTime("expires").String()), orDash(r.GetDateTime("last_used").String()))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func (c *Command) revokeCommand(app core.App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke a key; it is refused from the next request on",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := Revoke(app, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "Revoked API key %s.\n", args[0])
+			return nil
+		},
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

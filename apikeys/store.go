@@ -1,0 +1,153 @@
+package apikeys
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/types"
+)
+
+// Collection is the name of the collection that holds the keys.
+const Collection = "api_keys"
+
+// ErrInvalid means a key is unknown, revoked or expired. Callers do not learn
+// which, so that a guesser learns nothing either.
+var ErrInvalid = errors.New("invalid API key")
+
+// ErrUnknownPlan is returned by Create for a plan that does not exist.
+var ErrUnknownPlan = errors.New("unknown plan")
+
+// NewKey describes a key to create.
+type NewKey struct {
+	Name      string
+	Plan      string    // a plans.name
+	PerMinute int       // 0: the plan's quota
+	PerDay    int       // 0: the plan's quota
+	Expires   time.Time // zero: never
+}
+
+// Create stores a new key and returns it with its record. The returned key is
+// the only copy of it: only its hash is stored.
+func Create(app core.App, nk NewKey) (string, *core.Record, error) {
+	plan, err := app.FindFirstRecordByData("plans", "name", nk.Plan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil, fmt.Errorf("%w %q", ErrUnknownPlan, nk.Plan)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	collection, err := app.FindCachedCollectionByNameOrId(Collection)
+	if err != nil {
+		return "", nil, err
+	}
+
+	key := Generate()
+	r := core.NewRecord(collection)
+	r.Set("name", nk.Name)
+	r.Set("plan", plan.Id)
+	r.Set("key_hash", Hash(key))
+	r.Set("prefix", DisplayPrefix(key))
+	if nk.PerMinute > 0 {
+		r.Set("per_minute", nk.PerMinute)
+	}
+	if nk.PerDay > 0 {
+		r.Set("per_day", nk.PerDay)
+	}
+	if !nk.Expires.IsZero() {
+		r.Set("expires", nk.Expires)
+	}
+	if err := app.Save(r); err != nil {
+		return "", nil, err
+	}
+	return key, r, nil
+}
+
+// Find returns the record of a usable key: known, not revoked, not expired.
+// It reads the database every time, so that a revocation made in the
+// dashboard or by another process applies to the very next request.
+func Find(app core.App, key string) (*core.Record, error) {
+	if !WellFormed(key) {
+		return nil, ErrInvalid
+	}
+	// The lookup is by hash, so timing cannot reveal how much of a key matched.
+	r, err := app.FindFirstRecordByData(Collection, "key_hash", Hash(key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrInvalid
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A banned key is still a valid key: the rate limiter answers it.
+	if state := State(r, time.Now()); state == StateRevoked || state == StateExpired {
+		return nil, ErrInvalid
+	}
+	return r, nil
+}
+
+// Key states, as `keys list` shows them.
+const (
+	StateActive  = "active"
+	StateRevoked = "revoked"
+	StateExpired = "expired"
+	StateBanned  = "banned"
+)
+
+// State tells whether a key is usable at now.
+func State(r *core.Record, now time.Time) string {
+	switch {
+	case r.GetBool("revoked"):
+		return StateRevoked
+	case !r.GetDateTime("expires").IsZero() && !r.GetDateTime("expires").Time().After(now):
+		return StateExpired
+	case r.GetDateTime("banned_until").Time().After(now):
+		return StateBanned
+	}
+	return StateActive
+}
+
+// lastUsedResolution keeps last_used writes to one per key per minute.
+const lastUsedResolution = time.Minute
+
+// TouchLastUsed records that r was used at now, at most once a minute. It
+// writes the column directly so that it neither bumps `updated` nor runs
+// record hooks on the request path.
+func TouchLastUsed(app core.App, r *core.Record, now time.Time) error {
+	if now.Sub(r.GetDateTime("last_used").Time()) < lastUsedResolution {
+		return nil
+	}
+	stamp, err := types.ParseDateTime(now)
+	if err != nil {
+		return err
+	}
+	_, err = app.DB().Update(Collection, dbx.Params{"last_used": stamp.String()}, dbx.HashExp{"id": r.Id}).Execute()
+	return err
+}
+
+// Revoke marks the key with the given record id as revoked.
+func Revoke(app core.App, id string) error {
+	r, err := app.FindRecordById(Collection, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("no API key with id %q", id)
+	}
+	if err != nil {
+		return err
+	}
+	r.Set("revoked", true)
+	return app.Save(r)
+}
+
+// List returns every key, newest first, with its plan expanded.
+func List(app core.App) ([]*core.Record, error) {
+	records, err := app.FindRecordsByFilter(Collection, "", "-created", 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, err := range app.ExpandRecords(records, []string{"plan"}, nil) {
+		return nil, err
+	}
+	return records, nil
+}

@@ -1,0 +1,52 @@
+package hooks
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/pocketbase/pocketbase/apis"
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/router"
+)
+
+// maxBodyBytes bounds every /v1 request body (413 beyond).
+const maxBodyBytes = 64 << 10
+
+// addRoutes is the whole /v1 surface: every route with its middleware.
+//
+// Group middleware, in the order they run:
+//
+//	errorBody     every error becomes the spec's Error body
+//	identifyKey   resolves the bearer API key, if any
+//	BodyLimit     64 KiB (replaces PocketBase's 32 MB for /v1)
+//
+// PocketBase's auth-token loader is unbound: it would try API keys as
+// PocketBase tokens.
+func addRoutes(v1 *router.RouterGroup[*core.RequestEvent]) {
+	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
+	v1.Bind(errorBody(), identifyKey(), apis.BodyLimit(maxBodyBytes))
+
+	v1.GET("/pets", handleListPets).Bind(requireKey())
+	v1.POST("/pets", handleCreatePet).Bind(requireKey())
+	v1.GET("/pets/{petId}", handleGetPet).Bind(requireKey(),
+		deprecated(getPetDeprecatedAt, getPetSunset, getPetSuccessor))
+
+	// Known paths with another method: 405 with Allow. Anything else: 404.
+	v1.Any("/pets", methodNotAllowed(http.MethodGet, http.MethodHead, http.MethodPost))
+	v1.Any("/pets/{petId}", methodNotAllowed(http.MethodGet, http.MethodHead))
+	v1.Any("", notFound)
+	v1.Any("/{path...}", notFound)
+}
+
+func methodNotAllowed(allowed ...string) func(*core.RequestEvent) error {
+	allow := strings.Join(allowed, ", ")
+	return func(e *core.RequestEvent) error {
+		e.Response.Header().Set("Allow", allow)
+		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"Method %s is not allowed here (allowed: %s).", e.Request.Method, allow)
+	}
+}
+
+func notFound(e *core.RequestEvent) error {
+	return newError(http.StatusNotFound, CodeNotFound, "No such resource: %s.", e.Request.URL.Path)
+}
