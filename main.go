@@ -2,27 +2,23 @@
 package main
 
 import (
-	"embed"
 	"log"
 	"os"
 
 	"github.com/pocketbase/pocketbase"
-	"github.com/pocketbase/pocketbase/apis"
 
 	"petstore/apikeys"
 	"petstore/hooks"
 	_ "petstore/migrations"
+	"petstore/pb_public"
 )
-
-//go:embed all:pb_public
-var public embed.FS
 
 func main() {
 	// Not pocketbase.New(): under `go run` it turns on dev mode, which prints
 	// SQL on stdout, where `keys create` prints the new key.
 	app := pocketbase.NewWithConfig(pocketbase.Config{})
 
-	hooks.Register(app, apis.MustSubFS(public, "pb_public"))
+	hooks.Register(app, pbpublic.FS)
 	keys := apikeys.NewCommand(app)
 	app.RootCmd.AddCommand(keys.Command)
 
