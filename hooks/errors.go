@@ -24,6 +24,13 @@ const (
 	CodeServiceUnavailable   = "service_unavailable"
 )
 
+// Codes is the whole catalogue; the OpenAPI document's Error.code lists
+// exactly these (checked by the openapi package's tests).
+var Codes = []string{
+	CodeInvalidRequest, CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodePayloadTooLarge,
+	CodeUnsupportedMediaType, CodeRateLimitExceeded, CodeAPIKeyBanned, CodeInternalError, CodeServiceUnavailable,
+}
+
 // Error is the spec's Error body. Handlers and middleware return it as an
 // error; errorBody writes it.
 type Error struct {

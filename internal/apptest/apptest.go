@@ -26,7 +26,7 @@ import (
 type Server struct {
 	URL    string // http://127.0.0.1:PORT
 	App    core.App
-	Client *http.Client
+	Client *http.Client // checks every /v1 exchange against the OpenAPI document (contract.go)
 	Dir    string
 
 	done chan error
@@ -61,7 +61,7 @@ func Start(t testing.TB, dir string) *Server {
 	s := &Server{
 		URL:    "http://" + ln.Addr().String(),
 		App:    app,
-		Client: &http.Client{Timeout: 30 * time.Second},
+		Client: &http.Client{Timeout: 30 * time.Second, Transport: newContractTransport(t)},
 		Dir:    dir,
 		done:   make(chan error, 1),
 	}

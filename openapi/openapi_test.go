@@ -1,0 +1,43 @@
+package openapi_test
+
+import (
+	"slices"
+	"testing"
+
+	"petstore/hooks"
+	"petstore/internal/apptest"
+)
+
+// The document loads and is a valid OpenAPI 3.1 document for kin-openapi,
+// the validator of the test harness (.ci/run lints it with Redocly too), and
+// has the spec's operations.
+func TestDocumentIsValid(t *testing.T) {
+	doc := apptest.LoadContract(t).Doc
+	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.0.0" {
+		t.Errorf("openapi %q, version %q; want 3.1.0 and 1.0.0", doc.OpenAPI, doc.Info.Version)
+	}
+	ops := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops[method+" "+path+" "+op.OperationID] = op.Deprecated
+		}
+	}
+	for op, deprecated := range map[string]bool{
+		"GET /pets listPets": false, "POST /pets createPet": false, "GET /pets/{petId} getPet": true,
+	} {
+		if got, ok := ops[op]; !ok || got != deprecated {
+			t.Errorf("%s: present %v, deprecated %v; want present, deprecated %v", op, ok, got, deprecated)
+		}
+	}
+}
+
+// Error.code lists exactly the service's catalogue.
+func TestErrorCodesAreTheCatalogue(t *testing.T) {
+	var codes []string
+	for _, v := range apptest.LoadContract(t).Doc.Components.Schemas["Error"].Value.Properties["code"].Value.Enum {
+		codes = append(codes, v.(string))
+	}
+	if !slices.Equal(codes, hooks.Codes) {
+		t.Fatalf("Error.code enum %v, catalogue %v", codes, hooks.Codes)
+	}
+}
