@@ -7,6 +7,8 @@ import (
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
+
+	"petstore/openapi"
 )
 
 // maxBodyBytes bounds every /v1 request body (413 beyond).
@@ -30,10 +32,15 @@ func addRoutes(v1 *router.RouterGroup[*core.RequestEvent]) {
 	v1.POST("/pets", handleCreatePet).Bind(requireKey())
 	v1.GET("/pets/{petId}", handleGetPet).Bind(requireKey(),
 		deprecated(getPetDeprecatedAt, getPetSunset, getPetSuccessor))
+	// The contract itself needs no API key.
+	v1.GET("/openapi.json", serveDocument(openapi.JSON, "application/json"))
+	v1.GET("/openapi.yaml", serveDocument(openapi.YAML, "application/yaml"))
 
 	// Known paths with another method: 405 with Allow. Anything else: 404.
 	v1.Any("/pets", methodNotAllowed(http.MethodGet, http.MethodHead, http.MethodPost))
 	v1.Any("/pets/{petId}", methodNotAllowed(http.MethodGet, http.MethodHead))
+	v1.Any("/openapi.json", methodNotAllowed(http.MethodGet, http.MethodHead))
+	v1.Any("/openapi.yaml", methodNotAllowed(http.MethodGet, http.MethodHead))
 	v1.Any("", notFound)
 	v1.Any("/{path...}", notFound)
 }
