@@ -1,0 +1,89 @@
+package limits
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/tools/types"
+	"github.com/ulule/limiter/v3"
+)
+
+// Day counts are mirrored on the api_keys records (day_used, day_resets):
+// staff see them in the dashboard, and an instance counting in memory
+// restores them at start. A kill -9 loses at most FlushEvery of counting.
+
+// countingRate makes a store report a counter's exact value as limit-remaining.
+var countingRate = limiter.Rate{Limit: math.MaxInt64 / 2}
+
+func (l *Limiter) flushLoop() {
+	defer close(l.flushDone)
+	t := time.NewTicker(l.cfg.FlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stopFlush:
+			return
+		case <-t.C:
+			if err := l.flushDayCounts(); err != nil {
+				l.app.Logger().Error("Could not save day counts of API keys", "error", err)
+			}
+		}
+	}
+}
+
+func (l *Limiter) flushDayCounts() error {
+	var firstErr error
+	l.used.Range(func(id, _ any) bool {
+		keyID := id.(string)
+		rate := countingRate
+		rate.Period = l.cfg.DayWindow
+		c, err := l.stores[storeDay].Peek(context.Background(), keyID, rate)
+		if err == nil {
+			used := rate.Limit - c.Remaining
+			resets := ""
+			if used > 0 {
+				var stamp types.DateTime
+				stamp, err = types.ParseDateTime(time.Unix(c.Reset, 0))
+				resets = stamp.String()
+			}
+			if err == nil {
+				_, err = l.app.DB().Update("api_keys",
+					dbx.Params{"day_used": used, "day_resets": resets}, dbx.HashExp{"id": keyID}).Execute()
+			}
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		return true
+	})
+	return firstErr
+}
+
+func (l *Limiter) restoreDayCounts() error {
+	var rows []struct {
+		ID        string         `db:"id"`
+		DayUsed   int64          `db:"day_used"`
+		DayResets types.DateTime `db:"day_resets"`
+	}
+	err := l.app.DB().Select("id", "day_used", "day_resets").From("api_keys").
+		Where(dbx.NewExp("day_used > 0")).All(&rows)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, r := range rows {
+		left := r.DayResets.Time().Sub(now)
+		if left <= 0 {
+			continue // that window is over
+		}
+		rate := countingRate
+		rate.Period = left // the restored window ends when the saved one did
+		if _, err := l.stores[storeDay].Increment(context.Background(), r.ID, r.DayUsed, rate); err != nil {
+			return err
+		}
+		l.used.Store(r.ID, struct{}{})
+	}
+	return nil
+}
