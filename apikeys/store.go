@@ -112,13 +112,15 @@ func State(r *core.Record, now time.Time) string {
 // lastUsedResolution keeps last_used writes to one per key per minute.
 const lastUsedResolution = time.Minute
 
-// TouchLastUsed records that r was used at now, at most once a minute. It
-// writes the column directly so that it neither bumps `updated` nor runs
-// record hooks on the request path.
+// LastUsedStale reports whether r's last_used is old enough to be rewritten:
+// once a minute per key is enough to tell staff which keys are in use.
+func LastUsedStale(r *core.Record, now time.Time) bool {
+	return now.Sub(r.GetDateTime("last_used").Time()) >= lastUsedResolution
+}
+
+// TouchLastUsed records that r was used at now. It writes the column
+// directly so that it neither bumps `updated` nor runs record hooks.
 func TouchLastUsed(app core.App, r *core.Record, now time.Time) error {
-	if now.Sub(r.GetDateTime("last_used").Time()) < lastUsedResolution {
-		return nil
-	}
 	stamp, err := types.ParseDateTime(now)
 	if err != nil {
 		return err
