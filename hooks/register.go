@@ -26,7 +26,7 @@ func Register(app core.App, public fs.FS) {
 				return err
 			}
 			// The handler exists only once the mux is built, in Next.
-			se.Server.Handler = uncleanPathGuard(se.Server.Handler)
+			se.Server.Handler = restoreRequestBody(uncleanPathGuard(se.Server.Handler))
 			return nil
 		},
 	})
