@@ -13,7 +13,7 @@ import (
 
 // leakPattern matches what an Error message must never show a client: Go
 // type and package names, decoder, SQL and runtime internals.
-var leakPattern = regexp.MustCompile(`(?i)\bu?int(8|16|32|64)?\b|\bfloat(32|64)\b|(?-i:\bjson(: |\.[A-Z]))|strconv|unmarshal|reflect|\*?\bhooks\.|\bstruct\b|map\[|\[\]|goroutine|\bpanic|\bruntime\b|sqlite|\bsql\b|no such|\.go:\d`)
+var leakPattern = regexp.MustCompile(`(?i)\bu?int(8|16|32|64)?\b|\bfloat(32|64)\b|(?-i:\bjson(: |\.[A-Z]))|strconv|unmarshal|reflect|\*?\bhooks\.|\bstruct\b|map\[|\[\]|goroutine|\bpanic|\bruntime\b|sqlite|\bsql\b|no such (table|column)|\.go:\d`)
 
 // expectError asserts that r is the spec's Error body with status and code
 // and that its message shows no internals.
