@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -108,7 +109,7 @@ func parsePositiveDecimal(s string) (int64, error) {
 // id the service would assign is simply not found.
 func parsePetID(s string) (string, *Error) {
 	if _, err := parsePositiveDecimal(s); err != nil {
-		return "", invalidRequest("petId must be a positive integer (int64).")
+		return "", invalidRequest("petId must be a positive decimal integer, at most %d.", int64(math.MaxInt64))
 	}
 	return s, nil
 }

@@ -54,7 +54,7 @@ func Register(app core.App, opts *Options) *Service {
 				return err
 			}
 			// The handler exists only once the mux is built, in Next.
-			se.Server.Handler = uncleanPathGuard(se.Server.Handler)
+			se.Server.Handler = restoreRequestBody(uncleanPathGuard(se.Server.Handler))
 			return nil
 		},
 	})
