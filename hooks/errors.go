@@ -21,7 +21,6 @@ const (
 	CodeRateLimitExceeded    = "rate_limit_exceeded"
 	CodeAPIKeyBanned         = "api_key_banned"
 	CodeInternalError        = "internal_error"
-	CodeServiceUnavailable   = "service_unavailable"
 )
 
 // Error is the spec's Error body. Handlers and middleware return it as an
@@ -53,7 +52,6 @@ var genericErrors = map[int]*Error{
 	http.StatusRequestEntityTooLarge: {CodePayloadTooLarge, "The request body is larger than 64 KiB.", http.StatusRequestEntityTooLarge},
 	http.StatusTooManyRequests:       {CodeRateLimitExceeded, "Too many requests.", http.StatusTooManyRequests},
 	http.StatusInternalServerError:   {CodeInternalError, "Internal error; it has been logged.", http.StatusInternalServerError},
-	http.StatusServiceUnavailable:    {CodeServiceUnavailable, "The service is temporarily unavailable.", http.StatusServiceUnavailable},
 }
 
 // asError turns any error reaching the top of a /v1 route into an Error.

@@ -174,10 +174,7 @@ func TestPlanEditAppliesToNextRequest(t *testing.T) {
 func TestBanReachedReportedAndLifted(t *testing.T) {
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 3})
-	record, err := apikeys.Find(s.App, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	record := keyRecord(t, s, key)
 	for range 3 {
 		if r := s.Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != 200 {
 			t.Fatalf("within quota: %d", r.StatusCode)
@@ -194,10 +191,7 @@ func TestBanReachedReportedAndLifted(t *testing.T) {
 	retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", key, nil), "api_key_banned")
 
 	// Staff see it on the key.
-	record, err = s.App.FindRecordById(apikeys.Collection, record.Id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	record = keyRecord(t, s, key)
 	until := record.GetDateTime("banned_until").Time()
 	if time.Until(until) < 14*time.Minute || apikeys.State(record, time.Now()) != apikeys.StateBanned {
 		t.Fatalf("banned_until %v, state %s", until, apikeys.State(record, time.Now()))
@@ -213,31 +207,6 @@ func TestBanReachedReportedAndLifted(t *testing.T) {
 	if r := s.Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != 200 {
 		t.Fatalf("after lifting the ban: %d %s", r.StatusCode, r.Body)
 	}
-}
-
-// superuserToken is a dashboard session's token.
-func superuserToken(t *testing.T, s *apptest.Server) string {
-	t.Helper()
-	su := core.NewRecord(mustCollection(t, s, core.CollectionNameSuperusers))
-	su.SetEmail("staff@example.com")
-	su.SetPassword("correct horse battery")
-	if err := s.App.Save(su); err != nil {
-		t.Fatal(err)
-	}
-	token, err := su.NewAuthToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return token
-}
-
-func mustCollection(t *testing.T, s *apptest.Server, name string) *core.Collection {
-	t.Helper()
-	c, err := s.App.FindCollectionByNameOrId(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // countConcurrent sends n requests at once and counts statuses.
