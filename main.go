@@ -27,6 +27,10 @@ func main() {
 		"prefix of the rate-limit counters, to let several deployments share one Redis")
 	flags.Int64Var(&opts.Limits.AnonymousPerMinute, "ratelimit-anonymous", limits.DefaultAnonymousPerMinute,
 		"requests per minute per client IP without a valid API key")
+	flags.DurationVar(&opts.Server.ReadHeaderTimeout, "read-header-timeout", hooks.DefaultReadHeaderTimeout,
+		"close connections whose request headers take longer than this to arrive")
+	flags.DurationVar(&opts.Server.ShutdownTimeout, "shutdown-timeout", hooks.DefaultShutdownTimeout,
+		"on SIGTERM, how long requests in flight may take to finish")
 
 	service := hooks.Register(app, opts)
 	keys := apikeys.NewCommand(app)

@@ -21,6 +21,7 @@ import (
 type Options struct {
 	Public fs.FS // the site served at / (pb_public, embedded in the binary)
 	Limits limits.Config
+	Server ServerConfig
 }
 
 // Service is what Register bound; Err tells why serving could not start.
@@ -58,6 +59,7 @@ func Register(app core.App, opts *Options) *Service {
 			return nil
 		},
 	})
+	bindServer(app, &opts.Server)
 	bindPetRecordHooks(app)
 	return s
 }

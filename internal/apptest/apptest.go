@@ -37,6 +37,7 @@ type Server struct {
 type Config struct {
 	Dir    string // data directory; a fresh temporary one when empty
 	Limits limits.Config
+	Server hooks.ServerConfig
 }
 
 // Start serves a new app on dir (a fresh temporary one when empty) with the
@@ -60,7 +61,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	if err := app.RunAllMigrations(); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
-	service := hooks.Register(app, &hooks.Options{Public: pbpublic.FS, Limits: cfg.Limits})
+	service := hooks.Register(app, &hooks.Options{Public: pbpublic.FS, Limits: cfg.Limits, Server: cfg.Server})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
