@@ -14,6 +14,9 @@ import (
 // Collection is the name of the collection that holds the keys.
 const Collection = "api_keys"
 
+// HashField is the api_keys field holding Hash(key), the only trace of a key.
+const HashField = "key_hash"
+
 // ErrInvalid means a key is unknown, revoked or expired. Callers do not learn
 // which, so that a guesser learns nothing either.
 var ErrInvalid = errors.New("invalid API key")
@@ -49,7 +52,7 @@ func Create(app core.App, nk NewKey) (string, *core.Record, error) {
 	r := core.NewRecord(collection)
 	r.Set("name", nk.Name)
 	r.Set("plan", plan.Id)
-	r.Set("key_hash", Hash(key))
+	r.Set(HashField, Hash(key))
 	r.Set("prefix", DisplayPrefix(key))
 	if nk.PerMinute > 0 {
 		r.Set("per_minute", nk.PerMinute)
@@ -74,7 +77,7 @@ func Find(app core.App, key string) (*core.Record, error) {
 		return nil, ErrInvalid
 	}
 	// The lookup is by hash, so timing cannot reveal how much of a key matched.
-	r, err := app.FindFirstRecordByData(Collection, "key_hash", Hash(key))
+	r, err := app.FindFirstRecordByData(Collection, HashField, Hash(key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrInvalid
 	}

@@ -61,6 +61,7 @@ func Register(app core.App, opts *Options) *Service {
 	})
 	bindServer(app, &opts.Server)
 	bindPetRecordHooks(app)
+	bindAPIKeyRecordHooks(app)
 	return s
 }
 
