@@ -124,7 +124,7 @@ func TestHostileInput(t *testing.T) {
 			header: "X-Slow: " + strings.Repeat("a", 1000) + "\r\n", status: http.StatusBadRequest},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := countPets(t, s)
+			before := countRecords(t, s, "pets")
 			resp, body := c.send(t, s, key)
 			switch {
 			case resp == nil && c.trickle:
@@ -136,25 +136,13 @@ func TestHostileInput(t *testing.T) {
 					t.Fatalf("answered %d %v %q, want Go's plain %d and a close", resp.StatusCode, resp.Header, body, c.status)
 				}
 			default:
-				r := &apptest.Response{Response: resp, Body: body}
-				if e := r.Error(t, c.status); e.Code != c.code {
-					t.Fatalf("code %q, want %q: %s", e.Code, c.code, body)
-				}
+				expectError(t, &apptest.Response{Response: resp, Body: body}, c.status, c.code)
 			}
-			if after := countPets(t, s); after != before {
+			if after := countRecords(t, s, "pets"); after != before {
 				t.Fatalf("%d pets before, %d after", before, after)
 			}
 		})
 	}
-}
-
-func countPets(t *testing.T, s *apptest.Server) int64 {
-	t.Helper()
-	n, err := s.App.CountRecords("pets")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // send writes the request on a new connection and reads the answer, to the
