@@ -36,7 +36,7 @@ func Build(dir string) (string, error) {
 	return bin, nil
 }
 
-// Keys runs `petstore keys ARGS --dir DIR` and returns its stdout.
+// Keys runs `petstore keys ARGS --dir DIR` and returns what it printed.
 func Keys(bin, dir string, args ...string) (stdout, stderr string, err error) {
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, append(append([]string{"keys"}, args...), "--dir", dir)...)
