@@ -26,7 +26,7 @@ func rateLimit(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 			var d limits.Decision
 			var err error
 			if key := APIKey(e); key != nil {
-				d, err = l.TakeKey(e.Request.Context(), key)
+				d, err = l.TakeKey(e.Request.Context(), key, e.RealIP())
 			} else {
 				d, err = l.TakeAnonymous(e.Request.Context(), e.RealIP())
 			}

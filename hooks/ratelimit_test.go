@@ -384,3 +384,22 @@ func TestUnreachableRedisStopsServeFromStarting(t *testing.T) {
 		t.Fatalf("serve error %v, service error %v; want Redis unreachable", err, service.Err())
 	}
 }
+
+// A key guesser is held to the per-IP limit: after 60 wrong keys in a minute
+// its address gets 429s, right keys included, so that a guess is not told
+// right from wrong.
+func TestKeyGuesserIsLimitedPerIP(t *testing.T) {
+	s := apptest.Start(t, "")
+	valid := s.NewKey(t, apikeys.NewKey{Plan: "free"})
+	for i := range 60 {
+		r := s.Do(t, http.MethodGet, "/v1/pets", apikeys.Generate(), nil)
+		if e := r.Error(t, http.StatusUnauthorized); e.Code != "unauthorized" {
+			t.Fatalf("guess %d: code %q", i, e.Code)
+		}
+	}
+	guess := apikeys.Generate()
+	if after := retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", guess, nil), "rate_limit_exceeded"); after > 60 {
+		t.Fatalf("Retry-After %d, want at most a minute", after)
+	}
+	retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", valid, nil), "rate_limit_exceeded")
+}

@@ -82,7 +82,19 @@ func (l *Limiter) dayRate(limit int64) limiter.Rate {
 // TakeKey counts one request of an API key (an api_keys record) in both its
 // windows, whatever becomes of the request, and bans the key when it keeps
 // sending while limited.
-func (l *Limiter) TakeKey(ctx context.Context, key *core.Record) (Decision, error) {
+//
+// A client IP over its limit for requests without a valid key is refused
+// first, valid key or not: otherwise a key guesser, refused for its wrong
+// guesses, would still be told when a guess is right.
+func (l *Limiter) TakeKey(ctx context.Context, key *core.Record, ip string) (Decision, error) {
+	anonymous, err := l.stores[storeAnonymous].Peek(ctx, ip, l.minuteRate(l.cfg.AnonymousPerMinute))
+	if err != nil {
+		return Decision{}, err
+	}
+	if anonymous.Reached {
+		return Decision{Windows: []Window{newWindow("minute", l.cfg.MinuteWindow, anonymous, time.Now())}}, nil
+	}
+
 	q, err := QuotaFor(l.app, key)
 	if err != nil {
 		return Decision{}, err

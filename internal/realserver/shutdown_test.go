@@ -1,6 +1,7 @@
 package realserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,17 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pocketbase/pocketbase/core"
+
 	"petstore/hooks"
 )
 
 // TestSIGTERMLetsRequestsFinish sends SIGTERM while a createPet body is still
 // arriving, slowly enough that PocketBase's own 1-second shutdown would cut
-// it off: the listener closes at once, the request completes with 201, and
-// the process exits 0.
+// it off: the listener closes at once, the request completes with 201, the
+// process exits 0, and the key's day count saved at exit includes it.
 func TestSIGTERMLetsRequestsFinish(t *testing.T) {
 	dir := t.TempDir()
-	key, _ := createKey(t, dir, "--plan", "free")
+	key, keyID := createKey(t, dir, "--plan", "free")
 	p := start(t, dir)
+	const before = 3
+	for range before {
+		if status, body, err := p.Do(context.Background(), http.MethodGet, "/v1/pets", key, nil); err != nil || status != 200 {
+			t.Fatalf("list: %d %v %s", status, err, body)
+		}
+	}
 
 	body, bodyWriter := io.Pipe()
 	req, err := http.NewRequest(http.MethodPost, p.URL+"/v1/pets", body)
@@ -81,6 +90,19 @@ func TestSIGTERMLetsRequestsFinish(t *testing.T) {
 	code, err := p.Wait(time.Minute)
 	if err != nil || code != 0 {
 		t.Fatalf("exit status %d, %v; output: %s", code, err, p.Output())
+	}
+
+	app := core.NewBaseApp(core.BaseAppConfig{DataDir: dir})
+	if err := app.Bootstrap(); err != nil {
+		t.Fatal(err)
+	}
+	defer app.ResetBootstrapState()
+	record, err := app.FindRecordById("api_keys", keyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := record.GetInt("day_used"); used != before+1 {
+		t.Fatalf("day_used saved at exit %d, want %d (the in-flight request included)", used, before+1)
 	}
 }
 
