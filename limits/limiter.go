@@ -25,8 +25,8 @@ type Limiter struct {
 	locks [64]sync.Mutex
 	seed  maphash.Seed
 
-	// used holds the ids of keys counted since start, for the flush.
-	used sync.Map
+	// counted holds the ids of keys counted since the last flush.
+	counted sync.Map
 
 	stopFlush chan struct{}
 	flushDone chan struct{}
@@ -100,7 +100,7 @@ func (l *Limiter) TakeKey(ctx context.Context, key *core.Record, ip string) (Dec
 		return Decision{}, err
 	}
 	now := time.Now()
-	l.used.Store(key.Id, struct{}{})
+	l.counted.Store(key.Id, struct{}{})
 
 	m := l.lock(key.Id)
 	defer m.Unlock()

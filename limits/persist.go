@@ -35,7 +35,10 @@ func (l *Limiter) flushLoop() {
 
 func (l *Limiter) flushDayCounts() error {
 	var firstErr error
-	l.used.Range(func(id, _ any) bool {
+	l.counted.Range(func(id, _ any) bool {
+		// Forget the key before reading its count: a request counted from now
+		// on marks it again for the next flush.
+		l.counted.Delete(id)
 		keyID := id.(string)
 		rate := countingRate
 		rate.Period = l.cfg.DayWindow
@@ -83,7 +86,6 @@ func (l *Limiter) restoreDayCounts() error {
 		if _, err := l.stores[storeDay].Increment(context.Background(), r.ID, r.DayUsed, rate); err != nil {
 			return err
 		}
-		l.used.Store(r.ID, struct{}{})
 	}
 	return nil
 }
