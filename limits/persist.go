@@ -39,29 +39,35 @@ func (l *Limiter) flushDayCounts() error {
 		// Forget the key before reading its count: a request counted from now
 		// on marks it again for the next flush.
 		l.counted.Delete(id)
-		keyID := id.(string)
-		rate := countingRate
-		rate.Period = l.cfg.DayWindow
-		c, err := l.stores[storeDay].Peek(context.Background(), keyID, rate)
-		if err == nil {
-			used := rate.Limit - c.Remaining
-			resets := ""
-			if used > 0 {
-				var stamp types.DateTime
-				stamp, err = types.ParseDateTime(time.Unix(c.Reset, 0))
-				resets = stamp.String()
+		if err := l.saveDayCount(id.(string)); err != nil {
+			l.counted.Store(id, struct{}{}) // try again next time
+			if firstErr == nil {
+				firstErr = err
 			}
-			if err == nil {
-				_, err = l.app.DB().Update("api_keys",
-					dbx.Params{"day_used": used, "day_resets": resets}, dbx.HashExp{"id": keyID}).Execute()
-			}
-		}
-		if err != nil && firstErr == nil {
-			firstErr = err
 		}
 		return true
 	})
 	return firstErr
+}
+
+func (l *Limiter) saveDayCount(keyID string) error {
+	rate := countingRate
+	rate.Period = l.cfg.DayWindow
+	c, err := l.stores[storeDay].Peek(context.Background(), keyID, rate)
+	if err != nil {
+		return err
+	}
+	used, resets := rate.Limit-c.Remaining, ""
+	if used > 0 {
+		stamp, err := types.ParseDateTime(time.Unix(c.Reset, 0))
+		if err != nil {
+			return err
+		}
+		resets = stamp.String()
+	}
+	_, err = l.app.DB().Update("api_keys",
+		dbx.Params{"day_used": used, "day_resets": resets}, dbx.HashExp{"id": keyID}).Execute()
+	return err
 }
 
 func (l *Limiter) restoreDayCounts() error {
