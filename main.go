@@ -9,6 +9,7 @@ import (
 
 	"petstore/apikeys"
 	"petstore/hooks"
+	"petstore/limits"
 	_ "petstore/migrations"
 	"petstore/pb_public"
 )
@@ -18,14 +19,27 @@ func main() {
 	// SQL on stdout, where `keys create` prints the new key.
 	app := pocketbase.NewWithConfig(pocketbase.Config{})
 
-	hooks.Register(app, pbpublic.FS)
+	opts := &hooks.Options{Public: pbpublic.FS}
+	flags := app.RootCmd.PersistentFlags()
+	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", os.Getenv("PETSTORE_RATELIMIT_REDIS"),
+		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; env PETSTORE_RATELIMIT_REDIS)")
+	flags.StringVar(&opts.Limits.Prefix, "ratelimit-prefix", limits.DefaultPrefix,
+		"prefix of the rate-limit counters, to let several deployments share one Redis")
+	flags.Int64Var(&opts.Limits.AnonymousPerMinute, "ratelimit-anonymous", limits.DefaultAnonymousPerMinute,
+		"requests per minute per client IP without a valid API key")
+	flags.DurationVar(&opts.Server.ReadHeaderTimeout, "read-header-timeout", hooks.DefaultReadHeaderTimeout,
+		"close connections whose request headers take longer than this to arrive")
+	flags.DurationVar(&opts.Server.ShutdownTimeout, "shutdown-timeout", hooks.DefaultShutdownTimeout,
+		"on SIGTERM, how long requests in flight may take to finish")
+
+	service := hooks.Register(app, opts)
 	keys := apikeys.NewCommand(app)
 	app.RootCmd.AddCommand(keys.Command)
 
 	if err := app.Start(); err != nil {
 		log.Fatal(err)
 	}
-	if keys.Err() != nil {
+	if keys.Err() != nil || service.Err() != nil {
 		os.Exit(1)
 	}
 }

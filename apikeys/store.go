@@ -14,6 +14,9 @@ import (
 // Collection is the name of the collection that holds the keys.
 const Collection = "api_keys"
 
+// HashField is the api_keys field holding Hash(key), the only trace of a key.
+const HashField = "key_hash"
+
 // ErrInvalid means a key is unknown, revoked or expired. Callers do not learn
 // which, so that a guesser learns nothing either.
 var ErrInvalid = errors.New("invalid API key")
@@ -49,7 +52,7 @@ func Create(app core.App, nk NewKey) (string, *core.Record, error) {
 	r := core.NewRecord(collection)
 	r.Set("name", nk.Name)
 	r.Set("plan", plan.Id)
-	r.Set("key_hash", Hash(key))
+	r.Set(HashField, Hash(key))
 	r.Set("prefix", DisplayPrefix(key))
 	if nk.PerMinute > 0 {
 		r.Set("per_minute", nk.PerMinute)
@@ -74,7 +77,7 @@ func Find(app core.App, key string) (*core.Record, error) {
 		return nil, ErrInvalid
 	}
 	// The lookup is by hash, so timing cannot reveal how much of a key matched.
-	r, err := app.FindFirstRecordByData(Collection, "key_hash", Hash(key))
+	r, err := app.FindFirstRecordByData(Collection, HashField, Hash(key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrInvalid
 	}
@@ -112,13 +115,15 @@ func State(r *core.Record, now time.Time) string {
 // lastUsedResolution keeps last_used writes to one per key per minute.
 const lastUsedResolution = time.Minute
 
-// TouchLastUsed records that r was used at now, at most once a minute. It
-// writes the column directly so that it neither bumps `updated` nor runs
-// record hooks on the request path.
+// LastUsedStale reports whether r's last_used is old enough to be rewritten:
+// once a minute per key is enough to tell staff which keys are in use.
+func LastUsedStale(r *core.Record, now time.Time) bool {
+	return now.Sub(r.GetDateTime("last_used").Time()) >= lastUsedResolution
+}
+
+// TouchLastUsed records that r was used at now. It writes the column
+// directly so that it neither bumps `updated` nor runs record hooks.
 func TouchLastUsed(app core.App, r *core.Record, now time.Time) error {
-	if now.Sub(r.GetDateTime("last_used").Time()) < lastUsedResolution {
-		return nil
-	}
 	stamp, err := types.ParseDateTime(now)
 	if err != nil {
 		return err

@@ -21,14 +21,13 @@ const (
 	CodeRateLimitExceeded    = "rate_limit_exceeded"
 	CodeAPIKeyBanned         = "api_key_banned"
 	CodeInternalError        = "internal_error"
-	CodeServiceUnavailable   = "service_unavailable"
 )
 
 // Codes is the whole catalogue; the OpenAPI document's Error.code lists
 // exactly these (checked by the openapi package's tests).
 var Codes = []string{
 	CodeInvalidRequest, CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodePayloadTooLarge,
-	CodeUnsupportedMediaType, CodeRateLimitExceeded, CodeAPIKeyBanned, CodeInternalError, CodeServiceUnavailable,
+	CodeUnsupportedMediaType, CodeRateLimitExceeded, CodeAPIKeyBanned, CodeInternalError,
 }
 
 // Error is the spec's Error body. Handlers and middleware return it as an
@@ -60,7 +59,6 @@ var genericErrors = map[int]*Error{
 	http.StatusRequestEntityTooLarge: {CodePayloadTooLarge, "The request body is larger than 64 KiB.", http.StatusRequestEntityTooLarge},
 	http.StatusTooManyRequests:       {CodeRateLimitExceeded, "Too many requests.", http.StatusTooManyRequests},
 	http.StatusInternalServerError:   {CodeInternalError, "Internal error; it has been logged.", http.StatusInternalServerError},
-	http.StatusServiceUnavailable:    {CodeServiceUnavailable, "The service is temporarily unavailable.", http.StatusServiceUnavailable},
 }
 
 // asError turns any error reaching the top of a /v1 route into an Error.

@@ -51,12 +51,13 @@ func identifyKey() *hook.Handler[*core.RequestEvent] {
 					return err
 				default:
 					e.Set(eventKeyAPIKey, r)
-					app, now := e.App, time.Now()
-					routine.FireAndForget(func() {
-						if err := apikeys.TouchLastUsed(app, r, now); err != nil {
-							app.Logger().Warn("Could not record an API key's last use", "keyId", r.Id, "error", err)
-						}
-					})
+					if app, now := e.App, time.Now(); apikeys.LastUsedStale(r, now) {
+						routine.FireAndForget(func() { // off the request path: it waits for SQLite's writer
+							if err := apikeys.TouchLastUsed(app, r, now); err != nil {
+								app.Logger().Warn("Could not record an API key's last use", "keyId", r.Id, "error", err)
+							}
+						})
+					}
 				}
 			}
 			if authErr != nil {

@@ -20,7 +20,7 @@ func serveDocument(body []byte, contentType string) func(*core.RequestEvent) err
 	sum := sha256.Sum256(body)
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	return func(e *core.RequestEvent) error {
-		if err := noQuery(e.Request.URL.Query()); err != nil {
+		if err := noQuery(e.Request.URL.RawQuery); err != nil {
 			return err
 		}
 		h := e.Response.Header()

@@ -36,7 +36,7 @@ func petFromRecord(r *core.Record) Pet {
 // seen) visits every pet that existed when the walk began exactly once, even
 // while others are added.
 func handleListPets(e *core.RequestEvent) error {
-	q, qerr := parseListQuery(e.Request.URL.Query())
+	q, qerr := parseListQuery(e.Request.URL.RawQuery)
 	if qerr != nil {
 		return qerr
 	}
@@ -71,7 +71,7 @@ func handleListPets(e *core.RequestEvent) error {
 
 // handleCreatePet serves createPet.
 func handleCreatePet(e *core.RequestEvent) error {
-	if err := noQuery(e.Request.URL.Query()); err != nil {
+	if err := noQuery(e.Request.URL.RawQuery); err != nil {
 		return err
 	}
 	if err := requireJSONContentType(e.Request); err != nil {
@@ -105,7 +105,7 @@ func handleCreatePet(e *core.RequestEvent) error {
 
 // handleGetPet serves the deprecated getPet.
 func handleGetPet(e *core.RequestEvent) error {
-	if err := noQuery(e.Request.URL.Query()); err != nil {
+	if err := noQuery(e.Request.URL.RawQuery); err != nil {
 		return err
 	}
 	id, perr := parsePetID(e.Request.PathValue("petId"))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -41,10 +42,15 @@ type listQuery struct {
 	after  string // a pet id; empty: from the start
 }
 
-// parseListQuery reads listPets' query. Unknown or repeated parameters are
-// refused: a misspelt filter must not silently return everything.
-func parseListQuery(q url.Values) (listQuery, *Error) {
+// parseListQuery reads listPets' raw query string. Unknown, repeated or
+// malformed parameters are refused: a misspelt filter must not silently
+// return everything.
+func parseListQuery(rawQuery string) (listQuery, *Error) {
 	lq := listQuery{limit: defaultLimit}
+	q, qerr := parseQuery(rawQuery)
+	if qerr != nil {
+		return lq, qerr
+	}
 	for name, values := range q {
 		if len(values) > 1 {
 			return lq, invalidRequest("Query parameter %q must be given at most once.", name)
@@ -76,11 +82,26 @@ func parseListQuery(q url.Values) (listQuery, *Error) {
 }
 
 // noQuery refuses query parameters on operations that take none.
-func noQuery(q url.Values) *Error {
+func noQuery(rawQuery string) *Error {
+	q, err := parseQuery(rawQuery)
+	if err != nil {
+		return err
+	}
 	for name := range q {
 		return unknownParameter(name, "none")
 	}
 	return nil
+}
+
+// parseQuery parses a raw query string whole. url.URL.Query would silently
+// drop a pair with a bad escape or a ";", and every pair beyond
+// url.ParseQuery's cap of 10000.
+func parseQuery(rawQuery string) (url.Values, *Error) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, invalidRequest(`The query string is malformed: it has an invalid %%-escape, a ";" or more than 10000 parameters.`)
+	}
+	return q, nil
 }
 
 func unknownParameter(name, known string) *Error {
@@ -108,7 +129,7 @@ func parsePositiveDecimal(s string) (int64, error) {
 // id the service would assign is simply not found.
 func parsePetID(s string) (string, *Error) {
 	if _, err := parsePositiveDecimal(s); err != nil {
-		return "", invalidRequest("petId must be a positive integer (int64).")
+		return "", invalidRequest("petId must be a positive decimal integer, at most %d.", int64(math.MaxInt64))
 	}
 	return s, nil
 }

@@ -1,8 +1,9 @@
 // Package hooks binds petstore to a PocketBase app: the /v1 routes and their
-// middleware, the embedded site, and the record hooks of pets.
+// middleware, the embedded site, and the record hooks of pets and API keys.
 package hooks
 
 import (
+	"context"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -10,27 +11,58 @@ import (
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
+
+	"petstore/apikeys"
+	"petstore/limits"
 )
 
-// Register binds everything petstore adds to app. public is the site served
-// at / (pb_public, embedded in the binary).
-func Register(app core.App, public fs.FS) {
+// Options configure the service. Register keeps the pointer: command-line
+// flags fill it in after Register and before `serve` starts.
+type Options struct {
+	Public fs.FS // the site served at / (pb_public, embedded in the binary)
+	Limits limits.Config
+	Server ServerConfig
+}
+
+// Service is what Register bound; Err tells why serving could not start.
+type Service struct {
+	err error
+}
+
+// Err is the error that stopped `serve` from starting, if any. PocketBase
+// does not turn it into an exit status; main does.
+func (s *Service) Err() error { return s.err }
+
+// Register binds everything petstore adds to app.
+func Register(app core.App, opts *Options) *Service {
+	s := &Service{}
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreServe",
 		Func: func(se *core.ServeEvent) error {
-			addRoutes(se.Router.Group("/v1"))
+			limiter, err := limits.New(app, opts.Limits)
+			if err != nil {
+				s.err = err
+				return err
+			}
+			bindLimiterHooks(app, limiter)
+
+			addRoutes(se.Router.Group("/v1"), limiter)
 			// Method-less, or it would conflict with the method-less /v1 routes.
-			se.Router.Route("", "/{path...}", staticSite(public))
+			se.Router.Route("", "/{path...}", staticSite(opts.Public))
 
 			if err := se.Next(); err != nil {
+				s.err = err
 				return err
 			}
 			// The handler exists only once the mux is built, in Next.
-			se.Server.Handler = uncleanPathGuard(se.Server.Handler)
+			se.Server.Handler = restoreRequestBody(uncleanPathGuard(se.Server.Handler))
 			return nil
 		},
 	})
+	bindServer(app, &opts.Server)
 	bindPetRecordHooks(app)
+	bindAPIKeyRecordHooks(app)
+	return s
 }
 
 func staticSite(public fs.FS) func(*core.RequestEvent) error {
@@ -58,4 +90,32 @@ func bindPetRecordHooks(app core.App) {
 		return normalize(e)
 	})
 	app.OnRecordUpdate(petsCollection).BindFunc(normalize)
+}
+
+// bindLimiterHooks ties the limiter to the app's life: staff lifting a ban
+// (clearing banned_until) also clears the key's recent counts, and a stop
+// saves the day counts.
+func bindLimiterHooks(app core.App, l *limits.Limiter) {
+	app.OnRecordUpdate(apikeys.Collection).BindFunc(func(e *core.RecordEvent) error {
+		lifted := !e.Record.Original().GetDateTime("banned_until").IsZero() && e.Record.GetDateTime("banned_until").IsZero()
+		if err := e.Next(); err != nil || !lifted {
+			return err
+		}
+		if err := l.LiftBan(context.Background(), e.Record.Id); err != nil {
+			e.App.Logger().Error("Could not reset the counts of an unbanned API key", "keyId", e.Record.Id, "error", err)
+		}
+		return nil
+	})
+	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
+		Id: "petstoreLimiterClose",
+		// After PocketBase's graceful shutdown (-9999): no request is counted
+		// after the last save.
+		Priority: -9000,
+		Func: func(e *core.TerminateEvent) error {
+			if err := l.Close(); err != nil {
+				e.App.Logger().Error("Could not save rate-limit state at shutdown", "error", err)
+			}
+			return e.Next()
+		},
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
 
+	"petstore/limits"
 	"petstore/openapi"
 )
 
@@ -20,13 +21,14 @@ const maxBodyBytes = 64 << 10
 //
 //	errorBody     every error becomes the spec's Error body
 //	identifyKey   resolves the bearer API key, if any
+//	rateLimit     counts the request (per key, else per IP), sets the headers, 429
 //	BodyLimit     64 KiB (replaces PocketBase's 32 MB for /v1)
 //
 // PocketBase's auth-token loader is unbound: it would try API keys as
 // PocketBase tokens.
-func addRoutes(v1 *router.RouterGroup[*core.RequestEvent]) {
+func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
-	v1.Bind(errorBody(), identifyKey(), apis.BodyLimit(maxBodyBytes))
+	v1.Bind(errorBody(), identifyKey(), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
 
 	v1.GET("/pets", handleListPets).Bind(requireKey())
 	v1.POST("/pets", handleCreatePet).Bind(requireKey())

@@ -28,6 +28,11 @@ func init() {
 				Help: "Overrides the plan's per-day quota when set."},
 			&core.DateField{Name: "banned_until", Help: "Set by the rate limiter; clear it to lift a ban."},
 			&core.DateField{Name: "last_used"},
+			// Mirrors of the day window, written every few seconds, so that staff
+			// see usage and an instance without Redis restores it after a restart.
+			&core.NumberField{Name: "day_used", OnlyInt: true, Min: types.Pointer(0.0),
+				Help: "Requests counted in the current day window (updated every few seconds)."},
+			&core.DateField{Name: "day_resets", Help: "When the current day window ends."},
 			&core.AutodateField{Name: "created", OnCreate: true},
 			&core.AutodateField{Name: "updated", OnCreate: true, OnUpdate: true},
 		)

@@ -18,6 +18,7 @@ import (
 
 	"petstore/apikeys"
 	"petstore/hooks"
+	"petstore/limits"
 	_ "petstore/migrations"
 	pbpublic "petstore/pb_public"
 )
@@ -32,10 +33,24 @@ type Server struct {
 	done chan error
 }
 
-// Start serves a new app on dir (a fresh temporary one when empty) until the
-// test ends or Stop is called.
+// Config is what a test may set; zero values are the service's defaults.
+type Config struct {
+	Dir    string // data directory; a fresh temporary one when empty
+	Limits limits.Config
+	Server hooks.ServerConfig
+}
+
+// Start serves a new app on dir (a fresh temporary one when empty) with the
+// default configuration until the test ends or Stop is called.
 func Start(t testing.TB, dir string) *Server {
 	t.Helper()
+	return StartWith(t, Config{Dir: dir})
+}
+
+// StartWith is Start with a configuration.
+func StartWith(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	dir := cfg.Dir
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -46,7 +61,7 @@ func Start(t testing.TB, dir string) *Server {
 	if err := app.RunAllMigrations(); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
-	hooks.Register(app, pbpublic.FS)
+	service := hooks.Register(app, &hooks.Options{Public: pbpublic.FS, Limits: cfg.Limits, Server: cfg.Server})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -67,7 +82,32 @@ func Start(t testing.TB, dir string) *Server {
 	}
 	go func() { s.done <- apis.Serve(app, apis.ServeConfig{HttpAddr: ln.Addr().String()}) }()
 	t.Cleanup(func() { s.Stop(t) })
+	if err := s.waitUntilServing(service); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
 	return s
+}
+
+// waitUntilServing returns once the server answers, or with the error that
+// stopped it from starting.
+func (s *Server) waitUntilServing(service *hooks.Service) error {
+	for {
+		select {
+		case err := <-s.done:
+			s.done = nil
+			if service.Err() != nil {
+				return service.Err()
+			}
+			return err
+		default:
+		}
+		resp, err := s.Client.Get(s.URL + "/api/health")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Stop shuts the server down the way SIGTERM does and closes the app; it may

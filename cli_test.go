@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/apikeys"
+)
+
+// binary is the petstore command built once for these tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "petstore-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "petstore")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build petstore:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var keyLine = regexp.MustCompile(`^pet_[A-Za-z0-9_-]{43}$`)
+
+// petstore runs the binary with args and returns its output and exit status.
+func petstore(t *testing.T, args ...string) (stdout, stderr string, status int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		status = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("petstore %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), status
+}
+
+// createKey runs `keys create` and returns the key and its record id.
+func createKey(t *testing.T, dir string, args ...string) (key, id string) {
+	t.Helper()
+	stdout, stderr, status := petstore(t, append([]string{"keys", "create", "--dir", dir}, args...)...)
+	key, _, _ = strings.Cut(stdout, "\n")
+	if status != 0 || !keyLine.MatchString(key) || stdout != key+"\n" {
+		t.Fatalf("keys create %v: status %d, stdout %q, stderr %q; want the key alone on stdout", args, status, stdout, stderr)
+	}
+	m := regexp.MustCompile(`\(id ([a-z0-9]{15}), plan ([a-z]+)\)`).FindStringSubmatch(stderr)
+	if m == nil || strings.Contains(stderr, key) {
+		t.Fatalf("keys create: stderr %q, want the id and plan without the key", stderr)
+	}
+	return key, m[1]
+}
+
+// keyRecords opens dir like the server does and returns its api_keys.
+func keyRecords(t *testing.T, dir string) []*core.Record {
+	t.Helper()
+	app := core.NewBaseApp(core.BaseAppConfig{DataDir: dir})
+	if err := app.Bootstrap(); err != nil {
+		t.Fatal(err)
+	}
+	defer app.ResetBootstrapState()
+	records, err := apikeys.List(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return records
+}
+
+func TestKeysCreate(t *testing.T) {
+	dir := t.TempDir()
+	key, id := createKey(t, dir, "--plan", "free", "--name", "x")
+	expires := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	_, id2 := createKey(t, dir, "--plan", "enterprise", "--per-minute", "5", "--per-day", "7", "--expires", expires.Format(time.RFC3339))
+
+	records := keyRecords(t, dir)
+	if len(records) != 2 {
+		t.Fatalf("%d keys stored, want 2", len(records))
+	}
+	for _, r := range records {
+		plan := r.ExpandedOne("plan").GetString("name")
+		switch r.Id {
+		case id:
+			if plan != "free" || r.GetString("name") != "x" || r.GetString("key_hash") != apikeys.Hash(key) ||
+				!strings.HasPrefix(key, r.GetString("prefix")) || !r.GetDateTime("expires").IsZero() {
+				t.Errorf("free key stored as %v", r.FieldsData())
+			}
+		case id2:
+			if plan != "enterprise" || r.GetInt("per_minute") != 5 || r.GetInt("per_day") != 7 ||
+				!r.GetDateTime("expires").Time().Equal(expires) {
+				t.Errorf("enterprise key stored as %v", r.FieldsData())
+			}
+		default:
+			t.Errorf("unexpected key %s", r.Id)
+		}
+	}
+}
+
+func TestKeysFailures(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"unknown plan", []string{"keys", "create", "--plan", "gold"}, `unknown plan "gold"`},
+		{"missing --plan", []string{"keys", "create"}, "--plan is required"},
+		{"empty --plan", []string{"keys", "create", "--plan", ""}, "--plan is required"},
+		{"bad --per-minute", []string{"keys", "create", "--plan", "free", "--per-minute", "abc"}, `invalid argument "abc" for "--per-minute"`},
+		{"negative --per-day", []string{"keys", "create", "--plan", "free", "--per-day", "-1"}, "must be positive"},
+		{"unknown flag", []string{"keys", "create", "--plan", "free", "--colour", "red"}, "unknown flag: --colour"},
+		{"bad --expires", []string{"keys", "create", "--plan", "free", "--expires", "tomorrow"}, "not an RFC 3339 time"},
+		{"past --expires", []string{"keys", "create", "--plan", "free", "--expires", "2020-01-01T00:00:00Z"}, "must be in the future"},
+		{"argument to create", []string{"keys", "create", "--plan", "free", "extra"}, `unknown command "extra"`},
+		{"unknown command", []string{"keys", "rotate"}, `unknown command "rotate"`},
+		{"revoke unknown id", []string{"keys", "revoke", "abcdefghijklmno"}, `no API key with id "abcdefghijklmno"`},
+		{"revoke without id", []string{"keys", "revoke"}, "accepts 1 arg(s), received 0"},
+		{"revoke two ids", []string{"keys", "revoke", "a", "b"}, "accepts 1 arg(s), received 2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, status := petstore(t, append(tt.args, "--dir", dir)...)
+			if status == 0 || stdout != "" || !strings.HasPrefix(stderr, "Error: ") || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("status %d, stdout %q, stderr %q; want non-zero, nothing on stdout, %q", status, stdout, stderr, tt.stderr)
+			}
+		})
+	}
+	if n := len(keyRecords(t, dir)); n != 0 {
+		t.Errorf("failed commands stored %d keys", n)
+	}
+}
+
+func TestKeysListAndRevoke(t *testing.T) {
+	dir := t.TempDir()
+	key1, id1 := createKey(t, dir, "--plan", "pro", "--name", "shop-one")
+	key2, id2 := createKey(t, dir, "--plan", "business", "--name", "shop-two")
+
+	_, stderr, status := petstore(t, "keys", "revoke", id1, "--dir", dir)
+	if status != 0 || !strings.Contains(stderr, "Revoked API key "+id1) {
+		t.Fatalf("revoke: status %d, stderr %q", status, stderr)
+	}
+
+	stdout, _, status := petstore(t, "keys", "list", "--dir", dir)
+	if status != 0 {
+		t.Fatalf("list: status %d", status)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 3 || !regexp.MustCompile(`^ID\s+NAME\s+PREFIX\s+PLAN\s+STATE\b`).MatchString(lines[0]) {
+		t.Fatalf("list:\n%s\nwant a header and two keys", stdout)
+	}
+	for _, k := range []struct{ key, id, name, plan, state string }{
+		{key1, id1, "shop-one", "pro", "revoked"},
+		{key2, id2, "shop-two", "business", "active"},
+	} {
+		want := fmt.Sprintf(`(?m)^%s\s+%s\s+%s…\s+%s\s+%s\s`, k.id, k.name, regexp.QuoteMeta(apikeys.DisplayPrefix(k.key)), k.plan, k.state)
+		if !regexp.MustCompile(want).MatchString(stdout) {
+			t.Errorf("list has no line %q:\n%s", want, stdout)
+		}
+		if strings.Contains(stdout, k.key) || strings.Contains(stdout, apikeys.Hash(k.key)) {
+			t.Errorf("list shows a key or its hash:\n%s", stdout)
+		}
+	}
+}
+
+// A key revoked with the CLI while the server runs (another process on the
+// same --dir) is refused from the next request on.
+func TestRevokeWhileServing(t *testing.T) {
+	dir := t.TempDir()
+	// A superuser first, so that serve does not open the installer.
+	if _, stderr, status := petstore(t, "superuser", "upsert", "staff@example.com", "a long enough password", "--dir", dir); status != 0 {
+		t.Fatalf("superuser upsert: %d %s", status, stderr)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var serverOut bytes.Buffer
+	serve := exec.Command(binary, "serve", "--http", addr, "--dir", dir)
+	serve.Stdout, serve.Stderr = &serverOut, &serverOut
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = serve.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = serve.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = serve.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("server output:\n%s", serverOut.String())
+		}
+	})
+
+	client := &http.Client{Timeout: 10 * time.Second}
+	get := func(key string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/pets", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	waitUntilServing(t, client, "http://"+addr+"/api/health", exited)
+
+	key, id := createKey(t, dir, "--plan", "free")
+	if resp := get(key); resp.StatusCode != http.StatusOK {
+		t.Fatalf("new key: %d, want 200", resp.StatusCode)
+	}
+	if _, stderr, status := petstore(t, "keys", "revoke", id, "--dir", dir); status != 0 {
+		t.Fatalf("revoke: %d %s", status, stderr)
+	}
+	resp := get(key)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("revoked key: %d %q, want 401 invalid_token", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+}
+
+// waitUntilServing polls url until it answers 200, failing if the server
+// exits first.
+func waitUntilServing(t *testing.T, client *http.Client, url string, exited <-chan struct{}) {
+	t.Helper()
+	for range 600 {
+		select {
+		case <-exited:
+			t.Fatal("serve exited")
+		case <-time.After(50 * time.Millisecond):
+		}
+		if resp, err := client.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+	}
+	t.Fatal("the server did not answer")
+}

@@ -1,0 +1,135 @@
+package hooks_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"petstore/apikeys"
+	"petstore/hooks"
+	"petstore/internal/apptest"
+)
+
+func TestUnknownPathsUnderV1(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	for _, path := range []string{
+		"/v1", "/v1/", "/v1/nope", "/v1/pet", "/v1/pets/1/x", "/v1//pets", "/v1/./pets",
+		"/v1/pets/../pets", "/v1/pets/", "/v1/PETS", "/v1/store/orders",
+	} {
+		for _, k := range []string{key, ""} {
+			for _, method := range []string{http.MethodGet, http.MethodPost} {
+				t.Run(method+" "+path, func(t *testing.T) {
+					expectError(t, s.Do(t, method, path, k, nil), http.StatusNotFound, hooks.CodeNotFound)
+				})
+			}
+		}
+	}
+}
+
+func TestWrongMethodsOnKnownPaths(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	pet := createPet(t, s, key, map[string]any{"name": "Rex", "categoryId": 1})
+	petPath := fmt.Sprint("/v1/pets/", pet.ID)
+
+	for _, tt := range []struct {
+		method, path, allow string
+	}{
+		{http.MethodDelete, "/v1/pets", "GET, HEAD, POST"},
+		{http.MethodPut, "/v1/pets", "GET, HEAD, POST"},
+		{http.MethodPatch, "/v1/pets", "GET, HEAD, POST"},
+		{"TRACE", "/v1/pets", "GET, HEAD, POST"},
+		{http.MethodPost, petPath, "GET, HEAD"},
+		{http.MethodPut, petPath, "GET, HEAD"},
+		{http.MethodDelete, petPath, "GET, HEAD"},
+		{http.MethodPatch, "/v1/pets/abc", "GET, HEAD"},
+	} {
+		for _, k := range []string{key, ""} {
+			t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+				r := s.Do(t, tt.method, tt.path, k, nil)
+				expectError(t, r, http.StatusMethodNotAllowed, hooks.CodeMethodNotAllowed)
+				if got := r.Header.Get("Allow"); got != tt.allow {
+					t.Errorf("Allow %q, want %q", got, tt.allow)
+				}
+			})
+		}
+	}
+	if countRecords(t, s, "pets") != 1 {
+		t.Errorf("a refused method changed the pets")
+	}
+}
+
+// codeOfStatus is the catalogue's code for each status these tests provoke.
+var codeOfStatus = map[int]string{
+	http.StatusBadRequest:            hooks.CodeInvalidRequest,
+	http.StatusUnauthorized:          hooks.CodeUnauthorized,
+	http.StatusNotFound:              hooks.CodeNotFound,
+	http.StatusMethodNotAllowed:      hooks.CodeMethodNotAllowed,
+	http.StatusRequestEntityTooLarge: hooks.CodePayloadTooLarge,
+	http.StatusUnsupportedMediaType:  hooks.CodeUnsupportedMediaType,
+	http.StatusInternalServerError:   hooks.CodeInternalError,
+}
+
+// Whatever is asked under /v1, the answer is JSON: the Error body for every
+// failure, never HTML and never PocketBase's {data, message, status}. (Fewer
+// than 60 requests without a key: the per-IP rate limit of keyless callers.)
+func TestEveryV1AnswerIsJSON(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	pet := createPet(t, s, key, map[string]any{"name": "Rex", "categoryId": 1})
+	petPath := fmt.Sprint("/v1/pets/", pet.ID)
+
+	for _, path := range []string{
+		"/v1", "/v1/", "/v1/pets", "/v1/pets/", petPath, petPath + "/", "/v1/pets/abc", "/v1/pets/0",
+		"/v1/pets?limit=0", "/v1/pets?fields=id", "/v1/pets?expand=x", "/v1//", "/v1/%2e%2e/api/health",
+		"/v1/_/", "/v1/api/collections/pets/records",
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			for _, k := range []string{key, ""} {
+				t.Run(method+" "+path, func(t *testing.T) {
+					var body any
+					if method != http.MethodGet {
+						body = `{"name": "Tom", "categoryId": 2}`
+					}
+					r := s.Do(t, method, path, k, body)
+					if r.StatusCode >= 300 {
+						code, ok := codeOfStatus[r.StatusCode]
+						if !ok {
+							t.Fatalf("status %d: %s", r.StatusCode, r.Body)
+						}
+						expectError(t, r, r.StatusCode, code)
+						return
+					}
+					var v any
+					r.JSON(t, &v)
+					if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+						t.Errorf("%d with Content-Type %q", r.StatusCode, ct)
+					}
+					if obj, ok := v.(map[string]any); ok && obj["data"] != nil {
+						t.Errorf("PocketBase's body shape: %s", r.Body)
+					}
+				})
+			}
+		}
+	}
+}
+
+// A failure inside the service is a 500 Error that tells nothing of it.
+func TestInternalErrorsShowNoInternals(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	pet := createPet(t, s, key, map[string]any{"name": "Rex", "categoryId": 1})
+	if _, err := s.App.DB().NewQuery("DROP TABLE pets").Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/pets"},
+		{http.MethodPost, "/v1/pets"},
+		{http.MethodGet, fmt.Sprint("/v1/pets/", pet.ID)},
+	} {
+		r := s.Do(t, op.method, op.path, key, json.RawMessage(`{"name": "Tom", "categoryId": 2}`))
+		expectError(t, r, http.StatusInternalServerError, hooks.CodeInternalError)
+	}
+}

@@ -1,0 +1,144 @@
+package hooks_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/pocketbase/dbx"
+
+	"petstore/apikeys"
+	"petstore/internal/apptest"
+)
+
+// TestKeysAppearNowhere uses a key on good and bad requests, next to wrong
+// keys that share all but its last character, then looks for the key, its
+// secret part and its hash in every response and in PocketBase's request
+// logs, and for the key and its secret part in the superuser API's api_keys
+// records (what the dashboard shows: the hash is shown there, and cannot be
+// turned back into the key).
+func TestKeysAppearNowhere(t *testing.T) {
+	dir := t.TempDir()
+	s := apptest.Start(t, dir)
+	key := s.NewKey(t, apikeys.NewKey{Plan: "pro"})
+	nearMiss := key[:len(key)-1] + "A" // a wrong key sharing all but the last character
+	if strings.HasSuffix(key, "A") {
+		nearMiss = key[:len(key)-1] + "B"
+	}
+	needles := map[string]string{
+		"key":  key,
+		"hash": apikeys.Hash(key),
+		// The secret beyond the displayed prefix, as far as the near misses share it.
+		"secret": key[len(apikeys.DisplayPrefix(key)) : len(key)-1],
+	}
+	checkClean := func(where string, data []byte) {
+		t.Helper()
+		for what, needle := range needles {
+			if what == "hash" && strings.HasPrefix(where, "superuser") {
+				continue
+			}
+			if bytes.Contains(data, []byte(needle)) {
+				t.Fatalf("the %s appears in %s: %s", what, where, data)
+			}
+		}
+	}
+	checkResponse := func(r *apptest.Response) {
+		t.Helper()
+		var headers bytes.Buffer
+		_ = r.Header.Write(&headers)
+		checkClean(r.Request.Method+" "+r.Request.URL.Path+" response", append(headers.Bytes(), r.Body...))
+	}
+
+	var v1Requests int
+	send := func(want int, method, path, key string, body any, header ...string) *apptest.Response {
+		t.Helper()
+		v1Requests++
+		r := s.Do(t, method, path, key, body, header...)
+		if r.StatusCode != want {
+			t.Fatalf("%s %s: %d, want %d: %s", method, path, r.StatusCode, want, r.Body)
+		}
+		checkResponse(r)
+		return r
+	}
+	pet := createPet(t, s, key, map[string]any{"name": "Rex", "categoryId": 1})
+	v1Requests++
+	send(http.StatusOK, http.MethodGet, "/v1/pets", key, nil)
+	send(http.StatusOK, http.MethodGet, "/v1/pets/"+fmt.Sprint(pet.ID), key, nil)
+	send(http.StatusNotFound, http.MethodGet, "/v1/pets/999999999999999", key, nil)
+	send(http.StatusBadRequest, http.MethodGet, "/v1/pets?limit=0", key, nil)
+	send(http.StatusBadRequest, http.MethodPost, "/v1/pets", key, `{"name":`)
+	send(http.StatusMethodNotAllowed, http.MethodDelete, "/v1/pets", key, nil)
+	for _, wrong := range []string{nearMiss, key[:len(key)-1], key + "A", strings.ToUpper(key), apikeys.DisplayPrefix(key)} {
+		send(http.StatusUnauthorized, http.MethodGet, "/v1/pets", wrong, nil)
+		send(http.StatusUnauthorized, http.MethodPost, "/v1/pets", wrong, map[string]any{"name": "Rex", "categoryId": 1})
+	}
+	for _, auth := range []string{"Bearer " + key + " " + key, "Bearer " + key + "," + nearMiss, "Basic " + key, key} {
+		send(http.StatusUnauthorized, http.MethodGet, "/v1/pets", "", nil, "Authorization", auth)
+	}
+
+	token := superuserToken(t, s)
+	for _, path := range []string{
+		"/api/collections/api_keys/records",
+		"/api/collections/api_keys/records?fields=*,key_hash",
+		"/api/collections/api_keys/records?expand=plan",
+	} {
+		r := s.Do(t, http.MethodGet, path, "", nil, "Authorization", token)
+		if r.StatusCode != http.StatusOK || !bytes.Contains(r.Body, []byte(apikeys.DisplayPrefix(key))) {
+			t.Fatalf("superuser %s: %d %s; want the key's record", path, r.StatusCode, r.Body)
+		}
+		var headers bytes.Buffer
+		_ = r.Header.Write(&headers)
+		checkClean("superuser "+path, append(headers.Bytes(), r.Body...))
+	}
+
+	// Stopping writes the logs still batched in memory; a restart on the
+	// same directory reads them.
+	s.Stop(t)
+	s = apptest.Start(t, dir)
+	var rows []dbx.NullStringMap
+	if err := s.App.AuxDB().NewQuery("SELECT * FROM _logs").All(&rows); err != nil {
+		t.Fatal(err)
+	}
+	var logged int
+	for _, row := range rows {
+		var all bytes.Buffer
+		for column, v := range row {
+			all.WriteString(column + "=" + v.String + "\n")
+		}
+		if bytes.Contains(all.Bytes(), []byte("/v1/pets")) {
+			logged++
+		}
+		checkClean("the request log", all.Bytes())
+	}
+	if logged < v1Requests {
+		t.Fatalf("%d of %d /v1 requests logged: the check above saw too little", logged, v1Requests)
+	}
+}
+
+// Staff revoke a key in the dashboard, whose form sends the whole record
+// back; editing the hash itself is refused, since it would orphan the key.
+func TestDashboardSaveKeepsTheKeyHash(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "free"})
+	id := keyRecord(t, s, key).Id
+	token := superuserToken(t, s)
+	path := "/api/collections/api_keys/records/" + id
+
+	r := s.Do(t, http.MethodPatch, path, "", map[string]any{apikeys.HashField: strings.Repeat("0", 64)}, "Authorization", token)
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), "cannot be changed") {
+		t.Fatalf("editing the hash: %d %s; want 400", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != http.StatusOK {
+		t.Fatalf("key after the refused edit: %d", r.StatusCode)
+	}
+
+	var record map[string]any
+	s.Do(t, http.MethodGet, path, "", nil, "Authorization", token).JSON(t, &record)
+	record["revoked"] = true
+	if r := s.Do(t, http.MethodPatch, path, "", record, "Authorization", token); r.StatusCode != http.StatusOK {
+		t.Fatalf("revoking with the whole record: %d %s", r.StatusCode, r.Body)
+	}
+	s.Do(t, http.MethodGet, "/v1/pets", key, nil).Error(t, http.StatusUnauthorized)
+}

@@ -1,0 +1,50 @@
+package hooks
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
+
+	"petstore/limits"
+)
+
+const (
+	rateLimitMiddlewareId       = "petstoreRateLimit"
+	rateLimitMiddlewarePriority = identifyKeyMiddlewarePriority + 1 // needs the key; before the body limit (-990)
+)
+
+// rateLimit counts every /v1 request, whatever its outcome: against its API
+// key's quota when it has a valid one, else against its client IP's. Every
+// response carries the rate-limit headers.
+func rateLimit(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       rateLimitMiddlewareId,
+		Priority: rateLimitMiddlewarePriority,
+		Func: func(e *core.RequestEvent) error {
+			var d limits.Decision
+			var err error
+			if key := APIKey(e); key != nil {
+				d, err = l.TakeKey(e.Request.Context(), key, e.RealIP())
+			} else {
+				d, err = l.TakeAnonymous(e.Request.Context(), e.RealIP())
+			}
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			d.SetHeaders(e.Response.Header(), now)
+			switch {
+			case d.Banned(now):
+				return newError(http.StatusTooManyRequests, CodeAPIKeyBanned,
+					"This API key is banned until %s for sending requests while rate limited.",
+					d.BannedUntil.UTC().Format(time.RFC3339))
+			case d.Exceeded():
+				return newError(http.StatusTooManyRequests, CodeRateLimitExceeded,
+					"Rate limit exceeded: retry after %d seconds.", d.RetryAfter(now))
+			}
+			return e.Next()
+		},
+	}
+}

@@ -1,0 +1,68 @@
+package realserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+
+	"petstore/hooks"
+	"petstore/internal/realserver"
+)
+
+// bin is the petstore binary, built once for all tests of the package.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "petstore-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin, err = realserver.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// start runs the binary on dir until the test ends.
+func start(t *testing.T, dir string, args ...string) *realserver.Process {
+	t.Helper()
+	p, err := realserver.Start(bin, dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// createKey runs `keys create ARGS` on dir.
+func createKey(t *testing.T, dir string, args ...string) (key, id string) {
+	t.Helper()
+	key, id, err := realserver.CreateKey(bin, dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, id
+}
+
+// getPet fetches a pet, failing the test unless it is there.
+func getPet(t *testing.T, p *realserver.Process, key string, id int64) hooks.Pet {
+	t.Helper()
+	status, body, err := p.Do(context.Background(), http.MethodGet, fmt.Sprint("/v1/pets/", id), key, nil)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("GET pet %d: %d %v %s", id, status, err, body)
+	}
+	var got hooks.Pet
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("GET pet %d: %v: %s", id, err, body)
+	}
+	return got
+}

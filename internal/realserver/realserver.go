@@ -1,0 +1,216 @@
+// Package realserver builds the petstore binary and runs it as a separate
+// process, for what only a real process shows: kill -9, signals, exit
+// status, load from outside. Tests that need less use internal/apptest.
+package realserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Build compiles the petstore command into dir and returns the binary's path.
+func Build(dir string) (string, error) {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	bin := filepath.Join(dir, "petstore")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Keys runs `petstore keys ARGS --dir DIR` and returns what it printed.
+func Keys(bin, dir string, args ...string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, append(append([]string{"keys"}, args...), "--dir", dir)...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), errOut.String(), fmt.Errorf("keys %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), errOut.String(), nil
+}
+
+var createdKeyID = regexp.MustCompile(`\(id (\w+),`)
+
+// CreateKey runs `keys create ARGS` and returns the key and its record id.
+func CreateKey(bin, dir string, args ...string) (key, id string, err error) {
+	stdout, stderr, err := Keys(bin, dir, append([]string{"create"}, args...)...)
+	if err != nil {
+		return "", "", err
+	}
+	m := createdKeyID.FindStringSubmatch(stderr)
+	key, _, _ = strings.Cut(stdout, "\n")
+	if m == nil || key == "" {
+		return "", "", fmt.Errorf("keys create printed %q, %q", stdout, stderr)
+	}
+	return key, m[1], nil
+}
+
+// Process is a running `petstore serve`.
+type Process struct {
+	URL  string // http://127.0.0.1:PORT
+	Addr string // 127.0.0.1:PORT
+
+	cmd    *exec.Cmd
+	output *syncBuffer
+	exited chan struct{}
+	client *http.Client
+}
+
+// Start runs `petstore serve --http 127.0.0.1:PORT --dir DIR ARGS` on a free
+// port and returns once it answers.
+func Start(bin, dir string, args ...string) (*Process, error) {
+	var lastErr error
+	for range 3 { // the free port may be taken between the probe and the start
+		p, err := start(bin, dir, args)
+		if err == nil {
+			return p, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+func start(bin, dir string, args []string) (*Process, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	p := &Process{
+		URL:    "http://" + addr,
+		Addr:   addr,
+		output: &syncBuffer{},
+		exited: make(chan struct{}),
+		client: &http.Client{
+			Timeout:   time.Minute,
+			Transport: &http.Transport{MaxIdleConnsPerHost: 256},
+		},
+	}
+	p.cmd = exec.Command(bin, append([]string{"serve", "--http", addr, "--dir", dir}, args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("petstore serve exited at start: %s", p.Output())
+		default:
+		}
+		if resp, err := p.client.Get(p.URL + "/api/health"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.Kill()
+	return nil, fmt.Errorf("petstore serve did not answer within a minute: %s", p.Output())
+}
+
+// Do sends a request; key, when set, as a bearer token, and body, when set,
+// as JSON. It returns the status and the whole response body.
+func (p *Process) Do(ctx context.Context, method, path, key string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.URL+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, err
+}
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	p.client.CloseIdleConnections()
+}
+
+// Wait waits at most timeout for the process to exit and returns its exit
+// status.
+func (p *Process) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-p.exited:
+		p.client.CloseIdleConnections()
+		return p.cmd.ProcessState.ExitCode(), nil
+	case <-time.After(timeout):
+		return -1, errors.New("petstore did not exit in time")
+	}
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (p *Process) Stop() error {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	code, err := p.Wait(time.Minute)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("petstore exited with status %d: %s", code, p.Output())
+	}
+	return err
+}
+
+// Output is what the process wrote on stdout and stderr so far.
+func (p *Process) Output() string { return p.output.String() }
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,132 @@
+package limits
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ulule/limiter/v3"
+)
+
+// Window is the state of one rate window after a request.
+type Window struct {
+	Name      string // "minute" or "day": the policy name in RateLimit fields
+	Period    time.Duration
+	Limit     int64
+	Remaining int64
+	Reset     time.Time // when the count starts again
+	Reached   bool      // this request went over the limit
+}
+
+func newWindow(name string, period time.Duration, c limiter.Context, now time.Time) Window {
+	// Stores report the reset in whole seconds, rounded down: a second more
+	// keeps Retry-After from ever being early, and no window ends later than
+	// a period from now.
+	reset := time.Unix(c.Reset+1, 0)
+	if limit := now.Add(period); reset.After(limit) {
+		reset = limit
+	}
+	return Window{Name: name, Period: period, Limit: c.Limit, Remaining: c.Remaining, Reached: c.Reached, Reset: reset}
+}
+
+// Decision is the outcome of counting one request.
+type Decision struct {
+	Windows     []Window
+	BannedUntil time.Time // non-zero: the key is banned until then
+}
+
+// Exceeded reports whether the request went over a window's limit.
+func (d Decision) Exceeded() bool {
+	for _, w := range d.Windows {
+		if w.Reached {
+			return true
+		}
+	}
+	return false
+}
+
+// Banned reports whether the key is banned at now.
+func (d Decision) Banned(now time.Time) bool { return d.BannedUntil.After(now) }
+
+// binding is the window that X-RateLimit-* report: the one with fewer
+// requests remaining; on a tie, the one that resets later.
+func (d Decision) binding() Window {
+	b := d.Windows[0]
+	for _, w := range d.Windows[1:] {
+		if w.Remaining < b.Remaining || (w.Remaining == b.Remaining && w.Reset.After(b.Reset)) {
+			b = w
+		}
+	}
+	return b
+}
+
+// RetryAfter is how many whole seconds a refused caller must wait: until its
+// ban ends, or until every window it exceeded has reset.
+func (d Decision) RetryAfter(now time.Time) int64 {
+	until := d.BannedUntil
+	for _, w := range d.Windows {
+		if w.Reached && w.Reset.After(until) {
+			until = w.Reset
+		}
+	}
+	return secondsUntil(now, until)
+}
+
+// HeaderNames are the response headers SetHeaders writes; browsers may read
+// them across origins.
+var HeaderNames = []string{
+	"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
+	"RateLimit-Policy", "RateLimit", "Retry-After",
+}
+
+// SetHeaders writes the rate-limit headers of d: the X-RateLimit-* trio for
+// the binding window, the IETF draft's RateLimit-Policy and RateLimit fields
+// for every window, and Retry-After when the request is refused.
+func (d Decision) SetHeaders(h http.Header, now time.Time) {
+	b := d.binding()
+	remaining, reset := b.Remaining, b.Reset
+	refused := d.Banned(now) || d.Exceeded()
+	if d.Banned(now) {
+		remaining, reset = 0, d.BannedUntil
+	}
+	if refused {
+		remaining = 0
+	}
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(b.Limit, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(remaining, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(reset), 10))
+
+	policies := make([]string, len(d.Windows))
+	states := make([]string, len(d.Windows))
+	for i, w := range d.Windows {
+		policies[i] = fmt.Sprintf(`"%s";q=%d;w=%d`, w.Name, w.Limit, int64(w.Period/time.Second))
+		states[i] = fmt.Sprintf(`"%s";r=%d;t=%d`, w.Name, w.Remaining, secondsUntil(now, w.Reset))
+	}
+	h.Set("RateLimit-Policy", strings.Join(policies, ", "))
+	h.Set("RateLimit", strings.Join(states, ", "))
+
+	if refused {
+		h.Set("Retry-After", strconv.FormatInt(d.RetryAfter(now), 10))
+	}
+	h.Set("Access-Control-Expose-Headers", strings.Join(HeaderNames, ", "))
+}
+
+func ceilUnix(t time.Time) int64 {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}
+
+// secondsUntil is the whole seconds from now to t, rounded up, at least 1
+// when t is ahead.
+func secondsUntil(now, t time.Time) int64 {
+	d := t.Sub(now)
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}

@@ -1,0 +1,97 @@
+package limits
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/tools/types"
+	"github.com/ulule/limiter/v3"
+)
+
+// Day counts are mirrored on the api_keys records (day_used, day_resets):
+// staff see them in the dashboard, and an instance counting in memory
+// restores them at start. A kill -9 loses at most FlushEvery of counting.
+
+// countingRate makes a store report a counter's exact value as limit-remaining.
+var countingRate = limiter.Rate{Limit: math.MaxInt64 / 2}
+
+func (l *Limiter) flushLoop() {
+	defer close(l.flushDone)
+	t := time.NewTicker(l.cfg.FlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stopFlush:
+			return
+		case <-t.C:
+			if err := l.flushDayCounts(); err != nil {
+				l.app.Logger().Error("Could not save day counts of API keys", "error", err)
+			}
+		}
+	}
+}
+
+func (l *Limiter) flushDayCounts() error {
+	var firstErr error
+	l.counted.Range(func(id, _ any) bool {
+		// Forget the key before reading its count: a request counted from now
+		// on marks it again for the next flush.
+		l.counted.Delete(id)
+		if err := l.saveDayCount(id.(string)); err != nil {
+			l.counted.Store(id, struct{}{}) // try again next time
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+		return true
+	})
+	return firstErr
+}
+
+func (l *Limiter) saveDayCount(keyID string) error {
+	rate := countingRate
+	rate.Period = l.cfg.DayWindow
+	c, err := l.stores[storeDay].Peek(context.Background(), keyID, rate)
+	if err != nil {
+		return err
+	}
+	used, resets := rate.Limit-c.Remaining, ""
+	if used > 0 {
+		stamp, err := types.ParseDateTime(time.Unix(c.Reset, 0))
+		if err != nil {
+			return err
+		}
+		resets = stamp.String()
+	}
+	_, err = l.app.DB().Update("api_keys",
+		dbx.Params{"day_used": used, "day_resets": resets}, dbx.HashExp{"id": keyID}).Execute()
+	return err
+}
+
+func (l *Limiter) restoreDayCounts() error {
+	var rows []struct {
+		ID        string         `db:"id"`
+		DayUsed   int64          `db:"day_used"`
+		DayResets types.DateTime `db:"day_resets"`
+	}
+	err := l.app.DB().Select("id", "day_used", "day_resets").From("api_keys").
+		Where(dbx.NewExp("day_used > 0")).All(&rows)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, r := range rows {
+		left := r.DayResets.Time().Sub(now)
+		if left <= 0 {
+			continue // that window is over
+		}
+		rate := countingRate
+		rate.Period = left // the restored window ends when the saved one did
+		if _, err := l.stores[storeDay].Increment(context.Background(), r.ID, r.DayUsed, rate); err != nil {
+			return err
+		}
+	}
+	return nil
+}
