@@ -165,7 +165,9 @@ func (c *contractTransport) check(req *http.Request, resp *http.Response, body [
 		},
 	})
 	if err != nil {
-		return "the response does not match the document: " + err.Error()
+		// The schema follows; the body is printed anyway.
+		reason, _, _ := strings.Cut(err.Error(), "\nSchema:")
+		return "the response does not match the document: " + reason
 	}
 	return ""
 }
