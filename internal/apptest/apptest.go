@@ -220,7 +220,7 @@ func (s *Server) Do(t testing.TB, method, path, key string, body any, header ...
 // Send sends req and reads the whole response.
 func (s *Server) Send(t testing.TB, req *http.Request) *Response {
 	t.Helper()
-	resp, err := s.Client.Do(req)
+	resp, err := s.Client.Do(reportTo(req, t))
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}

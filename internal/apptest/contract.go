@@ -72,7 +72,7 @@ func LoadContract(t testing.TB) *Contract {
 }
 
 // contractTransport checks every exchange under /v1 against the document,
-// failing t on any mismatch:
+// failing the test that sent it (see reportTo), or else t, on any mismatch:
 //
 //   - every response must be one the document gives for its request: a
 //     documented status with its headers and body (unknown paths and other
@@ -90,6 +90,15 @@ type contractTransport struct {
 	t        testing.TB
 	contract *Contract
 	next     http.RoundTripper
+}
+
+type reportToKey struct{}
+
+// reportTo makes contract failures of req fail t: the subtest or fuzz target
+// that sent it rather than the test that started the server (a fuzz target
+// must not fail its testing.F).
+func reportTo(req *http.Request, t testing.TB) *http.Request {
+	return req.WithContext(context.WithValue(req.Context(), reportToKey{}, t))
 }
 
 func newContractTransport(t testing.TB) *contractTransport {
@@ -112,7 +121,11 @@ func (c *contractTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 
 	if problem := c.check(req, resp, body); problem != "" {
-		c.t.Errorf("OpenAPI contract: %s %s -> %d: %s\nresponse headers: %v\nresponse body: %.500s",
+		t, ok := req.Context().Value(reportToKey{}).(testing.TB)
+		if !ok {
+			t = c.t
+		}
+		t.Errorf("OpenAPI contract: %s %s -> %d: %s\nresponse headers: %v\nresponse body: %.500s",
 			req.Method, req.URL.RequestURI(), resp.StatusCode, problem, resp.Header, body)
 	}
 	return resp, nil
