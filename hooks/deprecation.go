@@ -23,7 +23,7 @@ const getPetSuccessor = "/v1/pets"
 func deprecated(at, sunset time.Time, successor string) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstoreDeprecated",
-		Priority: errorBodyMiddlewarePriority + 1, // before anything can answer
+		Priority: errorBodyOuterPriority + 1, // before anything can answer
 		Func: func(e *core.RequestEvent) error {
 			h := e.Response.Header()
 			h.Set("Deprecation", "@"+strconv.FormatInt(at.Unix(), 10))

@@ -10,31 +10,34 @@ import (
 	"github.com/pocketbase/pocketbase/tools/router"
 )
 
+// The Error body is written by two layers of one middleware. The inner one
+// runs inside PocketBase's activity logger (-1040), so that the request log
+// records the status actually sent; it still returns the error, for the log's
+// details. The outer one runs outside PocketBase's CORS (-1041) and panic
+// recovery (-1030), for the errors those return.
 const (
-	errorBodyMiddlewareId = "petstoreErrorBody"
-	// Below every PocketBase middleware but the www redirect, so that the
-	// panic recovery (-1030), body limit (-990) and CORS (-1041) errors are
-	// reshaped too.
-	errorBodyMiddlewarePriority = -2000
+	errorBodyOuterId       = "petstoreErrorBodyOuter"
+	errorBodyOuterPriority = -2000
+	errorBodyInnerId       = "petstoreErrorBodyInner"
+	errorBodyInnerPriority = -1025 // after the panic recovery, before identifyKey (-1005)
 )
 
 // errorBody gives every error under /v1 the spec's Error shape, whatever
 // produced it: our handlers, PocketBase's catch-all 404, its body limit or its
 // panic recovery.
-func errorBody() *hook.Handler[*core.RequestEvent] {
+func errorBody(id string, priority int) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
-		Id:       errorBodyMiddlewareId,
-		Priority: errorBodyMiddlewarePriority,
+		Id:       id,
+		Priority: priority,
 		Func: func(e *core.RequestEvent) error {
 			err := e.Next()
 			if err == nil {
 				return nil
 			}
-			if w, ok := e.Response.(router.WriteTracker); ok && w.Written() {
-				return err // the response is already on its way
+			if w, ok := e.Response.(router.WriteTracker); !ok || !w.Written() {
+				writeError(e.Response, asError(err))
 			}
-			writeError(e.Response, asError(err))
-			return nil
+			return err // written: PocketBase's final error handler leaves it be
 		},
 	}
 }

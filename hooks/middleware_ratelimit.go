@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -23,12 +24,15 @@ func rateLimit(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 		Id:       rateLimitMiddlewareId,
 		Priority: rateLimitMiddlewarePriority,
 		Func: func(e *core.RequestEvent) error {
+			// A client hanging up must neither skip the count nor look like a
+			// Redis failure; the store bounds its own calls.
+			ctx := context.WithoutCancel(e.Request.Context())
 			var d limits.Decision
 			var err error
 			if key := APIKey(e); key != nil {
-				d, err = l.TakeKey(e.Request.Context(), key, e.RealIP())
+				d, err = l.TakeKey(ctx, key, e.RealIP())
 			} else {
-				d, err = l.TakeAnonymous(e.Request.Context(), e.RealIP())
+				d, err = l.TakeAnonymous(ctx, e.RealIP())
 			}
 			if err != nil {
 				return err

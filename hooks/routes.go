@@ -19,7 +19,7 @@ const maxBodyBytes = 64 << 10
 //
 // Group middleware, in the order they run:
 //
-//	errorBody     every error becomes the spec's Error body
+//	errorBody     every error becomes the spec's Error body (two layers, see errorBody)
 //	identifyKey   resolves the bearer API key, if any
 //	rateLimit     counts the request (per key, else per IP), sets the headers, 429
 //	BodyLimit     64 KiB (replaces PocketBase's 32 MB for /v1)
@@ -28,7 +28,8 @@ const maxBodyBytes = 64 << 10
 // PocketBase tokens.
 func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
-	v1.Bind(errorBody(), identifyKey(), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
+	v1.Bind(errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
+		identifyKey(), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
 
 	v1.GET("/pets", handleListPets).Bind(requireKey())
 	v1.POST("/pets", handleCreatePet).Bind(requireKey())

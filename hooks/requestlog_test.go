@@ -1,0 +1,88 @@
+package hooks_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/pocketbase/dbx"
+
+	"petstore/apikeys"
+	"petstore/internal/apptest"
+)
+
+// logEntry is a row of PocketBase's request log (the dashboard's Logs).
+type logEntry struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	Error  string `json:"error"`
+	raw    string
+}
+
+// waitForLogs returns the request log's /v1 entries once at least n are
+// written. PocketBase writes log entries in batches, every 3 seconds, after
+// the response has gone out.
+func waitForLogs(t *testing.T, s *apptest.Server, n int) []logEntry {
+	t.Helper()
+	var entries []logEntry
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var rows []struct {
+			Data string `db:"data"`
+		}
+		err := s.App.AuxDB().Select("data").From("_logs").
+			Where(dbx.NewExp("json_extract(data, '$.url') LIKE '/v1/%'")).All(&rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = entries[:0]
+		for _, row := range rows {
+			e := logEntry{raw: row.Data}
+			if err := json.Unmarshal([]byte(row.Data), &e); err != nil {
+				t.Fatal(err)
+			}
+			entries = append(entries, e)
+		}
+		if len(entries) >= n {
+			return entries
+		}
+	}
+	t.Fatalf("%d /v1 requests in the log after 30 s, want %d", len(entries), n)
+	return nil
+}
+
+// The request log records the status each /v1 answer was sent with, errors
+// included, and the error behind it.
+func TestRequestLogRecordsStatusSent(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "free"})
+	want := map[string]int{
+		"/v1/pets?limit=1":         http.StatusOK,
+		"/v1/pets?limit=0":         http.StatusBadRequest,
+		"/v1/pets/123456789012345": http.StatusNotFound,
+		"/v1/nowhere":              http.StatusNotFound,
+		"/v1/pets?limit=2&limit=3": http.StatusBadRequest,
+	}
+	for path, status := range want {
+		if r := s.Do(t, http.MethodGet, path, key, nil); r.StatusCode != status {
+			t.Fatalf("%s: %d, want %d", path, r.StatusCode, status)
+		}
+	}
+	if r := s.Do(t, http.MethodGet, "/v1/pets?limit=5", "", nil); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no key: %d", r.StatusCode)
+	}
+	want["/v1/pets?limit=5"] = http.StatusUnauthorized
+
+	for _, e := range waitForLogs(t, s, len(want)) {
+		status, ok := want[e.URL]
+		if !ok {
+			t.Fatalf("unexpected log entry %s", e.raw)
+		}
+		if e.Status != status {
+			t.Errorf("log of %s: status %d, want %d", e.URL, e.Status, status)
+		}
+		if status >= 400 && e.Error == "" {
+			t.Errorf("log of %s: no error recorded", e.URL)
+		}
+	}
+}
