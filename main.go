@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/pocketbase/pocketbase"
+	"github.com/spf13/cobra"
 
 	"petstore/apikeys"
 	"petstore/hooks"
@@ -21,8 +22,15 @@ func main() {
 
 	opts := &hooks.Options{Public: pbpublic.FS}
 	flags := app.RootCmd.PersistentFlags()
-	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", os.Getenv("PETSTORE_RATELIMIT_REDIS"),
+	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",
 		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; env PETSTORE_RATELIMIT_REDIS)")
+	// Read after the flags, not as the flag's default: --help would print a
+	// password in the URL.
+	cobra.OnInitialize(func() {
+		if opts.Limits.RedisURL == "" {
+			opts.Limits.RedisURL = os.Getenv("PETSTORE_RATELIMIT_REDIS")
+		}
+	})
 	flags.StringVar(&opts.Limits.Prefix, "ratelimit-prefix", limits.DefaultPrefix,
 		"prefix of the rate-limit counters, to let several deployments share one Redis")
 	flags.Int64Var(&opts.Limits.AnonymousPerMinute, "ratelimit-anonymous", limits.DefaultAnonymousPerMinute,

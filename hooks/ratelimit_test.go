@@ -41,8 +41,10 @@ func rateHeaders(t *testing.T, r *apptest.Response) (limit, remaining int64) {
 	if r.Header.Get("RateLimit-Policy") == "" || r.Header.Get("RateLimit") == "" {
 		t.Fatalf("RateLimit-Policy %q, RateLimit %q: want both", r.Header.Get("RateLimit-Policy"), r.Header.Get("RateLimit"))
 	}
-	if !strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "X-RateLimit-Remaining") {
-		t.Fatalf("rate-limit headers are not exposed to browsers: %q", r.Header.Get("Access-Control-Expose-Headers"))
+	for _, name := range []string{"X-RateLimit-Remaining", "Retry-After", "Link", "Location"} {
+		if !strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), name) {
+			t.Fatalf("%s is not exposed to browsers: %q", name, r.Header.Get("Access-Control-Expose-Headers"))
+		}
 	}
 	return limit, remaining
 }

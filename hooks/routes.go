@@ -20,6 +20,7 @@ const maxBodyBytes = 64 << 10
 // Group middleware, in the order they run:
 //
 //	errorBody     every error becomes the spec's Error body (two layers, see errorBody)
+//	exposeHeaders browsers may read Link, Location, the rate-limit headers...
 //	identifyKey   resolves the bearer API key, if any
 //	rateLimit     counts the request (per key, else per IP), sets the headers, 429
 //	BodyLimit     64 KiB (replaces PocketBase's 32 MB for /v1)
@@ -29,7 +30,7 @@ const maxBodyBytes = 64 << 10
 func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		identifyKey(), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
+		exposeHeaders(), identifyKey(), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
 
 	v1.GET("/pets", handleListPets).Bind(requireKey())
 	v1.POST("/pets", handleCreatePet).Bind(requireKey())

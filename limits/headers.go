@@ -74,8 +74,7 @@ func (d Decision) RetryAfter(now time.Time) int64 {
 	return secondsUntil(now, until)
 }
 
-// HeaderNames are the response headers SetHeaders writes; browsers may read
-// them across origins.
+// HeaderNames are the response headers SetHeaders writes.
 var HeaderNames = []string{
 	"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
 	"RateLimit-Policy", "RateLimit", "Retry-After",
@@ -110,7 +109,6 @@ func (d Decision) SetHeaders(h http.Header, now time.Time) {
 	if refused {
 		h.Set("Retry-After", strconv.FormatInt(d.RetryAfter(now), 10))
 	}
-	h.Set("Access-Control-Expose-Headers", strings.Join(HeaderNames, ", "))
 }
 
 func ceilUnix(t time.Time) int64 {
