@@ -16,7 +16,7 @@ func TestUnknownPathsUnderV1(t *testing.T) {
 	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
 	for _, path := range []string{
 		"/v1", "/v1/", "/v1/nope", "/v1/pet", "/v1/pets/1/x", "/v1//pets", "/v1/./pets",
-		"/v1/pets/../pets", "/v1/pets/", "/v1/PETS", "/v1/store/orders",
+		"/v1/pets/../pets", "/v1/pets/", "/v1/PETS", "/v1/store/orders", "/v1%2Fpets", "/v1%2fpets%2F1",
 	} {
 		for _, k := range []string{key, ""} {
 			for _, method := range []string{http.MethodGet, http.MethodPost} {

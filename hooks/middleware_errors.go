@@ -42,18 +42,24 @@ func errorBody(id string, priority int) *hook.Handler[*core.RequestEvent] {
 	}
 }
 
-// uncleanPathGuard answers /v1 paths with "//", "." or ".." segments with a
-// 404 Error. Go's ServeMux would redirect them with an HTML 307 before any
-// middleware runs.
+// uncleanPathGuard answers /v1 paths that Go's ServeMux would not route to
+// the /v1 group with a 404 Error: paths with "//", "." or ".." segments,
+// which the mux redirects with an HTML 307 before any middleware runs, and
+// paths whose "/" after v1 is escaped (/v1%2Fpets), which it routes by their
+// escaped form to the site at /.
 func uncleanPathGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		if (p == "/v1" || strings.HasPrefix(p, "/v1/")) && !isCleanPath(p) {
+		if isV1Path(p) && (!isCleanPath(p) || !isV1Path(r.URL.EscapedPath())) {
 			writeError(w, newError(http.StatusNotFound, CodeNotFound, "No such resource."))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+func isV1Path(p string) bool {
+	return p == "/v1" || strings.HasPrefix(p, "/v1/")
 }
 
 func isCleanPath(p string) bool {
