@@ -38,6 +38,9 @@ func NewCommand(app core.App) *Command {
 			return c.fail(app.RunAllMigrations())
 		},
 	}
+	// PocketBase's root command sends its error stream to stdout; ours keeps
+	// stdout for the key alone.
+	c.SetErr(os.Stderr)
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return c.fail(err) })
 	c.AddCommand(c.createCommand(app), c.listCommand(app), c.revokeCommand(app))
 	// Every way a run can fail (arguments, then the run itself) goes through fail.
@@ -53,7 +56,7 @@ func NewCommand(app core.App) *Command {
 func (c *Command) fail(err error) error {
 	if err != nil {
 		c.err = err
-		fmt.Fprintln(os.Stderr, "Error:", err)
+		fmt.Fprintln(c.ErrOrStderr(), "Error:", err)
 	}
 	return err
 }
@@ -87,7 +90,7 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), key)
-			fmt.Fprintf(os.Stderr, "Created API key %s (id %s, plan %s). Store it now: it is not shown again.\n",
+			fmt.Fprintf(cmd.ErrOrStderr(), "Created API key %s (id %s, plan %s). Store it now: it is not shown again.\n",
 				r.GetString("prefix")+"…", r.Id, nk.Plan)
 			return nil
 		},
@@ -136,7 +139,7 @@ func (c *Command) revokeCommand(app core.App) *cobra.Command {
 			if err := Revoke(app, args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "Revoked API key %s.\n", args[0])
+			fmt.Fprintf(cmd.ErrOrStderr(), "Revoked API key %s.\n", args[0])
 			return nil
 		},
 	}

@@ -121,15 +121,49 @@ func LastUsedStale(r *core.Record, now time.Time) bool {
 	return now.Sub(r.GetDateTime("last_used").Time()) >= lastUsedResolution
 }
 
-// TouchLastUsed records that r was used at now. It writes the column
-// directly so that it neither bumps `updated` nor runs record hooks.
+// TouchLastUsed records that r was used at now.
 func TouchLastUsed(app core.App, r *core.Record, now time.Time) error {
-	stamp, err := types.ParseDateTime(now)
-	if err != nil {
-		return err
-	}
-	_, err = app.DB().Update(Collection, dbx.Params{"last_used": stamp.String()}, dbx.HashExp{"id": r.Id}).Execute()
+	return setColumns(app, r.Id, dbx.Params{"last_used": dateString(now)})
+}
+
+// SaveBan bans the key with the given record id until until.
+func SaveBan(app core.App, id string, until time.Time) error {
+	return setColumns(app, id, dbx.Params{"banned_until": dateString(until)})
+}
+
+// DayCount is a key's count in its current day window.
+type DayCount struct {
+	ID     string         `db:"id"`
+	Used   int64          `db:"day_used"`
+	Resets types.DateTime `db:"day_resets"` // zero when Used is 0
+}
+
+// SaveDayCount mirrors a key's day window on its record, for staff and for
+// a restart.
+func SaveDayCount(app core.App, c DayCount) error {
+	return setColumns(app, c.ID, dbx.Params{"day_used": c.Used, "day_resets": c.Resets.String()})
+}
+
+// DayCounts returns the saved day counts that are not zero.
+func DayCounts(app core.App) ([]DayCount, error) {
+	var counts []DayCount
+	err := app.DB().Select("id", "day_used", "day_resets").From(Collection).
+		Where(dbx.NewExp("day_used > 0")).All(&counts)
+	return counts, err
+}
+
+// setColumns writes columns of one key directly, not the whole record: it
+// neither bumps `updated` nor runs record hooks, and a staff edit made since
+// the record was read is not overwritten.
+func setColumns(app core.App, id string, columns dbx.Params) error {
+	_, err := app.DB().Update(Collection, columns, dbx.HashExp{"id": id}).Execute()
 	return err
+}
+
+// dateString is t as PocketBase stores dates.
+func dateString(t time.Time) string {
+	d, _ := types.ParseDateTime(t) // a time.Time always parses
+	return d.String()
 }
 
 // Revoke marks the key with the given record id as revoked.

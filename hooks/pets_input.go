@@ -31,9 +31,6 @@ const (
 	maxNameLen   = 100
 )
 
-// PetStatuses are the values of the spec's PetStatus, in its order.
-var PetStatuses = []string{"available", "pending", "sold"}
-
 var petIDPattern = regexp.MustCompile("^" + migrations.PetIDPattern + "$")
 
 type listQuery struct {
@@ -64,8 +61,8 @@ func parseListQuery(rawQuery string) (listQuery, *Error) {
 			}
 			lq.limit = int(n)
 		case "status":
-			if !slices.Contains(PetStatuses, v) {
-				return lq, invalidRequest("status must be one of %s.", strings.Join(PetStatuses, ", "))
+			if !slices.Contains(migrations.PetStatuses, v) {
+				return lq, invalidRequest("status must be one of %s.", strings.Join(migrations.PetStatuses, ", "))
 			}
 			lq.status = v
 		case "cursor":
@@ -247,8 +244,8 @@ func decodeNewPet(body []byte) (NewPet, *Error) {
 	np.CategoryID = n
 
 	if raw, ok = fields["status"]; ok {
-		if json.Unmarshal(raw, &np.Status) != nil || !slices.Contains(PetStatuses, np.Status) {
-			return np, invalidRequest("status must be one of %s.", strings.Join(PetStatuses, ", "))
+		if json.Unmarshal(raw, &np.Status) != nil || !slices.Contains(migrations.PetStatuses, np.Status) {
+			return np, invalidRequest("status must be one of %s.", strings.Join(migrations.PetStatuses, ", "))
 		}
 	}
 	return np, nil

@@ -95,7 +95,7 @@ func checkPetFields(t testing.TB, name string, categoryID int64, status string) 
 	if categoryID < 1 || categoryID > migrations.MaxSafeInteger {
 		t.Fatalf("accepted categoryId %d outside 1..2^53-1", categoryID)
 	}
-	if status != "" && !slices.Contains(PetStatuses, status) {
+	if status != "" && !slices.Contains(migrations.PetStatuses, status) {
 		t.Fatalf("accepted status %q", status)
 	}
 }
@@ -132,7 +132,7 @@ func FuzzParseListQuery(f *testing.F) {
 		} else if !ok && lq.limit != defaultLimit {
 			t.Fatalf("limit %d without a limit parameter", lq.limit)
 		}
-		if lq.status != q.Get("status") || (lq.status != "" && !slices.Contains(PetStatuses, lq.status)) {
+		if lq.status != q.Get("status") || (lq.status != "" && !slices.Contains(migrations.PetStatuses, lq.status)) {
 			t.Fatalf("status %q from %q", lq.status, raw)
 		}
 		if lq.after != "" && !petIDPattern.MatchString(lq.after) {

@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
-	"github.com/pocketbase/pocketbase/tools/types"
 	"github.com/ulule/limiter/v3"
+
+	"petstore/apikeys"
 )
 
 // Limiter decides, request by request, whether a caller is within its limits.
@@ -131,24 +131,13 @@ func (l *Limiter) TakeKey(ctx context.Context, key *core.Record, ip string) (Dec
 	}
 	if rejected.Remaining == 0 {
 		d.BannedUntil = now.Add(q.BanFor)
-		if err := l.saveBan(key.Id, d.BannedUntil); err != nil {
+		if err := apikeys.SaveBan(l.app, key.Id, d.BannedUntil); err != nil {
 			return Decision{}, err
 		}
 		l.app.Logger().Warn("API key banned for sending while rate limited",
 			"keyId", key.Id, "until", d.BannedUntil.UTC().Format(time.RFC3339))
 	}
 	return d, nil
-}
-
-// saveBan writes banned_until alone, not the whole record: a staff edit made
-// since the request began must not be overwritten.
-func (l *Limiter) saveBan(keyID string, until time.Time) error {
-	stamp, err := types.ParseDateTime(until)
-	if err != nil {
-		return err
-	}
-	_, err = l.app.DB().Update("api_keys", dbx.Params{"banned_until": stamp.String()}, dbx.HashExp{"id": keyID}).Execute()
-	return err
 }
 
 // LiftBan is what lifting a ban in the dashboard does besides clearing

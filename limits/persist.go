@@ -5,9 +5,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/tools/types"
 	"github.com/ulule/limiter/v3"
+
+	"petstore/apikeys"
 )
 
 // Day counts are mirrored on the api_keys records (day_used, day_resets):
@@ -57,39 +58,29 @@ func (l *Limiter) saveDayCount(keyID string) error {
 	if err != nil {
 		return err
 	}
-	used, resets := rate.Limit-c.Remaining, ""
-	if used > 0 {
-		stamp, err := types.ParseDateTime(time.Unix(c.Reset, 0))
-		if err != nil {
+	count := apikeys.DayCount{ID: keyID, Used: rate.Limit - c.Remaining}
+	if count.Used > 0 {
+		if count.Resets, err = types.ParseDateTime(time.Unix(c.Reset, 0)); err != nil {
 			return err
 		}
-		resets = stamp.String()
 	}
-	_, err = l.app.DB().Update("api_keys",
-		dbx.Params{"day_used": used, "day_resets": resets}, dbx.HashExp{"id": keyID}).Execute()
-	return err
+	return apikeys.SaveDayCount(l.app, count)
 }
 
 func (l *Limiter) restoreDayCounts() error {
-	var rows []struct {
-		ID        string         `db:"id"`
-		DayUsed   int64          `db:"day_used"`
-		DayResets types.DateTime `db:"day_resets"`
-	}
-	err := l.app.DB().Select("id", "day_used", "day_resets").From("api_keys").
-		Where(dbx.NewExp("day_used > 0")).All(&rows)
+	counts, err := apikeys.DayCounts(l.app)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	for _, r := range rows {
-		left := r.DayResets.Time().Sub(now)
+	for _, c := range counts {
+		left := c.Resets.Time().Sub(now)
 		if left <= 0 {
 			continue // that window is over
 		}
 		rate := countingRate
 		rate.Period = left // the restored window ends when the saved one did
-		if _, err := l.stores[storeDay].Increment(context.Background(), r.ID, r.DayUsed, rate); err != nil {
+		if _, err := l.stores[storeDay].Increment(context.Background(), c.ID, c.Used, rate); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,9 @@ const MaxSafeInteger = 1<<53 - 1
 // fixed length keeps text order equal to numeric order.
 const PetIDPattern = "[1-9][0-9]{14}"
 
+// PetStatuses are the values of the spec's PetStatus, in its order.
+var PetStatuses = []string{"available", "pending", "sold"}
+
 func init() {
 	m.Register(func(app core.App) error {
 		pets := core.NewBaseCollection("pets")
@@ -33,7 +36,7 @@ func init() {
 				Min:      types.Pointer(1.0),
 				Max:      types.Pointer(float64(MaxSafeInteger)),
 			},
-			&core.SelectField{Name: "status", Values: []string{"available", "pending", "sold"}, MaxSelect: 1},
+			&core.SelectField{Name: "status", Values: PetStatuses, MaxSelect: 1},
 			&core.AutodateField{Name: "created", OnCreate: true},
 			&core.AutodateField{Name: "updated", OnCreate: true, OnUpdate: true},
 		)
