@@ -53,9 +53,7 @@ func invalidRequest(format string, args ...any) *Error {
 // from failures whose details must stay in the server log.
 var genericErrors = map[int]*Error{
 	http.StatusBadRequest:            {CodeInvalidRequest, "The request is not valid.", http.StatusBadRequest},
-	http.StatusUnauthorized:          {CodeUnauthorized, "A valid API key is required.", http.StatusUnauthorized},
 	http.StatusNotFound:              {CodeNotFound, "No such resource.", http.StatusNotFound},
-	http.StatusMethodNotAllowed:      {CodeMethodNotAllowed, "Method not allowed.", http.StatusMethodNotAllowed},
 	http.StatusRequestEntityTooLarge: {CodePayloadTooLarge, "The request body is larger than 64 KiB.", http.StatusRequestEntityTooLarge},
 	http.StatusTooManyRequests:       {CodeRateLimitExceeded, "Too many requests.", http.StatusTooManyRequests},
 	http.StatusInternalServerError:   {CodeInternalError, "Internal error; it has been logged.", http.StatusInternalServerError},
