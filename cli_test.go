@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,10 +15,11 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/apikeys"
+	"petstore/internal/realserver"
 )
 
-// binary is the petstore command built once for these tests.
-var binary string
+// bin is the petstore command built once for these tests.
+var bin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "petstore-cli-test")
@@ -28,11 +27,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "petstore")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build petstore:", err)
+	bin, err = realserver.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -42,36 +40,32 @@ func TestMain(m *testing.M) {
 
 var keyLine = regexp.MustCompile(`^pet_[A-Za-z0-9_-]{43}$`)
 
-// petstore runs the binary with args and returns its output and exit status.
-func petstore(t *testing.T, args ...string) (stdout, stderr string, status int) {
+// petstore runs `petstore ARGS --dir DIR` and returns its output and exit
+// status.
+func petstore(t *testing.T, dir string, args ...string) (stdout, stderr string, status int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := exec.Command(binary, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
+	stdout, stderr, err := realserver.Run(bin, dir, args...)
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
 		status = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("petstore %v: %v", args, err)
+		t.Fatal(err)
 	}
-	return out.String(), errOut.String(), status
+	return stdout, stderr, status
 }
 
-// createKey runs `keys create` and returns the key and its record id.
+// createKey runs `keys create ARGS` and returns the key and its record id.
 func createKey(t *testing.T, dir string, args ...string) (key, id string) {
 	t.Helper()
-	stdout, stderr, status := petstore(t, append([]string{"keys", "create", "--dir", dir}, args...)...)
-	key, _, _ = strings.Cut(stdout, "\n")
-	if status != 0 || !keyLine.MatchString(key) || stdout != key+"\n" {
-		t.Fatalf("keys create %v: status %d, stdout %q, stderr %q; want the key alone on stdout", args, status, stdout, stderr)
+	key, id, err := realserver.CreateKey(bin, dir, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`\(id ([a-z0-9]{15}), plan ([a-z]+)\)`).FindStringSubmatch(stderr)
-	if m == nil || strings.Contains(stderr, key) {
-		t.Fatalf("keys create: stderr %q, want the id and plan without the key", stderr)
+	if !keyLine.MatchString(key) {
+		t.Fatalf("keys create %v printed the key %q, want %v", args, key, keyLine)
 	}
-	return key, m[1]
+	return key, id
 }
 
 // keyRecords opens dir like the server does and returns its api_keys.
@@ -140,7 +134,7 @@ func TestKeysFailures(t *testing.T) {
 		{"revoke two ids", []string{"keys", "revoke", "a", "b"}, "accepts 1 arg(s), received 2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			stdout, stderr, status := petstore(t, append(tt.args, "--dir", dir)...)
+			stdout, stderr, status := petstore(t, dir, tt.args...)
 			if status == 0 || stdout != "" || !strings.HasPrefix(stderr, "Error: ") || !strings.Contains(stderr, tt.stderr) {
 				t.Errorf("status %d, stdout %q, stderr %q; want non-zero, nothing on stdout, %q", status, stdout, stderr, tt.stderr)
 			}
@@ -156,12 +150,12 @@ func TestKeysListAndRevoke(t *testing.T) {
 	key1, id1 := createKey(t, dir, "--plan", "pro", "--name", "shop-one")
 	key2, id2 := createKey(t, dir, "--plan", "business", "--name", "shop-two")
 
-	_, stderr, status := petstore(t, "keys", "revoke", id1, "--dir", dir)
+	_, stderr, status := petstore(t, dir, "keys", "revoke", id1)
 	if status != 0 || !strings.Contains(stderr, "Revoked API key "+id1) {
 		t.Fatalf("revoke: status %d, stderr %q", status, stderr)
 	}
 
-	stdout, _, status := petstore(t, "keys", "list", "--dir", dir)
+	stdout, _, status := petstore(t, dir, "keys", "list")
 	if status != 0 {
 		t.Fatalf("list: status %d", status)
 	}
@@ -188,83 +182,37 @@ func TestKeysListAndRevoke(t *testing.T) {
 func TestRevokeWhileServing(t *testing.T) {
 	dir := t.TempDir()
 	// A superuser first, so that serve does not open the installer.
-	if _, stderr, status := petstore(t, "superuser", "upsert", "staff@example.com", "a long enough password", "--dir", dir); status != 0 {
+	if _, stderr, status := petstore(t, dir, "superuser", "upsert", "staff@example.com", "a long enough password"); status != 0 {
 		t.Fatalf("superuser upsert: %d %s", status, stderr)
 	}
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := realserver.Start(bin, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var serverOut bytes.Buffer
-	serve := exec.Command(binary, "serve", "--http", addr, "--dir", dir)
-	serve.Stdout, serve.Stderr = &serverOut, &serverOut
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = serve.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = serve.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = serve.Process.Kill()
-			<-exited
-		}
+		p.Kill()
 		if t.Failed() {
-			t.Logf("server output:\n%s", serverOut.String())
+			t.Logf("server output:\n%s", p.Output())
 		}
 	})
-
-	client := &http.Client{Timeout: 10 * time.Second}
 	get := func(key string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/pets", nil)
+		resp, _, err := p.Exchange(context.Background(), http.MethodGet, "/v1/pets", key, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
 		return resp
 	}
-	waitUntilServing(t, client, "http://"+addr+"/api/health", exited)
 
 	key, id := createKey(t, dir, "--plan", "free")
 	if resp := get(key); resp.StatusCode != http.StatusOK {
 		t.Fatalf("new key: %d, want 200", resp.StatusCode)
 	}
-	if _, stderr, status := petstore(t, "keys", "revoke", id, "--dir", dir); status != 0 {
+	if _, stderr, status := petstore(t, dir, "keys", "revoke", id); status != 0 {
 		t.Fatalf("revoke: %d %s", status, stderr)
 	}
 	resp := get(key)
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
 		t.Fatalf("revoked key: %d %q, want 401 invalid_token", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
-}
-
-// waitUntilServing polls url until it answers 200, failing if the server
-// exits first.
-func waitUntilServing(t *testing.T, client *http.Client, url string, exited <-chan struct{}) {
-	t.Helper()
-	for range 600 {
-		select {
-		case <-exited:
-			t.Fatal("serve exited")
-		case <-time.After(50 * time.Millisecond):
-		}
-		if resp, err := client.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-	}
-	t.Fatal("the server did not answer")
 }

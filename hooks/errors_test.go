@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/apikeys"
 	"petstore/hooks"
@@ -131,5 +134,27 @@ func TestInternalErrorsShowNoInternals(t *testing.T) {
 	} {
 		r := s.Do(t, op.method, op.path, key, json.RawMessage(`{"name": "Tom", "categoryId": 2}`))
 		expectError(t, r, http.StatusInternalServerError, hooks.CodeInternalError)
+	}
+}
+
+// A panic inside a /v1 request is a 500 Error too, and neither its value nor
+// a stack trace reaches the client.
+func TestPanicIsAnInternalError(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	s.App.OnRecordCreate("pets").BindFunc(func(e *core.RecordEvent) error {
+		panic("secret-boom")
+	})
+	r := s.Do(t, http.MethodPost, "/v1/pets", key, map[string]any{"name": "Rex", "categoryId": 1})
+	expectError(t, r, http.StatusInternalServerError, hooks.CodeInternalError)
+	var whole strings.Builder
+	if err := r.Header.Write(&whole); err != nil {
+		t.Fatal(err)
+	}
+	whole.Write(r.Body)
+	for _, secret := range []string{"secret-boom", "goroutine"} {
+		if strings.Contains(whole.String(), secret) {
+			t.Errorf("the response shows %q:\n%s", secret, whole.String())
+		}
 	}
 }

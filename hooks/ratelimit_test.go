@@ -211,27 +211,29 @@ func TestBanReachedReportedAndLifted(t *testing.T) {
 	}
 }
 
-// countConcurrent sends n requests at once and counts statuses.
+// countConcurrent sends n requests at once and counts statuses. The
+// responses are checked here, after the senders are done: rateHeaders fails
+// the test with t.Fatalf, which only the test's own goroutine may call.
 func countConcurrent(t *testing.T, n int, send func() *apptest.Response) map[int]int {
 	t.Helper()
-	var mu sync.Mutex
 	var wg sync.WaitGroup
-	statuses := map[int]int{}
+	responses := make([]*apptest.Response, n)
 	start := make(chan struct{})
-	for range n {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			r := send()
-			rateHeaders(t, r)
-			mu.Lock()
-			statuses[r.StatusCode]++
-			mu.Unlock()
+			responses[i] = send()
 		}()
 	}
 	close(start)
 	wg.Wait()
+	statuses := map[int]int{}
+	for _, r := range responses {
+		rateHeaders(t, r)
+		statuses[r.StatusCode]++
+	}
 	return statuses
 }
 

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,29 +37,37 @@ func Build(dir string) (string, error) {
 	return bin, nil
 }
 
-// Keys runs `petstore keys ARGS --dir DIR` and returns what it printed.
-func Keys(bin, dir string, args ...string) (stdout, stderr string, err error) {
+// Run runs `petstore ARGS --dir DIR` and returns what it printed. A
+// non-zero exit status is an *exec.ExitError in err's chain.
+func Run(bin, dir string, args ...string) (stdout, stderr string, err error) {
 	var out, errOut bytes.Buffer
-	cmd := exec.Command(bin, append(append([]string{"keys"}, args...), "--dir", dir)...)
+	cmd := exec.Command(bin, slices.Concat(args, []string{"--dir", dir})...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return out.String(), errOut.String(), fmt.Errorf("keys %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+		return out.String(), errOut.String(), fmt.Errorf("petstore %s: %w: %s", strings.Join(args, " "), err, errOut.String())
 	}
 	return out.String(), errOut.String(), nil
 }
 
-var createdKeyID = regexp.MustCompile(`\(id (\w+),`)
+// Keys runs `petstore keys ARGS --dir DIR` and returns what it printed.
+func Keys(bin, dir string, args ...string) (stdout, stderr string, err error) {
+	return Run(bin, dir, append([]string{"keys"}, args...)...)
+}
+
+var createdKey = regexp.MustCompile(`\(id ([a-z0-9]{15}), plan [a-z]+\)`)
 
 // CreateKey runs `keys create ARGS` and returns the key and its record id.
+// It fails unless the key is alone on stdout and stderr names its id and
+// plan without showing it.
 func CreateKey(bin, dir string, args ...string) (key, id string, err error) {
 	stdout, stderr, err := Keys(bin, dir, append([]string{"create"}, args...)...)
 	if err != nil {
 		return "", "", err
 	}
-	m := createdKeyID.FindStringSubmatch(stderr)
 	key, _, _ = strings.Cut(stdout, "\n")
-	if m == nil || key == "" {
-		return "", "", fmt.Errorf("keys create printed %q, %q", stdout, stderr)
+	m := createdKey.FindStringSubmatch(stderr)
+	if key == "" || stdout != key+"\n" || m == nil || strings.Contains(stderr, key) {
+		return "", "", fmt.Errorf("keys create printed stdout %q, stderr %q; want the key alone on stdout, its id and plan without it on stderr", stdout, stderr)
 	}
 	return key, m[1], nil
 }
@@ -138,13 +147,23 @@ func start(bin, dir string, args []string) (*Process, error) {
 // Do sends a request; key, when set, as a bearer token, and body, when set,
 // as JSON. It returns the status and the whole response body.
 func (p *Process) Do(ctx context.Context, method, path, key string, body []byte) (int, []byte, error) {
+	resp, data, err := p.Exchange(ctx, method, path, key, body)
+	if resp == nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, data, err
+}
+
+// Exchange is Do returning the whole response, for its headers; its Body is
+// already read into the returned bytes and closed.
+func (p *Process) Exchange(ctx context.Context, method, path, key string, body []byte) (*http.Response, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, p.URL+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return nil, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -154,11 +173,11 @@ func (p *Process) Do(ctx context.Context, method, path, key string, body []byte)
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, data, err
+	return resp, data, err
 }
 
 // Signal sends sig to the process.
