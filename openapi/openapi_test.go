@@ -41,3 +41,25 @@ func TestErrorCodesAreTheCatalogue(t *testing.T) {
 		t.Fatalf("Error.code enum %v, catalogue %v", codes, hooks.Codes)
 	}
 }
+
+// Every response of the deprecated getPet, errors included, declares the
+// deprecation headers the service sends on all of them (hooks/deprecation.go),
+// so that generated clients see them. The contract checks of the tests cannot
+// notice a missing declaration: undeclared headers pass. 405 is exempt: it
+// answers other methods on the path, which the deprecated route never sees.
+func TestGetPetResponsesDeclareDeprecation(t *testing.T) {
+	op := apptest.LoadContract(t).Doc.Paths.Value("/pets/{petId}").Get
+	for status, resp := range op.Responses.Map() {
+		if status == "405" {
+			continue
+		}
+		for name, component := range map[string]string{
+			"Deprecation": "Deprecation", "Sunset": "Sunset", "Link": "Link-successor-version",
+		} {
+			h := resp.Value.Headers[name]
+			if h == nil || h.Ref != "#/components/headers/"+component || !h.Value.Required {
+				t.Errorf("getPet %s: header %s is not a required $ref to components.headers.%s", status, name, component)
+			}
+		}
+	}
+}
