@@ -20,6 +20,11 @@ func main() {
 	// SQL on stdout, where `keys create` prints the new key.
 	app := pocketbase.NewWithConfig(pocketbase.Config{})
 
+	// Cobra writes errors to the root command's error stream, which PocketBase
+	// leaves on stdout: `keys create` keeps stdout for the key alone, and
+	// failures belong on stderr.
+	app.RootCmd.SetErr(os.Stderr)
+
 	opts := &hooks.Options{Public: pbpublic.FS}
 	flags := app.RootCmd.PersistentFlags()
 	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",

@@ -3,7 +3,6 @@ package apikeys
 import (
 	"errors"
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -38,9 +37,6 @@ func NewCommand(app core.App) *Command {
 			return c.fail(app.RunAllMigrations())
 		},
 	}
-	// PocketBase's root command sends its error stream to stdout; ours keeps
-	// stdout for the key alone.
-	c.SetErr(os.Stderr)
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return c.fail(err) })
 	c.AddCommand(c.createCommand(app), c.listCommand(app), c.revokeCommand(app))
 	// Every way a run can fail (arguments, then the run itself) goes through fail.

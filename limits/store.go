@@ -25,6 +25,16 @@ const (
 
 var storeNames = []string{storeMinute, storeDay, storeRejected, storeAnonymous}
 
+func init() {
+	// go-redis logs each failed dial to stderr on its own; failures reach the
+	// app's log through redisHealth instead, once per change of state.
+	redis.SetLogger(silentRedisLogger{})
+}
+
+type silentRedisLogger struct{}
+
+func (silentRedisLogger) Printf(context.Context, string, ...any) {}
+
 // redisTimeout bounds every Redis call, so that a dead Redis slows requests
 // by at most this much before they fall back to local counters.
 const redisTimeout = 250 * time.Millisecond
