@@ -19,8 +19,27 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
+
+// TestMain builds the binary into *bin once for a test package, runs its
+// tests and exits with their status.
+func TestMain(m *testing.M, bin *string) {
+	dir, err := os.MkdirTemp("", "petstore-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 1
+	if *bin, err = Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // Build compiles the petstore command into dir and returns the binary's path.
 func Build(dir string) (string, error) {
