@@ -286,11 +286,16 @@ func redisLimits(t *testing.T) limits.Config {
 	return limits.Config{RedisURL: redisURL(t), Prefix: fmt.Sprintf("petstore-test-%d", time.Now().UnixNano())}
 }
 
-func TestRedisTwoInstancesShareAQuota(t *testing.T) {
+// twoInstancesOnOneRedis serves one data directory from two apps counting in
+// one Redis, as two processes behind a load balancer would.
+func twoInstancesOnOneRedis(t *testing.T) (a, b *apptest.Server) {
 	cfg := redisLimits(t)
 	dir := t.TempDir()
-	a := apptest.StartWith(t, apptest.Config{Dir: dir, Limits: cfg})
-	b := apptest.StartWith(t, apptest.Config{Dir: dir, Limits: cfg})
+	return apptest.StartWith(t, apptest.Config{Dir: dir, Limits: cfg}), apptest.StartWith(t, apptest.Config{Dir: dir, Limits: cfg})
+}
+
+func TestRedisTwoInstancesShareAQuota(t *testing.T) {
+	a, b := twoInstancesOnOneRedis(t)
 	key := a.NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 10, PerDay: 1000})
 
 	for i := 1; i <= 10; i++ {
@@ -308,10 +313,7 @@ func TestRedisTwoInstancesShareAQuota(t *testing.T) {
 }
 
 func TestRedisExactUnderConcurrency(t *testing.T) {
-	cfg := redisLimits(t)
-	dir := t.TempDir()
-	a := apptest.StartWith(t, apptest.Config{Dir: dir, Limits: cfg})
-	b := apptest.StartWith(t, apptest.Config{Dir: dir, Limits: cfg})
+	a, b := twoInstancesOnOneRedis(t)
 	key := a.NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 1000, PerDay: 50})
 	var i int64
 	var mu sync.Mutex
