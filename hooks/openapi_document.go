@@ -1,11 +1,11 @@
 package hooks
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"strconv"
-	"strings"
+	"time"
 
 	"github.com/pocketbase/pocketbase/core"
 )
@@ -15,7 +15,7 @@ import (
 const documentCacheControl = "public, max-age=300"
 
 // serveDocument serves a fixed document (the OpenAPI contract) with a strong
-// ETag; a matching If-None-Match gets 304.
+// ETag; net/http's ServeContent answers If-None-Match (304), HEAD and ranges.
 func serveDocument(body []byte, contentType string) func(*core.RequestEvent) error {
 	sum := sha256.Sum256(body)
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
@@ -26,27 +26,8 @@ func serveDocument(body []byte, contentType string) func(*core.RequestEvent) err
 		h := e.Response.Header()
 		h.Set("ETag", etag)
 		h.Set("Cache-Control", documentCacheControl)
-		if etagMatches(e.Request.Header.Values("If-None-Match"), etag) {
-			e.Response.WriteHeader(http.StatusNotModified)
-			return nil
-		}
 		h.Set("Content-Type", contentType)
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		e.Response.WriteHeader(http.StatusOK)
-		_, err := e.Response.Write(body) // net/http drops it for HEAD
-		return err
+		http.ServeContent(e.Response, e.Request, "", time.Time{}, bytes.NewReader(body))
+		return nil
 	}
-}
-
-// etagMatches applies If-None-Match's weak comparison (RFC 9110, 13.1.2).
-func etagMatches(ifNoneMatch []string, etag string) bool {
-	for _, field := range ifNoneMatch {
-		for _, tag := range strings.Split(field, ",") {
-			tag = strings.TrimSpace(tag)
-			if tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
-				return true
-			}
-		}
-	}
-	return false
 }
