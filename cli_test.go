@@ -173,6 +173,7 @@ func TestRevokeWhileServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.CheckContract(t)
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {

@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"petstore/hooks"
-	"petstore/internal/apptest"
+	"petstore/internal/contract"
 )
 
 // The document loads and is a valid OpenAPI 3.1 document for kin-openapi,
 // the validator of the test harness (.ci/run lints it with Redocly too), and
 // has the spec's operations.
 func TestDocumentIsValid(t *testing.T) {
-	doc := apptest.LoadContract(t).Doc
+	doc := contract.Load(t).Doc
 	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.0.0" {
 		t.Errorf("openapi %q, version %q; want 3.1.0 and 1.0.0", doc.OpenAPI, doc.Info.Version)
 	}
@@ -34,7 +34,7 @@ func TestDocumentIsValid(t *testing.T) {
 // Error.code lists exactly the service's catalogue.
 func TestErrorCodesAreTheCatalogue(t *testing.T) {
 	var codes []string
-	for _, v := range apptest.LoadContract(t).Doc.Components.Schemas["Error"].Value.Properties["code"].Value.Enum {
+	for _, v := range contract.Load(t).Doc.Components.Schemas["Error"].Value.Properties["code"].Value.Enum {
 		codes = append(codes, v.(string))
 	}
 	if !slices.Equal(codes, hooks.Codes) {
@@ -48,7 +48,7 @@ func TestErrorCodesAreTheCatalogue(t *testing.T) {
 // notice a missing declaration: undeclared headers pass. 405 is exempt: it
 // answers other methods on the path, which the deprecated route never sees.
 func TestGetPetResponsesDeclareDeprecation(t *testing.T) {
-	op := apptest.LoadContract(t).Doc.Paths.Value("/pets/{petId}").Get
+	op := contract.Load(t).Doc.Paths.Value("/pets/{petId}").Get
 	for status, resp := range op.Responses.Map() {
 		if status == "405" {
 			continue

@@ -18,6 +18,7 @@ import (
 
 	"petstore/apikeys"
 	"petstore/hooks"
+	"petstore/internal/contract"
 	"petstore/limits"
 	_ "petstore/migrations"
 	pbpublic "petstore/pb_public"
@@ -27,7 +28,7 @@ import (
 type Server struct {
 	URL    string // http://127.0.0.1:PORT
 	App    core.App
-	Client *http.Client // checks every /v1 exchange against the OpenAPI document (contract.go)
+	Client *http.Client // checks every /v1 exchange against the OpenAPI document (internal/contract)
 	Dir    string
 
 	done chan error
@@ -76,7 +77,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	s := &Server{
 		URL:    "http://" + ln.Addr().String(),
 		App:    app,
-		Client: &http.Client{Timeout: 30 * time.Second, Transport: newContractTransport(t)},
+		Client: &http.Client{Timeout: 30 * time.Second, Transport: contract.NewTransport(t, http.DefaultTransport)},
 		Dir:    dir,
 		done:   make(chan error, 1),
 	}
@@ -220,7 +221,7 @@ func (s *Server) Do(t testing.TB, method, path, key string, body any, header ...
 // Send sends req and reads the whole response.
 func (s *Server) Send(t testing.TB, req *http.Request) *Response {
 	t.Helper()
-	resp, err := s.Client.Do(reportTo(req, t))
+	resp, err := s.Client.Do(contract.ReportTo(req, t))
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}

@@ -16,13 +16,15 @@ var bin string
 
 func TestMain(m *testing.M) { realserver.TestMain(m, &bin) }
 
-// start runs the binary on dir until the test ends.
+// start runs the binary on dir until the test ends, checking its /v1
+// exchanges against the OpenAPI document.
 func start(t *testing.T, dir string, args ...string) *realserver.Process {
 	t.Helper()
 	p, err := realserver.Start(bin, dir, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.CheckContract(t)
 	t.Cleanup(p.Kill)
 	return p
 }

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/contract"
 )
 
 // TestMain builds the binary into *bin once for a test package, runs its
@@ -161,6 +163,14 @@ func start(bin, dir string, args []string) (*Process, error) {
 	}
 	p.Kill()
 	return nil, fmt.Errorf("petstore serve did not answer within a minute: %s", p.Output())
+}
+
+// CheckContract makes Do and Exchange check every /v1 exchange against the
+// OpenAPI document, failing t on any mismatch (internal/contract). Tests turn
+// it on; the load test leaves it off, so that its latencies are the server's.
+func (p *Process) CheckContract(t testing.TB) {
+	t.Helper()
+	p.client.Transport = contract.NewTransport(t, p.client.Transport)
 }
 
 // Do sends a request; key, when set, as a bearer token, and body, when set,

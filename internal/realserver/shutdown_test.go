@@ -14,6 +14,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/hooks"
+	"petstore/internal/contract"
 )
 
 // TestSIGTERMLetsRequestsFinish sends SIGTERM while a createPet body is still
@@ -42,7 +43,7 @@ func TestSIGTERMLetsRequestsFinish(t *testing.T) {
 	// Continue), so the first write below returns once the request is in
 	// flight in the handler.
 	req.Header.Set("Expect", "100-continue")
-	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+	client := &http.Client{Transport: contract.NewTransport(t, &http.Transport{ExpectContinueTimeout: time.Minute})}
 
 	type result struct {
 		status int

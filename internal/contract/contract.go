@@ -1,4 +1,8 @@
-package apptest
+// Package contract checks HTTP exchanges under /v1 against the OpenAPI
+// document (openapi/openapi.yaml), for the tests: apptest's client and
+// realserver's processes send every /v1 request of the test suite through
+// Transport, so that each one is checked in the same way.
+package contract
 
 import (
 	"bytes"
@@ -28,7 +32,7 @@ type Contract struct {
 	outside *openapi3.Operation
 }
 
-var loadContract = sync.OnceValues(func() (*Contract, error) {
+var load = sync.OnceValues(func() (*Contract, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(openapi.JSON)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
@@ -60,19 +64,26 @@ var loadContract = sync.OnceValues(func() (*Contract, error) {
 	return &Contract{Doc: doc, router: router, outside: outside}, nil
 })
 
-// LoadContract returns the OpenAPI document, failing the test if it does not
-// load or is not a valid OpenAPI 3.1 document.
-func LoadContract(t testing.TB) *Contract {
+// Load returns the OpenAPI document, failing t if it does not load or is
+// not a valid OpenAPI 3.1 document.
+func Load(t testing.TB) *Contract {
 	t.Helper()
-	c, err := loadContract()
+	c, err := load()
 	if err != nil {
 		t.Fatalf("openapi/openapi.yaml: %v", err)
 	}
 	return c
 }
 
-// contractTransport checks every exchange under /v1 against the document,
-// failing the test that sent it (see reportTo), or else t, on any mismatch:
+// Covers reports whether the document speaks for req: any request under /v1
+// except OPTIONS, which PocketBase's CORS middleware answers before any /v1
+// middleware.
+func Covers(req *http.Request) bool {
+	return (req.URL.Path == "/v1" || strings.HasPrefix(req.URL.Path, "/v1/")) && req.Method != http.MethodOptions
+}
+
+// Check returns what is wrong with an exchange the document covers, or nil;
+// body is the whole response body. It holds the exchange to this:
 //
 //   - every response must be one the document gives for its request: a
 //     documented status with its headers and body (unknown paths and other
@@ -84,58 +95,23 @@ func LoadContract(t testing.TB) *Contract {
 // them, so it accepts more than NewPet's schema, and tests send bad bodies on
 // purpose; the answer to them is checked like any other.
 //
-// OPTIONS requests pass unchecked: PocketBase's CORS middleware answers
-// preflights before any /v1 middleware, outside the contract.
-type contractTransport struct {
-	t        testing.TB
-	contract *Contract
-	next     http.RoundTripper
-}
-
-type reportToKey struct{}
-
-// reportTo makes contract failures of req fail t: the subtest or fuzz target
-// that sent it rather than the test that started the server (a fuzz target
-// must not fail its testing.F).
-func reportTo(req *http.Request, t testing.TB) *http.Request {
-	return req.WithContext(context.WithValue(req.Context(), reportToKey{}, t))
-}
-
-func newContractTransport(t testing.TB) *contractTransport {
-	return &contractTransport{t: t, contract: LoadContract(t), next: http.DefaultTransport}
-}
-
-func (c *contractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if (req.URL.Path != "/v1" && !strings.HasPrefix(req.URL.Path, "/v1/")) || req.Method == http.MethodOptions {
-		return c.next.RoundTrip(req)
+// Exchanges the document does not cover (see Covers) pass.
+func (c *Contract) Check(req *http.Request, resp *http.Response, body []byte) error {
+	if !Covers(req) {
+		return nil
 	}
-	resp, err := c.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-
 	if problem := c.check(req, resp, body); problem != "" {
-		t, ok := req.Context().Value(reportToKey{}).(testing.TB)
-		if !ok {
-			t = c.t
-		}
-		t.Errorf("OpenAPI contract: %s %s -> %d: %s\nresponse headers: %v\nresponse body: %.500s",
+		return fmt.Errorf("OpenAPI contract: %s %s -> %d: %s\nresponse headers: %v\nresponse body: %.500s",
 			req.Method, req.URL.RequestURI(), resp.StatusCode, problem, resp.Header, body)
 	}
-	return resp, nil
+	return nil
 }
 
 // check returns what is wrong with the exchange, or "".
-func (c *contractTransport) check(req *http.Request, resp *http.Response, body []byte) string {
+func (c *Contract) check(req *http.Request, resp *http.Response, body []byte) string {
 	ctx := context.Background()
 	// The request as the document sees it: HEAD is GET without a body (RFC
-	// 9110), and the body is not checked (see contractTransport).
+	// 9110), and the body is not checked (see Check).
 	r := req.Clone(ctx)
 	r.Body, r.ContentLength = http.NoBody, 0
 	if r.Method == http.MethodHead {
@@ -151,11 +127,11 @@ func (c *contractTransport) check(req *http.Request, resp *http.Response, body [
 		},
 	}
 	var refused error
-	route, pathParams, err := c.contract.router.FindRoute(r)
+	route, pathParams, err := c.router.FindRoute(r)
 	switch {
 	case errors.Is(err, routers.ErrPathNotFound), errors.Is(err, routers.ErrMethodNotAllowed):
 		refused = err
-		route = &routers.Route{Spec: c.contract.Doc, Path: r.URL.Path, Method: r.Method, Operation: c.contract.outside}
+		route = &routers.Route{Spec: c.Doc, Path: r.URL.Path, Method: r.Method, Operation: c.outside}
 	case err != nil:
 		return "routing: " + err.Error()
 	default:
