@@ -37,8 +37,8 @@ func DisplayPrefix(key string) string {
 	return key[:displayLen]
 }
 
-// WellFormed reports whether s has the shape of a key; anything else cannot
+// wellFormed reports whether s has the shape of a key; anything else cannot
 // be one and needs no lookup.
-func WellFormed(s string) bool {
+func wellFormed(s string) bool {
 	return keyPattern.MatchString(s)
 }

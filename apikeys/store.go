@@ -73,7 +73,7 @@ func Create(app core.App, nk NewKey) (string, *core.Record, error) {
 // It reads the database every time, so that a revocation made in the
 // dashboard or by another process applies to the very next request.
 func Find(app core.App, key string) (*core.Record, error) {
-	if !WellFormed(key) {
+	if !wellFormed(key) {
 		return nil, ErrInvalid
 	}
 	// The lookup is by hash, so timing cannot reveal how much of a key matched.

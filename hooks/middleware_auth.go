@@ -87,8 +87,8 @@ func requireKey() *hook.Handler[*core.RequestEvent] {
 	}
 }
 
-// APIKey is the request's valid API key record, or nil.
-func APIKey(e *core.RequestEvent) *core.Record {
+// apiKeyOf is the request's valid API key record, or nil.
+func apiKeyOf(e *core.RequestEvent) *core.Record {
 	r, _ := e.Get(eventKeyAPIKey).(*core.Record)
 	return r
 }

@@ -29,7 +29,7 @@ func rateLimit(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 			ctx := context.WithoutCancel(e.Request.Context())
 			var d limits.Decision
 			var err error
-			if key := APIKey(e); key != nil {
+			if key := apiKeyOf(e); key != nil {
 				d, err = l.TakeKey(ctx, key, e.RealIP())
 			} else {
 				d, err = l.TakeAnonymous(ctx, e.RealIP())
