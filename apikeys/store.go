@@ -69,15 +69,49 @@ func Create(app core.App, nk NewKey) (string, *core.Record, error) {
 	return key, r, nil
 }
 
-// Find returns the record of a usable key: known, not revoked, not expired.
-// It reads the database every time, so that a revocation made in the
-// dashboard or by another process applies to the very next request.
-func Find(app core.App, key string) (*core.Record, error) {
+// Key is what a request needs of its API key: which key it is, its quota
+// (its own overrides, else its plan's) and its ban.
+type Key struct {
+	ID          string
+	PerMinute   int64
+	PerDay      int64
+	BanAfter    int64         // rejected requests within a minute that ban the key; 0: the per-minute quota
+	BanFor      time.Duration // how long a ban lasts; 0: the plan bans nobody
+	BannedUntil time.Time
+	LastUsed    time.Time
+}
+
+// keyRow is a key joined with its plan, as Find reads it.
+type keyRow struct {
+	ID            string         `db:"id"`
+	Revoked       bool           `db:"revoked"`
+	Expires       types.DateTime `db:"expires"`
+	BannedUntil   types.DateTime `db:"banned_until"`
+	LastUsed      types.DateTime `db:"last_used"`
+	PerMinute     int64          `db:"per_minute"`
+	PerDay        int64          `db:"per_day"`
+	PlanPerMinute int64          `db:"plan_per_minute"`
+	PlanPerDay    int64          `db:"plan_per_day"`
+	BanAfter      int64          `db:"ban_after"`
+	BanMinutes    int64          `db:"ban_minutes"`
+}
+
+const findKeySQL = `SELECT k.id, k.revoked, k.expires, k.banned_until, k.last_used, k.per_minute, k.per_day,
+	p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes
+	FROM api_keys k JOIN plans p ON p.id = k.plan
+	WHERE k.key_hash = {:hash} LIMIT 1`
+
+// Find returns a usable key: known, not revoked, not expired. It reads the
+// database every time, with one indexed query, so that a revocation or a
+// quota edit made in the dashboard or by another process applies to the very
+// next request.
+func Find(app core.App, key string) (*Key, error) {
 	if !wellFormed(key) {
 		return nil, ErrInvalid
 	}
+	var row keyRow
 	// The lookup is by hash, so timing cannot reveal how much of a key matched.
-	r, err := app.FindFirstRecordByData(Collection, HashField, Hash(key))
+	err := app.DB().NewQuery(findKeySQL).Bind(dbx.Params{"hash": Hash(key)}).One(&row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrInvalid
 	}
@@ -85,10 +119,27 @@ func Find(app core.App, key string) (*core.Record, error) {
 		return nil, err
 	}
 	// A banned key is still a valid key: the rate limiter answers it.
-	if state := State(r, time.Now()); state == StateRevoked || state == StateExpired {
+	if row.Revoked || (!row.Expires.IsZero() && !row.Expires.Time().After(time.Now())) {
 		return nil, ErrInvalid
 	}
-	return r, nil
+	return &Key{
+		ID:          row.ID,
+		PerMinute:   firstPositive(row.PerMinute, row.PlanPerMinute),
+		PerDay:      firstPositive(row.PerDay, row.PlanPerDay),
+		BanAfter:    row.BanAfter,
+		BanFor:      time.Duration(row.BanMinutes) * time.Minute,
+		BannedUntil: row.BannedUntil.Time(),
+		LastUsed:    row.LastUsed.Time(),
+	}, nil
+}
+
+func firstPositive(values ...int64) int64 {
+	for _, v := range values {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
 }
 
 // Key states, as `keys list` shows them.
@@ -115,15 +166,15 @@ func State(r *core.Record, now time.Time) string {
 // lastUsedResolution keeps last_used writes to one per key per minute.
 const lastUsedResolution = time.Minute
 
-// LastUsedStale reports whether r's last_used is old enough to be rewritten:
+// LastUsedStale reports whether k's last_used is old enough to be rewritten:
 // once a minute per key is enough to tell staff which keys are in use.
-func LastUsedStale(r *core.Record, now time.Time) bool {
-	return now.Sub(r.GetDateTime("last_used").Time()) >= lastUsedResolution
+func (k *Key) LastUsedStale(now time.Time) bool {
+	return now.Sub(k.LastUsed) >= lastUsedResolution
 }
 
-// TouchLastUsed records that r was used at now.
-func TouchLastUsed(app core.App, r *core.Record, now time.Time) error {
-	return setColumns(app, r.Id, dbx.Params{"last_used": dateString(now)})
+// TouchLastUsed records that the key with the given record id was used at now.
+func TouchLastUsed(app core.App, id string, now time.Time) error {
+	return setColumns(app, id, dbx.Params{"last_used": dateString(now)})
 }
 
 // SaveBan bans the key with the given record id until until.

@@ -18,7 +18,7 @@ const (
 	identifyKeyMiddlewarePriority = -1005 // after PocketBase's security headers, before the rate limit
 	requireKeyMiddlewareId        = "petstoreRequireKey"
 
-	// eventKeyAPIKey holds the *core.Record of the request's valid API key;
+	// eventKeyAPIKey holds the request's valid *apikeys.Key;
 	// eventKeyAuthError holds why there is none.
 	eventKeyAPIKey    = "petstoreApiKey"
 	eventKeyAuthError = "petstoreAuthError"
@@ -43,18 +43,18 @@ func identifyKey() *hook.Handler[*core.RequestEvent] {
 		Func: func(e *core.RequestEvent) error {
 			key, authErr := bearerToken(e.Request.Header)
 			if authErr == nil {
-				r, err := apikeys.Find(e.App, key)
+				k, err := apikeys.Find(e.App, key)
 				switch {
 				case errors.Is(err, apikeys.ErrInvalid):
 					authErr = errKeyInvalid
 				case err != nil:
 					return err
 				default:
-					e.Set(eventKeyAPIKey, r)
-					if app, now := e.App, time.Now(); apikeys.LastUsedStale(r, now) {
+					e.Set(eventKeyAPIKey, k)
+					if app, now := e.App, time.Now(); k.LastUsedStale(now) {
 						routine.FireAndForget(func() { // off the request path: it waits for SQLite's writer
-							if err := apikeys.TouchLastUsed(app, r, now); err != nil {
-								app.Logger().Warn("Could not record an API key's last use", "keyId", r.Id, "error", err)
+							if err := apikeys.TouchLastUsed(app, k.ID, now); err != nil {
+								app.Logger().Warn("Could not record an API key's last use", "keyId", k.ID, "error", err)
 							}
 						})
 					}
@@ -87,10 +87,10 @@ func requireKey() *hook.Handler[*core.RequestEvent] {
 	}
 }
 
-// apiKeyOf is the request's valid API key record, or nil.
-func apiKeyOf(e *core.RequestEvent) *core.Record {
-	r, _ := e.Get(eventKeyAPIKey).(*core.Record)
-	return r
+// apiKeyOf is the request's valid API key, or nil.
+func apiKeyOf(e *core.RequestEvent) *apikeys.Key {
+	k, _ := e.Get(eventKeyAPIKey).(*apikeys.Key)
+	return k
 }
 
 // bearerToken reads the key from the one Authorization header. Keys are never

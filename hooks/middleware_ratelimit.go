@@ -30,7 +30,7 @@ func rateLimit(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 			var d limits.Decision
 			var err error
 			if key := apiKeyOf(e); key != nil {
-				d, err = l.TakeKey(ctx, key, e.RealIP())
+				d, err = l.TakeKey(ctx, limitsKey(key), e.RealIP())
 			} else {
 				d, err = l.TakeAnonymous(ctx, e.RealIP())
 			}

@@ -39,7 +39,7 @@ func Register(app core.App, opts *Options) *Service {
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreServe",
 		Func: func(se *core.ServeEvent) error {
-			limiter, err := limits.New(app, opts.Limits)
+			limiter, err := limits.New(opts.Limits, keyLedger{app}, app.Logger())
 			if err != nil {
 				s.err = err
 				return err

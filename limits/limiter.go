@@ -3,19 +3,18 @@ package limits
 import (
 	"context"
 	"hash/maphash"
+	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/pocketbase/pocketbase/core"
 	"github.com/ulule/limiter/v3"
-
-	"petstore/apikeys"
 )
 
 // Limiter decides, request by request, whether a caller is within its limits.
 type Limiter struct {
-	app    core.App
 	cfg    Config
+	ledger Ledger
+	logger *slog.Logger
 	stores map[string]limiter.Store
 	close  func() error
 
@@ -32,16 +31,17 @@ type Limiter struct {
 	flushDone chan struct{}
 }
 
-// New returns a Limiter counting in memory or, with cfg.RedisURL, in Redis.
-// In memory, it restores the day counts saved before the last stop.
-func New(app core.App, cfg Config) (*Limiter, error) {
+// New returns a Limiter counting in memory or, with cfg.RedisURL, in Redis,
+// keeping bans and day counts in ledger. In memory, it restores the day
+// counts saved before the last stop.
+func New(cfg Config, ledger Ledger, logger *slog.Logger) (*Limiter, error) {
 	cfg = cfg.withDefaults()
-	stores, closeStores, err := newStores(cfg, app.Logger())
+	stores, closeStores, err := newStores(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
 	l := &Limiter{
-		app: app, cfg: cfg, stores: stores, close: closeStores, seed: maphash.MakeSeed(),
+		cfg: cfg, ledger: ledger, logger: logger, stores: stores, close: closeStores, seed: maphash.MakeSeed(),
 		stopFlush: make(chan struct{}), flushDone: make(chan struct{}),
 	}
 	if cfg.RedisURL == "" {
@@ -79,14 +79,13 @@ func (l *Limiter) dayRate(limit int64) limiter.Rate {
 	return limiter.Rate{Period: l.cfg.DayWindow, Limit: limit}
 }
 
-// TakeKey counts one request of an API key (an api_keys record) in both its
-// windows, whatever becomes of the request, and bans the key when it keeps
+// TakeKey counts one request of an API key in both its windows, whatever becomes of the request, and bans the key when it keeps
 // sending while limited.
 //
 // A client IP over its limit for requests without a valid key is refused
 // first, valid key or not: otherwise a key guesser, refused for its wrong
 // guesses, would still be told when a guess is right.
-func (l *Limiter) TakeKey(ctx context.Context, key *core.Record, ip string) (Decision, error) {
+func (l *Limiter) TakeKey(ctx context.Context, key Key, ip string) (Decision, error) {
 	anonymous, err := l.stores[storeAnonymous].Peek(ctx, ip, l.minuteRate(l.cfg.AnonymousPerMinute))
 	if err != nil {
 		return Decision{}, err
@@ -95,21 +94,18 @@ func (l *Limiter) TakeKey(ctx context.Context, key *core.Record, ip string) (Dec
 		return Decision{Windows: []Window{newWindow("minute", l.cfg.MinuteWindow, anonymous, time.Now())}}, nil
 	}
 
-	q, err := QuotaFor(l.app, key)
-	if err != nil {
-		return Decision{}, err
-	}
+	q := key.Quota
 	now := time.Now()
-	l.counted.Store(key.Id, struct{}{})
+	l.counted.Store(key.ID, struct{}{})
 
-	m := l.lock(key.Id)
+	m := l.lock(key.ID)
 	defer m.Unlock()
 
-	minute, err := l.stores[storeMinute].Get(ctx, key.Id, l.minuteRate(q.PerMinute))
+	minute, err := l.stores[storeMinute].Get(ctx, key.ID, l.minuteRate(q.PerMinute))
 	if err != nil {
 		return Decision{}, err
 	}
-	day, err := l.stores[storeDay].Get(ctx, key.Id, l.dayRate(q.PerDay))
+	day, err := l.stores[storeDay].Get(ctx, key.ID, l.dayRate(q.PerDay))
 	if err != nil {
 		return Decision{}, err
 	}
@@ -118,24 +114,24 @@ func (l *Limiter) TakeKey(ctx context.Context, key *core.Record, ip string) (Dec
 		newWindow("day", l.cfg.DayWindow, day, now),
 	}}
 
-	if until := key.GetDateTime("banned_until").Time(); until.After(now) {
-		d.BannedUntil = until
+	if key.BannedUntil.After(now) {
+		d.BannedUntil = key.BannedUntil
 		return d, nil
 	}
 	if !d.Exceeded() || q.BanFor <= 0 {
 		return d, nil
 	}
-	rejected, err := l.stores[storeRejected].Get(ctx, key.Id, l.minuteRate(q.BanAfter))
+	rejected, err := l.stores[storeRejected].Get(ctx, key.ID, l.minuteRate(q.banAfter()))
 	if err != nil {
 		return Decision{}, err
 	}
 	if rejected.Remaining == 0 {
 		d.BannedUntil = now.Add(q.BanFor)
-		if err := apikeys.SaveBan(l.app, key.Id, d.BannedUntil); err != nil {
+		if err := l.ledger.SaveBan(key.ID, d.BannedUntil); err != nil {
 			return Decision{}, err
 		}
-		l.app.Logger().Warn("API key banned for sending while rate limited",
-			"keyId", key.Id, "until", d.BannedUntil.UTC().Format(time.RFC3339))
+		l.logger.Warn("API key banned for sending while rate limited",
+			"keyId", key.ID, "until", d.BannedUntil.UTC().Format(time.RFC3339))
 	}
 	return d, nil
 }

@@ -5,15 +5,12 @@ import (
 	"math"
 	"time"
 
-	"github.com/pocketbase/pocketbase/tools/types"
 	"github.com/ulule/limiter/v3"
-
-	"petstore/apikeys"
 )
 
-// Day counts are mirrored on the api_keys records (day_used, day_resets):
-// staff see them in the dashboard, and an instance counting in memory
-// restores them at start. A kill -9 loses at most FlushEvery of counting.
+// Day counts are mirrored in the Ledger: staff see them, and an instance
+// counting in memory restores them at start. A kill -9 loses at most
+// FlushEvery of counting.
 
 // countingRate makes a store report a counter's exact value as limit-remaining.
 var countingRate = limiter.Rate{Limit: math.MaxInt64 / 2}
@@ -28,7 +25,7 @@ func (l *Limiter) flushLoop() {
 			return
 		case <-t.C:
 			if err := l.flushDayCounts(); err != nil {
-				l.app.Logger().Error("Could not save day counts of API keys", "error", err)
+				l.logger.Error("Could not save day counts of API keys", "error", err)
 			}
 		}
 	}
@@ -58,29 +55,27 @@ func (l *Limiter) saveDayCount(keyID string) error {
 	if err != nil {
 		return err
 	}
-	count := apikeys.DayCount{ID: keyID, Used: rate.Limit - c.Remaining}
+	count := DayCount{KeyID: keyID, Used: rate.Limit - c.Remaining}
 	if count.Used > 0 {
-		if count.Resets, err = types.ParseDateTime(time.Unix(c.Reset, 0)); err != nil {
-			return err
-		}
+		count.Resets = time.Unix(c.Reset, 0)
 	}
-	return apikeys.SaveDayCount(l.app, count)
+	return l.ledger.SaveDayCount(count)
 }
 
 func (l *Limiter) restoreDayCounts() error {
-	counts, err := apikeys.DayCounts(l.app)
+	counts, err := l.ledger.DayCounts()
 	if err != nil {
 		return err
 	}
 	now := time.Now()
 	for _, c := range counts {
-		left := c.Resets.Time().Sub(now)
+		left := c.Resets.Sub(now)
 		if left <= 0 {
 			continue // that window is over
 		}
 		rate := countingRate
 		rate.Period = left // the restored window ends when the saved one did
-		if _, err := l.stores[storeDay].Increment(context.Background(), c.ID, c.Used, rate); err != nil {
+		if _, err := l.stores[storeDay].Increment(context.Background(), c.KeyID, c.Used, rate); err != nil {
 			return err
 		}
 	}
