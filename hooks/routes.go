@@ -23,6 +23,7 @@ const maxBodyBytes = 64 << 10
 //	errorBody        every error becomes the spec's Error body (two layers, see errorBody)
 //	exposeHeaders    browsers may read Link, Location, the rate-limit headers...
 //	preflightHeaders OPTIONS get the rate-limit headers uncounted (PocketBase's CORS answers them)
+//	countUncounted   a request failing before rateLimit is counted against its IP
 //	identifyKey      resolves the bearer API key, if any
 //	rateLimit        counts the request (per key, else per IP), sets the headers, 429
 //	BodyLimit        64 KiB (replaces PocketBase's 32 MB for /v1)
@@ -32,7 +33,8 @@ const maxBodyBytes = 64 << 10
 func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, now func() time.Time) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), preflightHeaders(limiter), identifyKey(), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
+		exposeHeaders(), preflightHeaders(limiter), countUncounted(limiter), identifyKey(), rateLimit(limiter),
+		apis.BodyLimit(maxBodyBytes))
 
 	v1.GET("/pets", handleListPets).Bind(requireKey())
 	v1.POST("/pets", handleCreatePet).Bind(requireKey())
