@@ -16,6 +16,7 @@ const (
 	CodeUnauthorized         = "unauthorized"
 	CodeNotFound             = "not_found"
 	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeGone                 = "gone"
 	CodePayloadTooLarge      = "payload_too_large"
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodeRateLimitExceeded    = "rate_limit_exceeded"
@@ -26,7 +27,7 @@ const (
 // Codes is the whole catalogue; the OpenAPI document's Error.code lists
 // exactly these (checked by the openapi package's tests).
 var Codes = []string{
-	CodeInvalidRequest, CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodePayloadTooLarge,
+	CodeInvalidRequest, CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeGone, CodePayloadTooLarge,
 	CodeUnsupportedMediaType, CodeRateLimitExceeded, CodeAPIKeyBanned, CodeInternalError,
 }
 

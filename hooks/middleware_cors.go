@@ -1,8 +1,12 @@
 package hooks
 
 import (
+	"context"
+	"net/http"
 	"strings"
+	"time"
 
+	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
@@ -22,6 +26,31 @@ func exposeHeaders() *hook.Handler[*core.RequestEvent] {
 		Priority: errorBodyOuterPriority + 1, // before anything can answer
 		Func: func(e *core.RequestEvent) error {
 			e.Response.Header().Set("Access-Control-Expose-Headers", exposedHeaders)
+			return e.Next()
+		},
+	}
+}
+
+// preflightHeaders gives OPTIONS requests the rate-limit headers without
+// counting them. PocketBase's CORS middleware answers every OPTIONS with 204
+// before the rate limit. Counting preflights would charge a browser client
+// twice for many of its calls, and against its address rather than its key
+// (a preflight never carries credentials): past 60 a minute its address
+// would be refused even with a valid key. So a preflight reports its
+// address's keyless window as it stands.
+func preflightHeaders(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       "petstorePreflightHeaders",
+		Priority: apis.DefaultCorsMiddlewarePriority - 1,
+		Func: func(e *core.RequestEvent) error {
+			if e.Request.Method != http.MethodOptions {
+				return e.Next()
+			}
+			d, err := l.PeekAnonymous(context.WithoutCancel(e.Request.Context()), e.RealIP())
+			if err != nil {
+				return err
+			}
+			d.SetHeaders(e.Response.Header(), time.Now())
 			return e.Next()
 		},
 	}

@@ -52,3 +52,23 @@ func rateLimit(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 		},
 	}
 }
+
+// countUncounted counts a request that failed before rateLimit could count
+// it (the key lookup's database failed) against its client IP, the one
+// caller it is known by, so that its 500 carries the rate-limit headers too.
+func countUncounted(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       "petstoreCountUncounted",
+		Priority: identifyKeyMiddlewarePriority - 1,
+		Func: func(e *core.RequestEvent) error {
+			err := e.Next()
+			if err == nil || e.Response.Header().Get("X-RateLimit-Limit") != "" {
+				return err
+			}
+			if d, takeErr := l.TakeAnonymous(context.WithoutCancel(e.Request.Context()), e.RealIP()); takeErr == nil {
+				d.SetHeaders(e.Response.Header(), time.Now())
+			}
+			return err
+		},
+	}
+}

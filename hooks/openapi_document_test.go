@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"net/http"
 	"testing"
+	"time"
 
 	"petstore/internal/apptest"
+	"petstore/limits"
 	"petstore/openapi"
 )
 
@@ -58,5 +60,24 @@ func TestOpenAPIDocumentIsServed(t *testing.T) {
 				t.Errorf("Allow %q", r.Header.Get("Allow"))
 			}
 		})
+	}
+}
+
+// The reference page's copy of the contract is the served document, outside
+// /v1 and uncounted: it stays available to an address over its limit.
+func TestReferencePageCopyIsUncounted(t *testing.T) {
+	s := apptest.StartWith(t, apptest.Config{Limits: limits.Config{AnonymousPerMinute: 1, MinuteWindow: time.Hour}})
+	s.Do(t, http.MethodGet, "/v1/openapi.json", "", nil)
+	if r := s.Do(t, http.MethodGet, "/v1/openapi.json", "", nil); r.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second keyless request: %d, want 429", r.StatusCode)
+	}
+	for range 3 {
+		r := s.Do(t, http.MethodGet, "/docs/openapi.json", "", nil)
+		if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "application/json" || !bytes.Equal(r.Body, openapi.JSON) {
+			t.Fatalf("/docs/openapi.json: %d %q, %d bytes; want 200 with the served document", r.StatusCode, r.Header.Get("Content-Type"), len(r.Body))
+		}
+		if r.Header.Get("X-RateLimit-Limit") != "" {
+			t.Fatalf("/docs/openapi.json carries rate-limit headers: %v", r.Header)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
@@ -14,6 +15,7 @@ import (
 
 	"petstore/apikeys"
 	"petstore/limits"
+	"petstore/openapi"
 )
 
 // Options configure the service. Register keeps the pointer: command-line
@@ -22,6 +24,9 @@ type Options struct {
 	Public fs.FS // the site served at / (pb_public, embedded in the binary)
 	Limits limits.Config
 	Server ServerConfig
+	// Now is the service's clock for dates it acts on (getPet's sunset);
+	// time.Now when nil. Only tests set it.
+	Now func() time.Time
 }
 
 // Service is what Register bound; Err tells why serving could not start.
@@ -46,7 +51,15 @@ func Register(app core.App, opts *Options) *Service {
 			}
 			bindLimiterHooks(app, limiter)
 
-			addRoutes(se.Router.Group("/v1"), limiter)
+			now := opts.Now
+			if now == nil {
+				now = time.Now
+			}
+			addRoutes(se.Router.Group("/v1"), limiter, now)
+			// The reference page's copy of the contract, outside /v1 and so not
+			// counted: the page renders for visitors whose address is over its
+			// keyless limit (behind a shared NAT, everyone's).
+			se.Router.GET("/docs/openapi.json", serveDocument(openapi.JSON, "application/json"))
 			// Method-less, or it would conflict with the method-less /v1 routes.
 			se.Router.Route("", "/{path...}", staticSite(opts.Public))
 

@@ -62,6 +62,8 @@ func TestRequestLogRecordsStatusSent(t *testing.T) {
 		"/v1/pets/123456789012345": http.StatusNotFound,
 		"/v1/nowhere":              http.StatusNotFound,
 		"/v1/pets?limit=2&limit=3": http.StatusBadRequest,
+		"/v1//pets?limit=1":        http.StatusNotFound, // logged as sent, not as routed
+		"/v1/pets/../pets":         http.StatusNotFound,
 	}
 	for path, status := range want {
 		if r := s.Do(t, http.MethodGet, path, key, nil); r.StatusCode != status {

@@ -3,6 +3,7 @@ package hooks
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
@@ -19,23 +20,27 @@ const maxBodyBytes = 64 << 10
 //
 // Group middleware, in the order they run:
 //
-//	errorBody     every error becomes the spec's Error body (two layers, see errorBody)
-//	exposeHeaders browsers may read Link, Location, the rate-limit headers...
-//	identifyKey   resolves the bearer API key, if any
-//	rateLimit     counts the request (per key, else per IP), sets the headers, 429
-//	BodyLimit     64 KiB (replaces PocketBase's 32 MB for /v1)
+//	errorBody        every error becomes the spec's Error body (two layers, see errorBody)
+//	exposeHeaders    browsers may read Link, Location, the rate-limit headers...
+//	preflightHeaders OPTIONS get the rate-limit headers uncounted (PocketBase's CORS answers them)
+//	countUncounted   a request failing before rateLimit is counted against its IP
+//	identifyKey      resolves the bearer API key, if any
+//	rateLimit        counts the request (per key, else per IP), sets the headers, 429
+//	BodyLimit        64 KiB (replaces PocketBase's 32 MB for /v1)
 //
 // PocketBase's auth-token loader is unbound: it would try API keys as
-// PocketBase tokens.
-func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter) {
+// PocketBase tokens. now is the service's clock (Options.Now).
+func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, now func() time.Time) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), identifyKey(), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
+		exposeHeaders(), preflightHeaders(limiter), countUncounted(limiter), identifyKey(), rateLimit(limiter),
+		apis.BodyLimit(maxBodyBytes))
 
 	v1.GET("/pets", handleListPets).Bind(requireKey())
 	v1.POST("/pets", handleCreatePet).Bind(requireKey())
 	v1.GET("/pets/{petId}", handleGetPet).Bind(requireKey(),
-		deprecated(getPetDeprecatedAt, getPetSunset, getPetSuccessor))
+		deprecated(getPetDeprecatedAt, getPetSunset, getPetSuccessor),
+		removedAfter(getPetSunset, now, getPetReplacement))
 	// The contract itself needs no API key.
 	v1.GET("/openapi.json", serveDocument(openapi.JSON, "application/json"))
 	v1.GET("/openapi.yaml", serveDocument(openapi.YAML, "application/yaml"))
@@ -46,7 +51,7 @@ func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limit
 	v1.Any("/openapi.json", methodNotAllowed(http.MethodGet, http.MethodHead))
 	v1.Any("/openapi.yaml", methodNotAllowed(http.MethodGet, http.MethodHead))
 	v1.Any("", notFound)
-	v1.Any("/{path...}", notFound)
+	v1.Any("/{path...}", notFound).Bind(sentURL()) // also paths refused before routing (uncleanPathGuard)
 }
 
 func methodNotAllowed(allowed ...string) func(*core.RequestEvent) error {
@@ -59,5 +64,10 @@ func methodNotAllowed(allowed ...string) func(*core.RequestEvent) error {
 }
 
 func notFound(e *core.RequestEvent) error {
+	if isRefusedPath(e.Request.URL) {
+		return newError(http.StatusNotFound, CodeNotFound,
+			`No such resource: %s. Paths under /v1 with an empty, "." or ".." segment or an escaped "/" are never served.`,
+			e.Request.URL.EscapedPath())
+	}
 	return newError(http.StatusNotFound, CodeNotFound, "No such resource: %s.", e.Request.URL.Path)
 }

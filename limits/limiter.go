@@ -159,3 +159,13 @@ func (l *Limiter) TakeAnonymous(ctx context.Context, ip string) (Decision, error
 	}
 	return Decision{Windows: []Window{newWindow("minute", l.cfg.MinuteWindow, c, time.Now())}}, nil
 }
+
+// PeekAnonymous is the client IP's minute window without counting a request,
+// for the answers that are not counted (CORS preflights).
+func (l *Limiter) PeekAnonymous(ctx context.Context, ip string) (Decision, error) {
+	c, err := l.stores[storeAnonymous].Peek(ctx, ip, l.minuteRate(l.cfg.AnonymousPerMinute))
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{Windows: []Window{newWindow("minute", l.cfg.MinuteWindow, c, time.Now())}}, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"petstore/internal/apptest"
+	"petstore/limits"
 )
 
 const chromium = "/usr/bin/chromium" // Debian's package
@@ -23,54 +25,17 @@ const chromium = "/usr/bin/chromium" // Debian's package
 // The reference page, reached from the home page, renders the served
 // contract in a real browser without anything from outside the service.
 func TestReferencePageInChromium(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		if os.Getenv("PETSTORE_REQUIRE_BROWSER") == "1" {
-			t.Fatalf("%v: install Debian's chromium and chromium-driver (.ci/run does)", err)
-		}
-		t.Skipf("%v: install Debian's chromium to run this test (CI requires it)", err)
-	}
+	requireChromium(t)
 	s := apptest.Start(t, "")
 	ctx := newBrowser(t)
-
-	// What the page sends outside the service, what fails, and its uncaught
-	// errors. The CSP stops requests before they leave the browser.
-	var mu sync.Mutex
-	foreign := map[network.RequestID]string{}
-	var failures []string
-	err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			u := ev.Request.URL
-			if !strings.HasPrefix(u, s.URL+"/") && !strings.HasPrefix(u, "data:") && !strings.HasPrefix(u, "blob:") {
-				foreign[ev.RequestID] = u
-			}
-		case *network.EventLoadingFailed:
-			if ev.BlockedReason == network.BlockedReasonCsp {
-				delete(foreign, ev.RequestID)
-			}
-		case *network.EventResponseReceived:
-			if ev.Response.Status >= 400 {
-				failures = append(failures, fmt.Sprintf("%s: %d", ev.Response.URL, ev.Response.Status))
-			}
-		case *runtime.EventExceptionThrown:
-			failures = append(failures, ev.ExceptionDetails.Text)
-		}
-	})
-	if err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
+	page := watchPage(t, ctx, s.URL)
 
 	operations := []string{"listPets", "createPet", "getPet"}
 	steps := []chromedp.Action[chromedp.Void]{
 		chromedp.Navigate(s.URL + "/"),
 		chromedp.Click(chromedp.CSS(`a[href="/docs/"]`)),
 	}
-	for _, op := range operations {
-		steps = append(steps, chromedp.WaitReady(chromedp.CSS(`[data-section-id="operation/`+op+`"] h2`)))
-	}
-	if err := chromedp.Do(ctx, steps...); err != nil {
+	if err := chromedp.Do(ctx, append(steps, waitForOperations(operations)...)...); err != nil {
 		t.Fatalf("the three operations did not render: %v", err)
 	}
 
@@ -130,13 +95,105 @@ func TestReferencePageInChromium(t *testing.T) {
 	}
 	t.Logf("screenshot of the reference page: %s", f.Name())
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(foreign) > 0 {
-		t.Errorf("the page sent requests outside the service: %q", slices.Collect(maps.Values(foreign)))
+	page.check(t)
+}
+
+// The page renders for a visitor whose address has used its keyless quota
+// (behind a shared NAT, every visitor): it reads an uncounted copy of the
+// contract, while /v1/openapi.json stays limited for tools.
+func TestReferencePageRendersOverTheAddressLimit(t *testing.T) {
+	requireChromium(t)
+	// A window that outlasts the test, so that the address stays limited.
+	s := apptest.StartWith(t, apptest.Config{Limits: limits.Config{MinuteWindow: time.Hour}})
+	limited := func() bool {
+		r := s.Do(t, http.MethodGet, "/v1/openapi.json", "", nil)
+		return r.StatusCode == http.StatusTooManyRequests
 	}
-	if len(failures) > 0 {
-		t.Errorf("failures in the page: %q", failures)
+	for i := 0; !limited(); i++ {
+		if i == limits.DefaultAnonymousPerMinute {
+			t.Fatalf("no 429 after %d keyless requests", i+1)
+		}
+	}
+
+	ctx := newBrowser(t)
+	page := watchPage(t, ctx, s.URL)
+	steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(s.URL + "/docs/")}
+	if err := chromedp.Do(ctx, append(steps, waitForOperations([]string{"listPets", "createPet", "getPet"})...)...); err != nil {
+		t.Fatalf("the operations did not render for a limited address: %v", err)
+	}
+	page.check(t)
+	if !limited() {
+		t.Errorf("/v1/openapi.json is no longer limited for the address: the test proves nothing")
+	}
+}
+
+func requireChromium(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("PETSTORE_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("%v: install Debian's chromium and chromium-driver (.ci/run does)", err)
+		}
+		t.Skipf("%v: install Debian's chromium to run this test (CI requires it)", err)
+	}
+}
+
+// waitForOperations waits until the operations' headings render.
+func waitForOperations(operations []string) []chromedp.Action[chromedp.Void] {
+	var steps []chromedp.Action[chromedp.Void]
+	for _, op := range operations {
+		steps = append(steps, chromedp.WaitReady(chromedp.CSS(`[data-section-id="operation/`+op+`"] h2`)))
+	}
+	return steps
+}
+
+// pageWatch records what a page sends outside the service, what fails
+// (any answer of 400 or more included), and its uncaught errors. The CSP
+// stops requests before they leave the browser.
+type pageWatch struct {
+	mu       sync.Mutex
+	foreign  map[network.RequestID]string
+	failures []string
+}
+
+func watchPage(t *testing.T, ctx context.Context, base string) *pageWatch {
+	t.Helper()
+	w := &pageWatch{foreign: map[network.RequestID]string{}}
+	err := chromedp.Listen(ctx, func(ev any) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			u := ev.Request.URL
+			if !strings.HasPrefix(u, base+"/") && !strings.HasPrefix(u, "data:") && !strings.HasPrefix(u, "blob:") {
+				w.foreign[ev.RequestID] = u
+			}
+		case *network.EventLoadingFailed:
+			if ev.BlockedReason == network.BlockedReasonCsp {
+				delete(w.foreign, ev.RequestID)
+			}
+		case *network.EventResponseReceived:
+			if ev.Response.Status >= 400 {
+				w.failures = append(w.failures, fmt.Sprintf("%s: %d", ev.Response.URL, ev.Response.Status))
+			}
+		case *runtime.EventExceptionThrown:
+			w.failures = append(w.failures, ev.ExceptionDetails.Text)
+		}
+	})
+	if err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return w
+}
+
+func (w *pageWatch) check(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.foreign) > 0 {
+		t.Errorf("the page sent requests outside the service: %q", slices.Collect(maps.Values(w.foreign)))
+	}
+	if len(w.failures) > 0 {
+		t.Errorf("failures in the page: %q", w.failures)
 	}
 }
 

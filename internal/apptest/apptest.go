@@ -39,6 +39,7 @@ type Config struct {
 	Dir    string // data directory; a fresh temporary one when empty
 	Limits limits.Config
 	Server hooks.ServerConfig
+	Now    func() time.Time // the service's clock (hooks.Options.Now); time.Now when nil
 }
 
 // Start serves a new app on dir (a fresh temporary one when empty) with the
@@ -62,7 +63,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	if err := app.RunAllMigrations(); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
-	service := hooks.Register(app, &hooks.Options{Public: pbpublic.FS, Limits: cfg.Limits, Server: cfg.Server})
+	service := hooks.Register(app, &hooks.Options{Public: pbpublic.FS, Limits: cfg.Limits, Server: cfg.Server, Now: cfg.Now})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
