@@ -13,6 +13,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/apikeys"
+	"petstore/idempotency"
 	"petstore/limits"
 )
 
@@ -62,6 +63,7 @@ func Register(app core.App, opts *Options) *Service {
 	bindServer(app, &opts.Server)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
+	idempotency.BindPurge(app)
 	return s
 }
 
