@@ -19,6 +19,7 @@ const (
 	CodeGone                 = "gone"
 	CodePayloadTooLarge      = "payload_too_large"
 	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
 	CodeRateLimitExceeded    = "rate_limit_exceeded"
 	CodeAPIKeyBanned         = "api_key_banned"
 	CodeInternalError        = "internal_error"
@@ -28,7 +29,7 @@ const (
 // exactly these (checked by the openapi package's tests).
 var Codes = []string{
 	CodeInvalidRequest, CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeGone, CodePayloadTooLarge,
-	CodeUnsupportedMediaType, CodeRateLimitExceeded, CodeAPIKeyBanned, CodeInternalError,
+	CodeUnsupportedMediaType, CodeIdempotencyKeyReused, CodeRateLimitExceeded, CodeAPIKeyBanned, CodeInternalError,
 }
 
 // Error is the spec's Error body. Handlers and middleware return it as an

@@ -93,6 +93,11 @@ func apiKeyOf(e *core.RequestEvent) *apikeys.Key {
 	return k
 }
 
+// apiKeyID is the id of the request's valid API key: what per-key state
+// (rate limits, idempotency keys) is scoped by. Only for routes behind
+// requireKey.
+func apiKeyID(e *core.RequestEvent) string { return apiKeyOf(e).ID }
+
 // bearerToken reads the key from the one Authorization header. Keys are never
 // read from the query string, where logs and browser histories keep them.
 func bearerToken(h http.Header) (string, *Error) {

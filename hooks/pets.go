@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/idempotency"
 )
 
 const petsCollection = "pets"
@@ -69,10 +72,16 @@ func handleListPets(e *core.RequestEvent) error {
 	return writeJSON(e.Response, http.StatusOK, pets)
 }
 
-// handleCreatePet serves createPet.
+// handleCreatePet serves createPet. With an Idempotency-Key, the pet and the
+// answer are stored in one transaction (package idempotency); without one,
+// the path does nothing more than create the pet.
 func handleCreatePet(e *core.RequestEvent) error {
 	if err := noQuery(e.Request.URL.RawQuery); err != nil {
 		return err
+	}
+	idemKey, kerr := idempotency.KeyFrom(e.Request.Header)
+	if kerr != nil {
+		return invalidRequest("%s", kerr.Error())
 	}
 	if err := requireJSONContentType(e.Request); err != nil {
 		return err
@@ -81,27 +90,74 @@ func handleCreatePet(e *core.RequestEvent) error {
 	if err != nil {
 		return err
 	}
+	if idemKey != "" {
+		return createPetOnce(e, idemKey, body)
+	}
+
 	np, derr := decodeNewPet(body)
 	if derr != nil {
 		return derr
 	}
-
-	collection, err := e.App.FindCachedCollectionByNameOrId(petsCollection)
+	pet, err := createPet(e.App, np)
 	if err != nil {
 		return err
+	}
+	e.Response.Header().Set("Location", petLocation(pet))
+	return writeJSON(e.Response, http.StatusCreated, pet)
+}
+
+// createPetOnce is createPet for a request with an Idempotency-Key: the
+// 201, or the 400 for the body, is remembered and replayed to retries.
+func createPetOnce(e *core.RequestEvent, idemKey string, body []byte) error {
+	var bodyErr *Error
+	answer, outcome, err := idempotency.Do(e.App, apiKeyID(e), idemKey, body, time.Now(),
+		func(tx core.App) (idempotency.Answer, error) {
+			np, derr := decodeNewPet(body)
+			if derr != nil {
+				bodyErr = derr
+				data, err := encodeJSON(derr)
+				return idempotency.Answer{Status: derr.Status, Body: data}, err
+			}
+			pet, err := createPet(tx, np)
+			if err != nil {
+				return idempotency.Answer{}, err
+			}
+			data, err := encodeJSON(pet)
+			return idempotency.Answer{Status: http.StatusCreated, Body: data, Location: petLocation(pet)}, err
+		})
+	switch {
+	case err != nil:
+		return err
+	case outcome == idempotency.Reused:
+		return newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
+			"This Idempotency-Key was used with another request body: use a new key for a new request.")
+	case outcome == idempotency.Fresh && bodyErr != nil:
+		return bodyErr
+	case outcome == idempotency.Replayed:
+		e.Response.Header().Set("Idempotent-Replayed", "true")
+	}
+	if answer.Location != "" {
+		e.Response.Header().Set("Location", answer.Location)
+	}
+	return writeJSONBytes(e.Response, answer.Status, answer.Body)
+}
+
+func createPet(app core.App, np NewPet) (Pet, error) {
+	collection, err := app.FindCachedCollectionByNameOrId(petsCollection)
+	if err != nil {
+		return Pet{}, err
 	}
 	r := core.NewRecord(collection)
 	r.Set("name", np.Name)
 	r.Set("categoryId", np.CategoryID)
 	r.Set("status", np.Status) // empty: the pets record hook makes it "available"
-	if err := e.App.Save(r); err != nil {
-		return err
+	if err := app.Save(r); err != nil {
+		return Pet{}, err
 	}
-
-	pet := petFromRecord(r)
-	e.Response.Header().Set("Location", "/v1/pets/"+r.Id)
-	return writeJSON(e.Response, http.StatusCreated, pet)
+	return petFromRecord(r), nil
 }
+
+func petLocation(p Pet) string { return "/v1/pets/" + strconv.FormatInt(p.ID, 10) }
 
 // handleGetPet serves the deprecated getPet.
 func handleGetPet(e *core.RequestEvent) error {

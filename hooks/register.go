@@ -14,6 +14,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/apikeys"
+	"petstore/idempotency"
 	"petstore/limits"
 	"petstore/openapi"
 )
@@ -75,6 +76,7 @@ func Register(app core.App, opts *Options) *Service {
 	bindServer(app, &opts.Server)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
+	idempotency.BindPurge(app)
 	return s
 }
 

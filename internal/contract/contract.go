@@ -48,8 +48,12 @@ var load = sync.OnceValues(func() (*Contract, error) {
 	}
 	outside := openapi3.NewOperation()
 	outside.Responses = openapi3.NewResponses()
+	notFound, err := unknownPathResponse(doc)
+	if err != nil {
+		return nil, err
+	}
+	outside.Responses.Set(fmt.Sprint(http.StatusNotFound), notFound)
 	for status, name := range map[int]string{
-		http.StatusNotFound:              "NotFound",
 		http.StatusMethodNotAllowed:      "MethodNotAllowed",
 		http.StatusRequestEntityTooLarge: "PayloadTooLarge",
 		http.StatusTooManyRequests:       "TooManyRequests",
@@ -63,6 +67,30 @@ var load = sync.OnceValues(func() (*Contract, error) {
 	}
 	return &Contract{Doc: doc, router: router, outside: outside}, nil
 })
+
+// unknownPathResponse is the answer to a path outside the document: a
+// NotFoundError, with the rate-limit headers when the request was counted.
+// The document cannot name it as a response (no operation answers it, and an
+// unreferenced components.responses entry is what linters rightly flag);
+// info.description's Errors section describes it.
+func unknownPathResponse(doc *openapi3.T) (*openapi3.ResponseRef, error) {
+	schema := doc.Components.Schemas["NotFoundError"]
+	if schema == nil {
+		return nil, errors.New("components.schemas.NotFoundError is missing")
+	}
+	resp := openapi3.NewResponse().WithDescription("No such path under /v1.").WithJSONSchemaRef(schema)
+	resp.Headers = openapi3.Headers{}
+	for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
+		h := doc.Components.Headers[name]
+		if h == nil {
+			return nil, fmt.Errorf("components.headers.%s is missing", name)
+		}
+		optional := *h.Value
+		optional.Required = false
+		resp.Headers[name] = &openapi3.HeaderRef{Value: &optional}
+	}
+	return &openapi3.ResponseRef{Value: resp}, nil
+}
 
 // Load returns the OpenAPI document, failing t if it does not load or is
 // not a valid OpenAPI 3.1 document.
