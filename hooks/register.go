@@ -3,7 +3,6 @@
 package hooks
 
 import (
-	"context"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -12,8 +11,9 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
-	"petstore/apikeys"
 	"petstore/limits"
+	"petstore/staff"
+	"petstore/usage"
 )
 
 // Options configure the service. Register keeps the pointer: command-line
@@ -45,8 +45,15 @@ func Register(app core.App, opts *Options) *Service {
 				return err
 			}
 			bindLimiterHooks(app, limiter)
+			history, err := usage.Start(app, 0)
+			if err != nil {
+				s.err = err
+				return err
+			}
+			bindUsageHooks(app, history)
 
-			addRoutes(se.Router.Group("/v1"), limiter)
+			addRoutes(se.Router.Group("/v1"), limiter, history)
+			staff.AddRoutes(se.Router, history)
 			// Method-less, or it would conflict with the method-less /v1 routes.
 			se.Router.Route("", "/{path...}", staticSite(opts.Public))
 
@@ -92,20 +99,9 @@ func bindPetRecordHooks(app core.App) {
 	app.OnRecordUpdate(petsCollection).BindFunc(normalize)
 }
 
-// bindLimiterHooks ties the limiter to the app's life: staff lifting a ban
-// (clearing banned_until) also clears the key's recent counts, and a stop
-// saves the day counts.
+// bindLimiterHooks saves the day counts when the app stops. (A lifted ban
+// resets the key's recent counts: see liftedBans.)
 func bindLimiterHooks(app core.App, l *limits.Limiter) {
-	app.OnRecordUpdate(apikeys.Collection).BindFunc(func(e *core.RecordEvent) error {
-		lifted := !e.Record.Original().GetDateTime("banned_until").IsZero() && e.Record.GetDateTime("banned_until").IsZero()
-		if err := e.Next(); err != nil || !lifted {
-			return err
-		}
-		if err := l.LiftBan(context.Background(), e.Record.Id); err != nil {
-			e.App.Logger().Error("Could not reset the counts of an unbanned API key", "keyId", e.Record.Id, "error", err)
-		}
-		return nil
-	})
 	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
 		Id: "petstoreLimiterClose",
 		// After PocketBase's graceful shutdown (-9999): no request is counted
@@ -114,6 +110,20 @@ func bindLimiterHooks(app core.App, l *limits.Limiter) {
 		Func: func(e *core.TerminateEvent) error {
 			if err := l.Close(); err != nil {
 				e.App.Logger().Error("Could not save rate-limit state at shutdown", "error", err)
+			}
+			return e.Next()
+		},
+	})
+}
+
+// bindUsageHooks saves the usage history still in memory when the app stops.
+func bindUsageHooks(app core.App, history *usage.Recorder) {
+	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
+		Id:       "petstoreUsageClose",
+		Priority: -9000, // after PocketBase's graceful shutdown (-9999), like the limiter's
+		Func: func(e *core.TerminateEvent) error {
+			if err := history.Close(); err != nil {
+				e.App.Logger().Error("Could not save the usage history of API keys at shutdown", "error", err)
 			}
 			return e.Next()
 		},

@@ -10,6 +10,7 @@ import (
 
 	"petstore/limits"
 	"petstore/openapi"
+	"petstore/usage"
 )
 
 // maxBodyBytes bounds every /v1 request body (413 beyond).
@@ -22,15 +23,16 @@ const maxBodyBytes = 64 << 10
 //	errorBody     every error becomes the spec's Error body (two layers, see errorBody)
 //	exposeHeaders browsers may read Link, Location, the rate-limit headers...
 //	identifyKey   resolves the bearer API key, if any
-//	rateLimit     counts the request (per key, else per IP), sets the headers, 429
+//	rateLimit     counts the request (per key, else per IP), sets the headers, 429;
+//	              records a key's request in its usage history
 //	BodyLimit     64 KiB (replaces PocketBase's 32 MB for /v1)
 //
 // PocketBase's auth-token loader is unbound: it would try API keys as
 // PocketBase tokens.
-func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter) {
+func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, history *usage.Recorder) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), identifyKey(), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
+		exposeHeaders(), identifyKey(), rateLimit(limiter, history), apis.BodyLimit(maxBodyBytes))
 
 	v1.GET("/pets", handleListPets).Bind(requireKey())
 	v1.POST("/pets", handleCreatePet).Bind(requireKey())
