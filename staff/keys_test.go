@@ -389,3 +389,24 @@ func TestSuperusersOnly(t *testing.T) {
 		t.Errorf("the key is no longer banned: %d", r.StatusCode)
 	}
 }
+
+// The usage history is saved at shutdown and read back after a restart.
+func TestUsageSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := &staffServer{Server: apptest.Start(t, dir)}
+	s.token = s.SuperuserToken(t, "staff@example.com", "a long enough password")
+	k := s.create(t, map[string]any{"plan": "free"})
+	for range 4 {
+		s.v1(t, k.Key)
+	}
+	s.Stop(t)
+
+	s.Server = apptest.Start(t, dir)
+	var days []struct {
+		Requests int64 `json:"requests"`
+	}
+	s.call(t, http.MethodGet, "/keys/"+k.ID+"/usage?days=2", nil, http.StatusOK, &days)
+	if len(days) != 2 || days[1].Requests != 4 {
+		t.Errorf("after a restart: %+v, want 4 requests today", days)
+	}
+}
