@@ -23,12 +23,7 @@ const chromium = "/usr/bin/chromium" // Debian's package
 // The reference page, reached from the home page, renders the served
 // contract in a real browser without anything from outside the service.
 func TestReferencePageInChromium(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		if os.Getenv("PETSTORE_REQUIRE_BROWSER") == "1" {
-			t.Fatalf("%v: install Debian's chromium and chromium-driver (.ci/run does)", err)
-		}
-		t.Skipf("%v: install Debian's chromium to run this test (CI requires it)", err)
-	}
+	requireChromium(t)
 	s := apptest.Start(t, "")
 	ctx := newBrowser(t)
 

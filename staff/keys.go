@@ -10,17 +10,24 @@ import (
 	"petstore/usage"
 )
 
-func handleListKeys(e *core.RequestEvent) error {
-	records, err := apikeys.List(e.App)
-	if err != nil {
-		return err
+func handleListKeys(history *usage.Recorder) func(*core.RequestEvent) error {
+	return func(e *core.RequestEvent) error {
+		records, err := apikeys.List(e.App)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		today, err := history.Today(now)
+		if err != nil {
+			return err
+		}
+		views := make([]keyView, len(records))
+		for i, r := range records {
+			views[i] = viewOf(r, now)
+			views[i].Today = today[r.Id]
+		}
+		return e.JSON(http.StatusOK, views)
 	}
-	now := time.Now()
-	views := make([]keyView, len(records))
-	for i, r := range records {
-		views[i] = viewOf(r, now)
-	}
-	return e.JSON(http.StatusOK, views)
 }
 
 func handleCreateKey(e *core.RequestEvent) error {

@@ -37,6 +37,10 @@ type key struct {
 	PerMinute   quota      `json:"perMinute"`
 	PerDay      quota      `json:"perDay"`
 	DayUsed     int64      `json:"dayUsed"`
+	Today       struct {
+		Requests int64 `json:"requests"`
+		Limited  int64 `json:"limited"`
+	} `json:"today"`
 	Previous    *struct {
 		Prefix string    `json:"prefix"`
 		Until  time.Time `json:"until"`
@@ -112,8 +116,9 @@ func TestCreateListAndUse(t *testing.T) {
 
 	var list []key
 	r := s.call(t, http.MethodGet, "/keys", nil, http.StatusOK, &list)
-	if len(list) != 1 || list[0].ID != k.ID || list[0].Key != "" || strings.Contains(string(r.Body), k.Key) {
-		t.Errorf("list %s", r.Body)
+	if len(list) != 1 || list[0].ID != k.ID || list[0].Key != "" || strings.Contains(string(r.Body), k.Key) ||
+		list[0].Today.Requests != 1 {
+		t.Errorf("list %s, want the key (not the key itself) with 1 request today", r.Body)
 	}
 }
 

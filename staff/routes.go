@@ -26,7 +26,7 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder) {
 	g := r.Group(Prefix)
 	g.Bind(apis.RequireSuperuserAuth(), apis.BodyLimit(maxBodyBytes), noStore())
 
-	g.GET("/keys", handleListKeys)
+	g.GET("/keys", handleListKeys(history))
 	g.POST("/keys", handleCreateKey)
 	g.PATCH("/keys/{id}", handleChangeKey)
 	g.POST("/keys/{id}/roll", handleRollKey)

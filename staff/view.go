@@ -6,6 +6,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/apikeys"
+	"petstore/usage"
 )
 
 // keyView is a key as the staff page shows it; never the key itself.
@@ -20,8 +21,11 @@ type keyView struct {
 	Expires     *time.Time `json:"expires"`     // null: never
 	PerMinute   quotaView  `json:"perMinute"`
 	PerDay      quotaView  `json:"perDay"`
-	// DayUsed is the count in the key's current day window (the one PerDay
-	// limits), as saved every few seconds; 0 once the window is over.
+	// Today is the key's use on the current UTC day (in the list only).
+	Today usage.Counts `json:"today"`
+	// DayUsed is the count in the key's current day window, the one PerDay
+	// limits: 24 hours from its first request, saved every few seconds. 0
+	// once the window is over.
 	DayUsed   int64      `json:"dayUsed"`
 	DayResets *time.Time `json:"dayResets"`
 	LastUsed  *time.Time `json:"lastUsed"` // to the minute
@@ -63,7 +67,7 @@ func viewOf(r *core.Record, now time.Time) keyView {
 		v.DayUsed, v.DayResets = int64(r.GetInt("day_used")), resets
 	}
 	v.LastUsed = timeOf(r, "last_used")
-	if until := timeOf(r, apikeys.PreviousUntilField); until != nil && until.After(now) {
+	if until := timeOf(r, apikeys.PreviousUntilField); until != nil && until.After(now) && v.State != apikeys.StateRevoked {
 		v.Previous = &previousView{Prefix: r.GetString(apikeys.PreviousPrefixField), Until: *until}
 	}
 	return v

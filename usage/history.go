@@ -53,3 +53,34 @@ func (r *Recorder) History(keyID string, days int, now time.Time) ([]Day, error)
 	r.mu.Unlock()
 	return history, nil
 }
+
+// Today is each key's use on now's UTC day, with what this instance has
+// counted but not yet saved; keys without use are left out.
+func (r *Recorder) Today(now time.Time) (map[string]Counts, error) {
+	today := dayOf(now)
+	var rows []struct {
+		Key      string `db:"api_key"`
+		Requests int64  `db:"requests"`
+		Limited  int64  `db:"limited"`
+	}
+	err := r.app.DB().Select("api_key", "requests", "limited").From(Collection).
+		Where(dbx.HashExp{"day": dayString(today)}).All(&rows)
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[string]Counts, len(rows))
+	for _, row := range rows {
+		counts[row.Key] = Counts{Requests: row.Requests, Limited: row.Limited}
+	}
+	r.mu.Lock()
+	for e, c := range r.pending {
+		if e.day == today {
+			sum := counts[e.keyID]
+			sum.Requests += c.Requests
+			sum.Limited += c.Limited
+			counts[e.keyID] = sum
+		}
+	}
+	r.mu.Unlock()
+	return counts, nil
+}
