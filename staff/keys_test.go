@@ -41,7 +41,7 @@ type key struct {
 		Requests int64 `json:"requests"`
 		Limited  int64 `json:"limited"`
 	} `json:"today"`
-	Previous    *struct {
+	Previous *struct {
 		Prefix string    `json:"prefix"`
 		Until  time.Time `json:"until"`
 	} `json:"previous"`
