@@ -236,6 +236,13 @@ func TestRollAndUnbanWhileServing(t *testing.T) {
 		return status, string(body)
 	}
 
+	// serve's start-up lines say where everything is.
+	for _, path := range []string{"/v1", "/docs/", "/staff/", "/_/"} {
+		if !regexp.MustCompile(`(?m)^[├└]─ .*http://127\.0\.0\.1:\d+` + regexp.QuoteMeta(path) + `\b`).MatchString(p.Output()) {
+			t.Errorf("serve's output does not name %s:\n%s", path, p.Output())
+		}
+	}
+
 	key, id := createKey(t, dir, "--plan", "free", "--per-minute", "1")
 	for {
 		if _, body := get(key); strings.Contains(body, "api_key_banned") {

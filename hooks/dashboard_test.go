@@ -1,7 +1,9 @@
 package hooks_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,4 +87,49 @@ func TestStaleKeyFormKeepsBan(t *testing.T) {
 	}
 	r = s.Do(t, http.MethodGet, "/v1/pets", newKey, nil)
 	expectError(t, r, http.StatusTooManyRequests, "api_key_banned")
+}
+
+// The dashboard opens on what staff work with, and the fields say what they
+// hold.
+func TestDashboardCollections(t *testing.T) {
+	s := apptest.Start(t, "")
+	if _, err := s.App.FindCollectionByNameOrId("users"); err == nil {
+		t.Errorf("PocketBase's default users collection is still there")
+	}
+	keys, err := s.App.FindCollectionByNameOrId(apikeys.Collection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := keys.Fields.FieldNames()[:8], []string{"id", "name", "plan", "prefix", "revoked", "banned_until", "day_used", "last_used"}; !slices.Equal(got, want) {
+		t.Errorf("api_keys columns start %v, want %v", got, want)
+	}
+	help := func(collection, field string) string {
+		c, err := s.App.FindCollectionByNameOrId(collection)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(c.Fields.GetByName(field))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct{ Help string }
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatal(err)
+		}
+		return f.Help
+	}
+	for _, c := range []struct{ collection, field, says string }{
+		{"api_keys", "per_minute", "0 or empty: the plan's"},
+		{"api_keys", "per_day", "0 or empty: the plan's"},
+		{"api_keys", "revoked", "REVOKED"},
+		{"api_keys", "banned_until", "petstore keys unban"},
+		{"api_keys", "key_hash", "edits here are ignored"},
+		{"plans", "ban_after", "0 means the per-minute quota"},
+		{"plans", "ban_minutes", "0 disables bans"},
+		{"pets", "categoryId", "from 1 to 9007199254740991"},
+	} {
+		if got := help(c.collection, c.field); !strings.Contains(got, c.says) {
+			t.Errorf("%s.%s help %q does not say %q", c.collection, c.field, got, c.says)
+		}
+	}
 }

@@ -3,6 +3,7 @@
 package hooks
 
 import (
+	"io"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -20,6 +21,10 @@ import (
 // flags fill it in after Register and before `serve` starts.
 type Options struct {
 	Public fs.FS // the site served at / (pb_public, embedded in the binary)
+	// Banner receives serve's start-up lines (where /v1, /docs/, /staff/ and
+	// the dashboard are); nil prints none.
+	Banner io.Writer
+	HTTPS  bool // serve --https: the banner's addresses are https
 	Limits limits.Config
 	Server ServerConfig
 }
@@ -67,6 +72,7 @@ func Register(app core.App, opts *Options) *Service {
 		},
 	})
 	bindServer(app, &opts.Server)
+	bindBanner(app, opts)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
 	return s

@@ -116,8 +116,16 @@ func TestStaffPageInChromium(t *testing.T) {
 		}
 	}
 
+	// The home page names the address it is served from, and leads to the
+	// staff page.
+	do("home page", chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(chromedp.CSS("pre .origin")))
+	if got := text("pre .origin"); got != s.URL {
+		t.Errorf("the home page's example uses %q, want %q", got, s.URL)
+	}
+	shots("home")
+
 	// Sign in.
-	do("sign in", chromedp.Navigate(s.URL+"/staff/"), chromedp.WaitVisible(chromedp.CSS("#signin-form")),
+	do("sign in", chromedp.Click(chromedp.CSS(`a[href="/staff/"]`)), chromedp.WaitVisible(chromedp.CSS("#signin-form")),
 		chromedp.SendKeys(chromedp.CSS(`#signin-form [name=email]`), "staff@example.com"),
 		chromedp.SendKeys(chromedp.CSS(`#signin-form [name=password]`), "a long enough password"),
 		chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)),
