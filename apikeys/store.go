@@ -393,6 +393,12 @@ const maxNameLen = 100
 func update(app core.App, id string, edit func(*core.Record) error) (*core.Record, error) {
 	var r *core.Record
 	err := app.RunInTransaction(func(tx core.App) error {
+		// Take SQLite's write lock before reading (waiting for it as long as
+		// busy_timeout allows): a transaction that reads first cannot write
+		// once another process has written meanwhile (SQLITE_BUSY_SNAPSHOT).
+		if _, err := tx.DB().Update(Collection, dbx.Params{"id": dbx.NewExp("id")}, dbx.HashExp{"id": id}).Execute(); err != nil {
+			return err
+		}
 		var err error
 		r, err = tx.FindRecordById(Collection, id)
 		if errors.Is(err, sql.ErrNoRows) {
