@@ -116,6 +116,12 @@ func TestKeysFailures(t *testing.T) {
 		{"revoke unknown id", []string{"keys", "revoke", "abcdefghijklmno"}, `no API key with id "abcdefghijklmno"`},
 		{"revoke without id", []string{"keys", "revoke"}, "accepts 1 arg(s), received 0"},
 		{"revoke two ids", []string{"keys", "revoke", "a", "b"}, "accepts 1 arg(s), received 2"},
+		{"roll unknown id", []string{"keys", "roll", "abcdefghijklmno"}, `no API key with id "abcdefghijklmno"`},
+		{"roll without id", []string{"keys", "roll"}, "accepts 1 arg(s), received 0"},
+		{"roll bad --grace", []string{"keys", "roll", "abcdefghijklmno", "--grace", "a day"}, `invalid argument "a day" for "--grace"`},
+		{"roll negative --grace", []string{"keys", "roll", "abcdefghijklmno", "--grace", "-1h"}, "the grace period must be from 0 to 30 days"},
+		{"unban unknown id", []string{"keys", "unban", "abcdefghijklmno"}, `no API key with id "abcdefghijklmno"`},
+		{"unban without id", []string{"keys", "unban"}, "accepts 1 arg(s), received 0"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			stdout, stderr, status := petstore(t, dir, tt.args...)
@@ -199,5 +205,71 @@ func TestRevokeWhileServing(t *testing.T) {
 	resp := get(key)
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
 		t.Fatalf("revoked key: %d %q, want 401 invalid_token", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+}
+
+// Rolling and unbanning with the CLI while the server runs: a roll keeps the
+// ban, the old secret works through its grace period, and an unban from
+// another process lets the next request through.
+func TestRollAndUnbanWhileServing(t *testing.T) {
+	dir := t.TempDir()
+	if _, stderr, status := petstore(t, dir, "superuser", "upsert", "staff@example.com", "a long enough password"); status != 0 {
+		t.Fatalf("superuser upsert: %d %s", status, stderr)
+	}
+	p, err := realserver.Start(bin, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.CheckContract(t)
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("server output:\n%s", p.Output())
+		}
+	})
+	get := func(key string) (int, string) {
+		t.Helper()
+		status, body, err := p.Do(context.Background(), http.MethodGet, "/v1/pets", key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return status, string(body)
+	}
+
+	// serve's start-up lines say where everything is.
+	for _, path := range []string{"/v1", "/docs/", "/staff/", "/_/"} {
+		if !regexp.MustCompile(`(?m)^[├└]─ .*http://127\.0\.0\.1:\d+` + regexp.QuoteMeta(path) + `(\s|$)`).MatchString(p.Output()) {
+			t.Errorf("serve's output does not name %s:\n%s", path, p.Output())
+		}
+	}
+
+	key, id := createKey(t, dir, "--plan", "free", "--per-minute", "1")
+	for {
+		if _, body := get(key); strings.Contains(body, "api_key_banned") {
+			break
+		}
+	}
+
+	stdout, stderr, status := petstore(t, dir, "keys", "roll", id, "--grace", "1h")
+	newKey, _, _ := strings.Cut(stdout, "\n")
+	if status != 0 || !keyLine.MatchString(newKey) || newKey == key ||
+		!strings.Contains(stderr, "Rolled API key "+id) || !strings.Contains(stderr, "works until") {
+		t.Fatalf("roll: status %d, stdout %q, stderr %q", status, stdout, stderr)
+	}
+	for _, k := range []string{newKey, key} {
+		if status, body := get(k); status != http.StatusTooManyRequests || !strings.Contains(body, "api_key_banned") {
+			t.Fatalf("after the roll: %d %s, want still banned", status, body)
+		}
+	}
+
+	if _, stderr, status := petstore(t, dir, "keys", "unban", id); status != 0 {
+		t.Fatalf("unban: %d %s", status, stderr)
+	}
+	if status, body := get(newKey); status != http.StatusOK {
+		t.Fatalf("new key after the unban: %d %s, want 200", status, body)
+	}
+	stdout, _, _ = petstore(t, dir, "keys", "list")
+	if !regexp.MustCompile(`(?m)^` + id + `\s.*\sactive\s`).MatchString(stdout) {
+		t.Errorf("list after the unban:\n%s", stdout)
 	}
 }

@@ -18,14 +18,15 @@ import (
 func main() {
 	// Not pocketbase.New(): under `go run` it turns on dev mode, which prints
 	// SQL on stdout, where `keys create` prints the new key.
-	app := pocketbase.NewWithConfig(pocketbase.Config{})
+	// PocketBase's banner names only /api/ and /_/; hooks prints a fuller one.
+	app := pocketbase.NewWithConfig(pocketbase.Config{HideStartBanner: true})
 
 	// Cobra writes errors to the root command's error stream, which PocketBase
 	// leaves on stdout: `keys create` keeps stdout for the key alone, and
 	// failures belong on stderr.
 	app.RootCmd.SetErr(os.Stderr)
 
-	opts := &hooks.Options{Public: pbpublic.FS}
+	opts := &hooks.Options{Public: pbpublic.FS, Banner: os.Stdout}
 	flags := app.RootCmd.PersistentFlags()
 	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",
 		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; env PETSTORE_RATELIMIT_REDIS)")
@@ -34,6 +35,10 @@ func main() {
 	cobra.OnInitialize(func() {
 		if opts.Limits.RedisURL == "" {
 			opts.Limits.RedisURL = os.Getenv("PETSTORE_RATELIMIT_REDIS")
+		}
+		if serve, _, err := app.RootCmd.Find([]string{"serve"}); err == nil {
+			https, _ := serve.Flags().GetString("https")
+			opts.HTTPS = https != ""
 		}
 	})
 	flags.StringVar(&opts.Limits.Prefix, "ratelimit-prefix", limits.DefaultPrefix,

@@ -20,12 +20,12 @@ type Command struct {
 // Err is the error of the last run, if any: a failed command or a bad flag.
 func (c *Command) Err() error { return c.err }
 
-// NewCommand returns `keys create|list|revoke`, working on app's --dir.
+// NewCommand returns `keys create|list|revoke|roll|unban`, working on app's --dir.
 func NewCommand(app core.App) *Command {
 	c := &Command{}
 	c.Command = &cobra.Command{
 		Use:           "keys",
-		Short:         "Create, list and revoke /v1 API keys",
+		Short:         "Create, list, revoke, roll and unban /v1 API keys",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -38,7 +38,7 @@ func NewCommand(app core.App) *Command {
 		},
 	}
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return c.fail(err) })
-	c.AddCommand(c.createCommand(app), c.listCommand(app), c.revokeCommand(app))
+	c.AddCommand(c.createCommand(app), c.listCommand(app), c.revokeCommand(app), c.rollCommand(app), c.unbanCommand(app))
 	// Every way a run can fail (arguments, then the run itself) goes through fail.
 	for _, sub := range append(c.Commands(), c.Command) {
 		run, args := sub.RunE, sub.Args
@@ -73,13 +73,7 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("--expires %q is not an RFC 3339 time such as 2027-01-31T00:00:00Z", expires)
 				}
-				if !t.After(time.Now()) {
-					return errors.New("--expires must be in the future")
-				}
 				nk.Expires = t
-			}
-			if nk.PerMinute < 0 || nk.PerDay < 0 {
-				return errors.New("--per-minute and --per-day must be positive")
 			}
 			key, r, err := Create(app, nk)
 			if err != nil {
@@ -136,6 +130,46 @@ func (c *Command) revokeCommand(app core.App) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Revoked API key %s.\n", args[0])
+			return nil
+		},
+	}
+}
+
+func (c *Command) rollCommand(app core.App) *cobra.Command {
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "roll ID [--grace 24h]",
+		Short: "Give a key a new secret and print it once (alone on stdout's first line); the old one works for --grace",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, r, err := Roll(app, args[0], grace)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), key)
+			old := "The old key is refused from now on."
+			if until := r.GetDateTime(PreviousUntilField); !until.IsZero() {
+				old = fmt.Sprintf("The old key %s… works until %s.", r.GetString(PreviousPrefixField), until.Time().Format(time.RFC3339))
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Rolled API key %s: new key %s…. %s Store the new key now: it is not shown again.\n",
+				r.Id, r.GetString(PrefixField), old)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", 0, "how long the old key keeps working, e.g. 1h, 24h, 168h (default: not at all)")
+	return cmd
+}
+
+func (c *Command) unbanCommand(app core.App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unban ID",
+		Short: "Lift a key's ban",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := Unban(app, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Lifted any ban of API key %s.\n", args[0])
 			return nil
 		},
 	}

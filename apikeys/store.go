@@ -21,8 +21,40 @@ const HashField = "key_hash"
 // which, so that a guesser learns nothing either.
 var ErrInvalid = errors.New("invalid API key")
 
-// ErrUnknownPlan is returned by Create for a plan that does not exist.
-var ErrUnknownPlan = errors.New("unknown plan")
+// Errors that are the caller's mistake, not the store's: callers may show
+// their messages as they are.
+var (
+	// ErrNotFound: no key has the given record id.
+	ErrNotFound = errors.New("no API key")
+	// ErrUnknownPlan: no plan has the given name.
+	ErrUnknownPlan = errors.New("unknown plan")
+	// ErrBadSettings: a key's settings break a rule; the message says which.
+	ErrBadSettings = errors.New("bad API key settings")
+)
+
+// Fields of api_keys that the service writes and staff never edit (see
+// ServiceFields).
+const (
+	PrefixField         = "prefix"
+	PreviousHashField   = "previous_hash"
+	PreviousPrefixField = "previous_prefix"
+	PreviousUntilField  = "previous_until"
+	BannedUntilField    = "banned_until"
+)
+
+// ServiceFields are the api_keys fields that only the service writes: the
+// key's hashes, the ban, the counts. The dashboard's edit form sends every
+// field back as it was loaded, so its saves must leave these as stored.
+var ServiceFields = []string{
+	HashField, PrefixField, PreviousHashField, PreviousPrefixField, PreviousUntilField,
+	BannedUntilField, "last_used", "day_used", "day_resets",
+}
+
+// MaxGrace bounds how long a rolled key's previous secret may keep working.
+const MaxGrace = 30 * 24 * time.Hour
+
+// maxQuota keeps quotas exact in PocketBase's number fields (float64).
+const maxQuota = 1<<53 - 1
 
 // NewKey describes a key to create.
 type NewKey struct {
@@ -33,13 +65,50 @@ type NewKey struct {
 	Expires   time.Time // zero: never
 }
 
+// badSettings is an ErrBadSettings with its own message.
+func badSettings(format string, a ...any) error {
+	return settingsError(fmt.Sprintf(format, a...))
+}
+
+type settingsError string
+
+func (e settingsError) Error() string        { return string(e) }
+func (e settingsError) Is(target error) bool { return target == ErrBadSettings }
+
+func checkQuotas(perMinute, perDay int) error {
+	if perMinute < 0 || perDay < 0 {
+		return badSettings("quotas must be positive, or 0 for the plan's")
+	}
+	if perMinute > maxQuota || perDay > maxQuota {
+		return badSettings("quotas must be at most %d", maxQuota)
+	}
+	return nil
+}
+
+func findPlan(app core.App, name string) (*core.Record, error) {
+	if name == "" {
+		return nil, badSettings("a plan is required: free, pro, business or enterprise")
+	}
+	plan, err := app.FindFirstRecordByData("plans", "name", name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownPlan, name)
+	}
+	return plan, err
+}
+
 // Create stores a new key and returns it with its record. The returned key is
 // the only copy of it: only its hash is stored.
 func Create(app core.App, nk NewKey) (string, *core.Record, error) {
-	plan, err := app.FindFirstRecordByData("plans", "name", nk.Plan)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil, fmt.Errorf("%w %q", ErrUnknownPlan, nk.Plan)
+	if err := checkQuotas(nk.PerMinute, nk.PerDay); err != nil {
+		return "", nil, err
 	}
+	if !nk.Expires.IsZero() && !nk.Expires.After(time.Now()) {
+		return "", nil, badSettings("the expiry must be in the future")
+	}
+	if n := len([]rune(nk.Name)); n > maxNameLen {
+		return "", nil, badSettings("a name has at most %d characters", maxNameLen)
+	}
+	plan, err := findPlan(app, nk.Plan)
 	if err != nil {
 		return "", nil, err
 	}
@@ -53,7 +122,7 @@ func Create(app core.App, nk NewKey) (string, *core.Record, error) {
 	r.Set("name", nk.Name)
 	r.Set("plan", plan.Id)
 	r.Set(HashField, Hash(key))
-	r.Set("prefix", DisplayPrefix(key))
+	r.Set(PrefixField, DisplayPrefix(key))
 	if nk.PerMinute > 0 {
 		r.Set("per_minute", nk.PerMinute)
 	}
@@ -99,7 +168,7 @@ type keyRow struct {
 const findKeySQL = `SELECT k.id, k.revoked, k.expires, k.banned_until, k.last_used, k.per_minute, k.per_day,
 	p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes
 	FROM api_keys k JOIN plans p ON p.id = k.plan
-	WHERE k.key_hash = {:hash} LIMIT 1`
+	WHERE k.key_hash = {:hash} OR (k.previous_hash = {:hash} AND k.previous_until > {:now}) LIMIT 1`
 
 // Find returns a usable key: known, not revoked, not expired. It reads the
 // database every time, with one indexed query, so that a revocation or a
@@ -111,7 +180,8 @@ func Find(app core.App, key string) (*Key, error) {
 	}
 	var row keyRow
 	// The lookup is by hash, so timing cannot reveal how much of a key matched.
-	err := app.DB().NewQuery(findKeySQL).Bind(dbx.Params{"hash": Hash(key)}).One(&row)
+	// A rolled key's previous secret works until its grace period ends.
+	err := app.DB().NewQuery(findKeySQL).Bind(dbx.Params{"hash": Hash(key), "now": types.NowDateTime().String()}).One(&row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrInvalid
 	}
@@ -219,15 +289,148 @@ func dateString(t time.Time) string {
 
 // Revoke marks the key with the given record id as revoked.
 func Revoke(app core.App, id string) error {
+	_, err := update(app, id, func(r *core.Record) error {
+		r.Set("revoked", true)
+		return nil
+	})
+	return err
+}
+
+// Roll gives the key with the given record id a new secret and returns it.
+// Everything else stays: plan, quotas, counts, ban. The previous secret keeps
+// working for grace (none when 0); a roll during a grace period ends that
+// period's secret at once, as only one previous secret is kept.
+func Roll(app core.App, id string, grace time.Duration) (string, *core.Record, error) {
+	if grace < 0 || grace > MaxGrace {
+		return "", nil, badSettings("the grace period must be from 0 to %d days", MaxGrace/(24*time.Hour))
+	}
+	key := Generate()
+	r, err := update(app, id, func(r *core.Record) error {
+		if r.GetBool("revoked") {
+			return badSettings("a revoked key cannot be rolled")
+		}
+		previousHash, previousPrefix, previousUntil := "", "", ""
+		if grace > 0 {
+			previousHash, previousPrefix = r.GetString(HashField), r.GetString(PrefixField)
+			previousUntil = dateString(time.Now().Add(grace))
+		}
+		r.Set(PreviousHashField, previousHash)
+		r.Set(PreviousPrefixField, previousPrefix)
+		r.Set(PreviousUntilField, previousUntil)
+		r.Set(HashField, Hash(key))
+		r.Set(PrefixField, DisplayPrefix(key))
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return key, r, nil
+}
+
+// Unban lifts the ban of the key with the given record id. It is the one way
+// to lift a ban: a save that clears banned_until, which the running server
+// answers by also forgetting the key's recent rejections (see hooks).
+func Unban(app core.App, id string) error {
+	_, err := update(app, id, func(r *core.Record) error {
+		r.Set(BannedUntilField, "")
+		return nil
+	})
+	return err
+}
+
+// Changes are edits of a key's settings; nil fields stay as they are.
+type Changes struct {
+	Name      *string
+	Plan      *string // a plans.name
+	PerMinute *int    // 0: the plan's quota
+	PerDay    *int    // 0: the plan's quota
+}
+
+// Change applies c to the key with the given record id.
+func Change(app core.App, id string, c Changes) (*core.Record, error) {
+	if err := checkQuotas(deref(c.PerMinute), deref(c.PerDay)); err != nil {
+		return nil, err
+	}
+	if c.Name != nil && len([]rune(*c.Name)) > maxNameLen {
+		return nil, badSettings("a name has at most %d characters", maxNameLen)
+	}
+	var plan *core.Record
+	if c.Plan != nil {
+		var err error
+		if plan, err = findPlan(app, *c.Plan); err != nil {
+			return nil, err
+		}
+	}
+	return update(app, id, func(r *core.Record) error {
+		if c.Name != nil {
+			r.Set("name", *c.Name)
+		}
+		if plan != nil {
+			r.Set("plan", plan.Id)
+		}
+		if c.PerMinute != nil {
+			r.Set("per_minute", *c.PerMinute)
+		}
+		if c.PerDay != nil {
+			r.Set("per_day", *c.PerDay)
+		}
+		return nil
+	})
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// maxNameLen is the api_keys name field's bound.
+const maxNameLen = 100
+
+// update reads, edits and saves one key in a transaction, so that a ban or a
+// count the limiter writes meanwhile is not overwritten with what was read.
+func update(app core.App, id string, edit func(*core.Record) error) (*core.Record, error) {
+	var r *core.Record
+	err := app.RunInTransaction(func(tx core.App) error {
+		// Take SQLite's write lock before reading (waiting for it as long as
+		// busy_timeout allows): a transaction that reads first cannot write
+		// once another process has written meanwhile (SQLITE_BUSY_SNAPSHOT).
+		if _, err := tx.DB().Update(Collection, dbx.Params{"id": dbx.NewExp("id")}, dbx.HashExp{"id": id}).Execute(); err != nil {
+			return err
+		}
+		var err error
+		r, err = tx.FindRecordById(Collection, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w with id %q", ErrNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		if err := edit(r); err != nil {
+			return err
+		}
+		return tx.Save(r)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Get returns the key with the given record id, with its plan expanded.
+func Get(app core.App, id string) (*core.Record, error) {
 	r, err := app.FindRecordById(Collection, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("no API key with id %q", id)
+		return nil, fmt.Errorf("%w with id %q", ErrNotFound, id)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.Set("revoked", true)
-	return app.Save(r)
+	if errs := app.ExpandRecord(r, []string{"plan"}, nil); len(errs) > 0 {
+		return nil, errs["plan"]
+	}
+	return r, nil
 }
 
 // List returns every key, newest first, with its plan expanded.

@@ -9,6 +9,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/limits"
+	"petstore/usage"
 )
 
 const (
@@ -18,8 +19,10 @@ const (
 
 // rateLimit counts every /v1 request, whatever its outcome: against its API
 // key's quota when it has a valid one, else against its client IP's. Every
-// response carries the rate-limit headers.
-func rateLimit(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
+// response carries the rate-limit headers. A key's request, refused or not,
+// goes into its usage history.
+func rateLimit(l *limits.Limiter, history *usage.Recorder) *hook.Handler[*core.RequestEvent] {
+	var bans liftedBans
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       rateLimitMiddlewareId,
 		Priority: rateLimitMiddlewarePriority,
@@ -29,7 +32,13 @@ func rateLimit(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 			ctx := context.WithoutCancel(e.Request.Context())
 			var d limits.Decision
 			var err error
-			if key := apiKeyOf(e); key != nil {
+			key := apiKeyOf(e)
+			if key != nil {
+				if bans.lifted(key, time.Now()) {
+					if err := l.LiftBan(ctx, key.ID); err != nil {
+						return err
+					}
+				}
 				d, err = l.TakeKey(ctx, limitsKey(key), e.RealIP())
 			} else {
 				d, err = l.TakeAnonymous(ctx, e.RealIP())
@@ -39,12 +48,19 @@ func rateLimit(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 			}
 			now := time.Now()
 			d.SetHeaders(e.Response.Header(), now)
+			banned, exceeded := d.Banned(now), d.Exceeded()
+			if key != nil {
+				history.Record(key.ID, now, banned || exceeded)
+				if banned {
+					bans.saw(key.ID, d.BannedUntil)
+				}
+			}
 			switch {
-			case d.Banned(now):
+			case banned:
 				return newError(http.StatusTooManyRequests, CodeAPIKeyBanned,
 					"This API key is banned until %s for sending requests while rate limited.",
 					d.BannedUntil.UTC().Format(time.RFC3339))
-			case d.Exceeded():
+			case exceeded:
 				return newError(http.StatusTooManyRequests, CodeRateLimitExceeded,
 					"Rate limit exceeded: retry after %d seconds.", d.RetryAfter(now))
 			}

@@ -3,7 +3,7 @@
 package hooks
 
 import (
-	"context"
+	"io"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -13,16 +13,21 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
-	"petstore/apikeys"
 	"petstore/idempotency"
 	"petstore/limits"
 	"petstore/openapi"
+	"petstore/staff"
+	"petstore/usage"
 )
 
 // Options configure the service. Register keeps the pointer: command-line
 // flags fill it in after Register and before `serve` starts.
 type Options struct {
 	Public fs.FS // the site served at / (pb_public, embedded in the binary)
+	// Banner receives serve's start-up lines (where /v1, /docs/, /staff/ and
+	// the dashboard are); nil prints none.
+	Banner io.Writer
+	HTTPS  bool // serve --https: the banner's addresses are https
 	Limits limits.Config
 	Server ServerConfig
 	// Now is the service's clock for dates it acts on (getPet's sunset);
@@ -51,12 +56,19 @@ func Register(app core.App, opts *Options) *Service {
 				return err
 			}
 			bindLimiterHooks(app, limiter)
+			history, err := usage.Start(app, 0)
+			if err != nil {
+				s.err = err
+				return err
+			}
+			bindUsageHooks(app, history)
 
 			now := opts.Now
 			if now == nil {
 				now = time.Now
 			}
-			addRoutes(se.Router.Group("/v1"), limiter, now)
+			addRoutes(se.Router.Group("/v1"), limiter, history, now)
+			staff.AddRoutes(se.Router, history)
 			// The reference page's copy of the contract, outside /v1 and so not
 			// counted: the page renders for visitors whose address is over its
 			// keyless limit (behind a shared NAT, everyone's).
@@ -74,6 +86,7 @@ func Register(app core.App, opts *Options) *Service {
 		},
 	})
 	bindServer(app, &opts.Server)
+	bindBanner(app, opts)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
 	idempotency.BindPurge(app)
@@ -107,20 +120,9 @@ func bindPetRecordHooks(app core.App) {
 	app.OnRecordUpdate(petsCollection).BindFunc(normalize)
 }
 
-// bindLimiterHooks ties the limiter to the app's life: staff lifting a ban
-// (clearing banned_until) also clears the key's recent counts, and a stop
-// saves the day counts.
+// bindLimiterHooks saves the day counts when the app stops. (A lifted ban
+// resets the key's recent counts: see liftedBans.)
 func bindLimiterHooks(app core.App, l *limits.Limiter) {
-	app.OnRecordUpdate(apikeys.Collection).BindFunc(func(e *core.RecordEvent) error {
-		lifted := !e.Record.Original().GetDateTime("banned_until").IsZero() && e.Record.GetDateTime("banned_until").IsZero()
-		if err := e.Next(); err != nil || !lifted {
-			return err
-		}
-		if err := l.LiftBan(context.Background(), e.Record.Id); err != nil {
-			e.App.Logger().Error("Could not reset the counts of an unbanned API key", "keyId", e.Record.Id, "error", err)
-		}
-		return nil
-	})
 	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
 		Id: "petstoreLimiterClose",
 		// After PocketBase's graceful shutdown (-9999): no request is counted
@@ -129,6 +131,20 @@ func bindLimiterHooks(app core.App, l *limits.Limiter) {
 		Func: func(e *core.TerminateEvent) error {
 			if err := l.Close(); err != nil {
 				e.App.Logger().Error("Could not save rate-limit state at shutdown", "error", err)
+			}
+			return e.Next()
+		},
+	})
+}
+
+// bindUsageHooks saves the usage history still in memory when the app stops.
+func bindUsageHooks(app core.App, history *usage.Recorder) {
+	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
+		Id:       "petstoreUsageClose",
+		Priority: -9000, // after PocketBase's graceful shutdown (-9999), like the limiter's
+		Func: func(e *core.TerminateEvent) error {
+			if err := history.Close(); err != nil {
+				e.App.Logger().Error("Could not save the usage history of API keys at shutdown", "error", err)
 			}
 			return e.Next()
 		},

@@ -11,6 +11,7 @@ import (
 
 	"petstore/limits"
 	"petstore/openapi"
+	"petstore/usage"
 )
 
 // maxBodyBytes bounds every /v1 request body (413 beyond).
@@ -25,15 +26,16 @@ const maxBodyBytes = 64 << 10
 //	preflightHeaders OPTIONS get the rate-limit headers uncounted (PocketBase's CORS answers them)
 //	countUncounted   a request failing before rateLimit is counted against its IP
 //	identifyKey      resolves the bearer API key, if any
-//	rateLimit        counts the request (per key, else per IP), sets the headers, 429
+//	rateLimit        counts the request (per key, else per IP), sets the headers, 429;
+//	                 records a key's request in its usage history
 //	BodyLimit        64 KiB (replaces PocketBase's 32 MB for /v1)
 //
 // PocketBase's auth-token loader is unbound: it would try API keys as
 // PocketBase tokens. now is the service's clock (Options.Now).
-func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, now func() time.Time) {
+func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, history *usage.Recorder, now func() time.Time) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), preflightHeaders(limiter), countUncounted(limiter), identifyKey(), rateLimit(limiter),
+		exposeHeaders(), preflightHeaders(limiter), countUncounted(limiter), identifyKey(), rateLimit(limiter, history),
 		apis.BodyLimit(maxBodyBytes))
 
 	v1.GET("/pets", handleListPets).Bind(requireKey())

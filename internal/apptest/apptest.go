@@ -233,3 +233,24 @@ func (s *Server) Send(t testing.TB, req *http.Request) *Response {
 	}
 	return &Response{Response: resp, Body: data}
 }
+
+// SuperuserToken creates a PocketBase superuser with email and returns one
+// of its auth tokens, the credential of the dashboard and the staff page.
+func (s *Server) SuperuserToken(t testing.TB, email, password string) string {
+	t.Helper()
+	collection, err := s.App.FindCollectionByNameOrId(core.CollectionNameSuperusers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	su := core.NewRecord(collection)
+	su.SetEmail(email)
+	su.SetPassword(password)
+	if err := s.App.Save(su); err != nil {
+		t.Fatalf("create superuser: %v", err)
+	}
+	token, err := su.NewAuthToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}

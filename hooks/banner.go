@@ -1,0 +1,50 @@
+package hooks
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"strings"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
+)
+
+// bindBanner prints where everything is once serve listens, in place of
+// PocketBase's banner (main hides it), which names only /api/ and /_/.
+func bindBanner(app core.App, opts *Options) {
+	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
+		Id: "petstoreBanner",
+		Func: func(se *core.ServeEvent) error {
+			// The listener exists once the rest of the chain has run.
+			if err := se.Next(); err != nil || opts.Banner == nil {
+				return err
+			}
+			printBanner(opts.Banner, baseURL(se.Server.Addr, opts.HTTPS))
+			return nil
+		},
+	})
+}
+
+func printBanner(w io.Writer, base string) {
+	date := new(strings.Builder)
+	log.New(date, "", log.LstdFlags).Print()
+	fmt.Fprintf(w, "%s Server started at %s\n", strings.TrimSpace(date.String()), base)
+	fmt.Fprintf(w, "├─ API:         %s/v1\n", base)
+	fmt.Fprintf(w, "├─ Reference:   %s/docs/\n", base)
+	fmt.Fprintf(w, "├─ Staff page:  %s/staff/ (API keys)\n", base)
+	fmt.Fprintf(w, "├─ Dashboard:   %s/_/\n", base)
+	fmt.Fprintf(w, "└─ PocketBase:  %s/api/\n", base)
+}
+
+// baseURL is the server's address as PocketBase's own banner derives it.
+func baseURL(host string, https bool) string {
+	scheme := "http"
+	if https {
+		scheme = "https"
+	}
+	if host == "" || strings.HasSuffix(host, ":http") || strings.HasSuffix(host, ":https") {
+		host = "127.0.0.1"
+	}
+	return scheme + "://" + host
+}
