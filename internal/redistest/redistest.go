@@ -171,7 +171,7 @@ type Sentinel struct {
 const MasterName = "petstore"
 
 // StartSentinel runs a primary, a replica and three sentinels (quorum 2)
-// that declare the primary down after a second without an answer.
+// that declare the primary down after 2 s without an answer (time enough for a test to see the gap).
 func StartSentinel(t testing.TB) *Sentinel {
 	t.Helper()
 	Require(t)
@@ -189,7 +189,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 				"bind 127.0.0.1",
 				"dir " + dir,
 				fmt.Sprintf("sentinel monitor %s %s %s 2", MasterName, host, port),
-				"sentinel down-after-milliseconds " + MasterName + " 1000",
+				"sentinel down-after-milliseconds " + MasterName + " 2000",
 				"sentinel failover-timeout " + MasterName + " 10000",
 				"sentinel parallel-syncs " + MasterName + " 1",
 			}, "\n") + "\n"
