@@ -362,3 +362,24 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 	load.waitForLoad(t, load.sentSoFar())
 	load.check(t)
 }
+
+// Staff lifting a ban in one instance's dashboard lift it on every instance:
+// the next request passes wherever it lands.
+func TestRedisBanLiftedOnEveryInstance(t *testing.T) {
+	servers := instancesOn(t, 2, redisURL(t))
+	key := servers[0].NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 1, PerDay: 1000})
+	for i := range 3 { // one passes, the next is refused and bans (threshold 1), the third is banned
+		servers[i%2].Do(t, http.MethodGet, "/v1/pets", key, nil)
+	}
+	for _, s := range servers {
+		retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", key, nil), "api_key_banned")
+	}
+	r := servers[1].Do(t, http.MethodPatch, "/api/collections/api_keys/records/"+keyRecord(t, servers[1], key).Id, "",
+		map[string]any{"banned_until": ""}, "Authorization", superuserToken(t, servers[1]))
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("lift the ban in the dashboard: %d %s", r.StatusCode, r.Body)
+	}
+	if r := servers[0].Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != http.StatusOK {
+		t.Fatalf("the other instance, after the ban was lifted: %d %s", r.StatusCode, r.Body)
+	}
+}
