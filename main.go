@@ -29,7 +29,7 @@ func main() {
 	opts := &hooks.Options{Public: pbpublic.FS, Banner: os.Stdout}
 	flags := app.RootCmd.PersistentFlags()
 	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",
-		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; env PETSTORE_RATELIMIT_REDIS)")
+		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB, or Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; env PETSTORE_RATELIMIT_REDIS)")
 	// Read after the flags, not as the flag's default: --help would print a
 	// password in the URL.
 	cobra.OnInitialize(func() {

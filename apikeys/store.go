@@ -40,6 +40,7 @@ const (
 	PreviousPrefixField = "previous_prefix"
 	PreviousUntilField  = "previous_until"
 	BannedUntilField    = "banned_until"
+	BanLiftedField      = "ban_lifted"
 )
 
 // ServiceFields are the api_keys fields that only the service writes: the
@@ -47,7 +48,7 @@ const (
 // field back as it was loaded, so its saves must leave these as stored.
 var ServiceFields = []string{
 	HashField, PrefixField, PreviousHashField, PreviousPrefixField, PreviousUntilField,
-	BannedUntilField, "last_used", "day_used", "day_resets",
+	BannedUntilField, BanLiftedField, "last_used", "day_used", "day_resets",
 }
 
 // MaxGrace bounds how long a rolled key's previous secret may keep working.
@@ -147,6 +148,7 @@ type Key struct {
 	BanAfter    int64         // rejected requests within a minute that ban the key; 0: the per-minute quota
 	BanFor      time.Duration // how long a ban lasts; 0: the plan bans nobody
 	BannedUntil time.Time
+	BanLifted   time.Time // when a ban was last lifted; zero: never
 	LastUsed    time.Time
 }
 
@@ -156,6 +158,7 @@ type keyRow struct {
 	Revoked       bool           `db:"revoked"`
 	Expires       types.DateTime `db:"expires"`
 	BannedUntil   types.DateTime `db:"banned_until"`
+	BanLifted     types.DateTime `db:"ban_lifted"`
 	LastUsed      types.DateTime `db:"last_used"`
 	PerMinute     int64          `db:"per_minute"`
 	PerDay        int64          `db:"per_day"`
@@ -165,7 +168,7 @@ type keyRow struct {
 	BanMinutes    int64          `db:"ban_minutes"`
 }
 
-const findKeySQL = `SELECT k.id, k.revoked, k.expires, k.banned_until, k.last_used, k.per_minute, k.per_day,
+const findKeySQL = `SELECT k.id, k.revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day,
 	p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes
 	FROM api_keys k JOIN plans p ON p.id = k.plan
 	WHERE k.key_hash = {:hash} OR (k.previous_hash = {:hash} AND k.previous_until > {:now}) LIMIT 1`
@@ -199,6 +202,7 @@ func Find(app core.App, key string) (*Key, error) {
 		BanAfter:    row.BanAfter,
 		BanFor:      time.Duration(row.BanMinutes) * time.Minute,
 		BannedUntil: row.BannedUntil.Time(),
+		BanLifted:   row.BanLifted.Time(),
 		LastUsed:    row.LastUsed.Time(),
 	}, nil
 }
@@ -328,11 +332,13 @@ func Roll(app core.App, id string, grace time.Duration) (string, *core.Record, e
 }
 
 // Unban lifts the ban of the key with the given record id. It is the one way
-// to lift a ban: a save that clears banned_until, which the running server
-// answers by also forgetting the key's recent rejections (see hooks).
+// to lift a ban: it clears banned_until and sets ban_lifted, from which every
+// instance's limiter, reading the key, learns to forget the rejections
+// counted before the lift.
 func Unban(app core.App, id string) error {
 	_, err := update(app, id, func(r *core.Record) error {
 		r.Set(BannedUntilField, "")
+		r.Set(BanLiftedField, types.NowDateTime())
 		return nil
 	})
 	return err

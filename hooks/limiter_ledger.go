@@ -47,5 +47,6 @@ func limitsKey(k *apikeys.Key) limits.Key {
 		ID:          k.ID,
 		Quota:       limits.Quota{PerMinute: k.PerMinute, PerDay: k.PerDay, BanAfter: k.BanAfter, BanFor: k.BanFor},
 		BannedUntil: k.BannedUntil,
+		BanLifted:   k.BanLifted,
 	}
 }

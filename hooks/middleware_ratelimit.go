@@ -22,7 +22,6 @@ const (
 // response carries the rate-limit headers. A key's request, refused or not,
 // goes into its usage history.
 func rateLimit(l *limits.Limiter, history *usage.Recorder) *hook.Handler[*core.RequestEvent] {
-	var bans liftedBans
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       rateLimitMiddlewareId,
 		Priority: rateLimitMiddlewarePriority,
@@ -34,11 +33,6 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder) *hook.Handler[*core.R
 			var err error
 			key := apiKeyOf(e)
 			if key != nil {
-				if bans.lifted(key, time.Now()) {
-					if err := l.LiftBan(ctx, key.ID); err != nil {
-						return err
-					}
-				}
 				d, err = l.TakeKey(ctx, limitsKey(key), e.RealIP())
 			} else {
 				d, err = l.TakeAnonymous(ctx, e.RealIP())
@@ -51,9 +45,6 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder) *hook.Handler[*core.R
 			banned, exceeded := d.Banned(now), d.Exceeded()
 			if key != nil {
 				history.Record(key.ID, now, banned || exceeded)
-				if banned {
-					bans.saw(key.ID, d.BannedUntil)
-				}
 			}
 			switch {
 			case banned:

@@ -120,8 +120,7 @@ func bindPetRecordHooks(app core.App) {
 	app.OnRecordUpdate(petsCollection).BindFunc(normalize)
 }
 
-// bindLimiterHooks saves the day counts when the app stops. (A lifted ban
-// resets the key's recent counts: see liftedBans.)
+// bindLimiterHooks saves the day counts when the app stops.
 func bindLimiterHooks(app core.App, l *limits.Limiter) {
 	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
 		Id: "petstoreLimiterClose",

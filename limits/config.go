@@ -1,15 +1,18 @@
 // Package limits enforces /v1's rate limits: per-key quotas from plans in a
 // minute and a day window, per-IP limits for callers without a valid key,
 // temporary bans, and the headers that report them. Counters live in
-// ulule/limiter stores: in memory, or in Redis shared by several instances.
+// memory (ulule/limiter's store), or in Redis, shared by several instances,
+// where one Lua script decides each request.
 package limits
 
 import "time"
 
 // Config is the limiter's configuration; zero fields take the defaults.
 type Config struct {
-	// RedisURL, when set, keeps counters in Redis (redis://HOST:PORT/DB) so
-	// that several instances share one quota.
+	// RedisURL, when set, keeps counters in Redis so that several instances
+	// share one quota: redis://HOST:PORT/DB, or a primary found through Redis
+	// Sentinel, redis://SENTINEL/DB?master_name=NAME&addr=SENTINEL2&...
+	// (go-redis's failover URL).
 	RedisURL string
 	// Prefix namespaces the counters, e.g. to let staging and production
 	// share one Redis.

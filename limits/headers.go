@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ulule/limiter/v3"
 )
 
 // Window is the state of one rate window after a request.
@@ -20,15 +18,9 @@ type Window struct {
 	Reached   bool      // this request went over the limit
 }
 
-func newWindow(name string, period time.Duration, c limiter.Context, now time.Time) Window {
-	// Stores report the reset in whole seconds, rounded down: a second more
-	// keeps Retry-After from ever being early, and no window ends later than
-	// a period from now.
-	reset := time.Unix(c.Reset+1, 0)
-	if limit := now.Add(period); reset.After(limit) {
-		reset = limit
-	}
-	return Window{Name: name, Period: period, Limit: c.Limit, Remaining: c.Remaining, Reached: c.Reached, Reset: reset}
+// newWindow is a window after count requests in it.
+func newWindow(name string, period time.Duration, limit, count int64, reset time.Time) Window {
+	return Window{Name: name, Period: period, Limit: limit, Remaining: max(limit-count, 0), Reached: count > limit, Reset: reset}
 }
 
 // Decision is the outcome of counting one request.

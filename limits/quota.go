@@ -8,6 +8,9 @@ type Key struct {
 	ID          string
 	Quota       Quota
 	BannedUntil time.Time // non-zero: banned until then
+	// BanLifted is when staff last lifted a ban of the key: the rejections
+	// and the minute window counted before it are forgotten, once.
+	BanLifted time.Time
 }
 
 // Quota is what one API key may do.

@@ -2,20 +2,19 @@ package limits
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/ulule/limiter/v3"
 	"github.com/ulule/limiter/v3/drivers/store/memory"
-	sredis "github.com/ulule/limiter/v3/drivers/store/redis"
 )
+
+// Counting in this process's memory, on ulule/limiter's memory store: the
+// counters of an instance without Redis, and of an instance with Redis while
+// Redis fails.
 
 // Windows of the same key must not share a counter (ulule/limiter keys its
 // counters by store prefix and key only, not by rate), so each window has its
-// own store prefix.
+// own store prefix. The Redis keys use the same names.
 const (
 	storeMinute    = "minute"
 	storeDay       = "day"
@@ -25,128 +24,117 @@ const (
 
 var storeNames = []string{storeMinute, storeDay, storeRejected, storeAnonymous}
 
-func init() {
-	// go-redis logs each failed dial to stderr on its own; failures reach the
-	// app's log through redisHealth instead, once per change of state.
-	redis.SetLogger(silentRedisLogger{})
-}
-
-type silentRedisLogger struct{}
-
-func (silentRedisLogger) Printf(context.Context, string, ...any) {}
-
-// redisTimeout bounds every Redis call, so that a dead Redis slows requests
-// by at most this much before they fall back to local counters.
-const redisTimeout = 250 * time.Millisecond
-
-// newStores returns one store per window: in memory, or in Redis with a
-// fallback to memory while Redis fails. Redis must answer now: a server that
-// cannot share its counters refuses to start rather than count alone.
-func newStores(cfg Config, logger *slog.Logger) (map[string]limiter.Store, func() error, error) {
+// newMemoryStores returns one in-memory store per window.
+func newMemoryStores(cfg Config) map[string]limiter.Store {
 	stores := map[string]limiter.Store{}
-	local := func(name string) limiter.Store {
-		return memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: cfg.Prefix + ":" + name, CleanUpInterval: time.Minute})
-	}
-	if cfg.RedisURL == "" {
-		for _, name := range storeNames {
-			stores[name] = local(name)
-		}
-		return stores, func() error { return nil }, nil
-	}
-
-	opts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--ratelimit-redis: %w", err)
-	}
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
-	opts.MaxRetries = 0 // the fallback is the retry
-	client := redis.NewClient(opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := client.Ping(ctx).Err(); err != nil {
-		client.Close()
-		return nil, nil, fmt.Errorf("rate-limit Redis at %s is unreachable: %w", opts.Addr, err)
-	}
-	health := &redisHealth{logger: logger, addr: opts.Addr}
 	for _, name := range storeNames {
-		shared, err := sredis.NewStoreWithOptions(client, limiter.StoreOptions{Prefix: cfg.Prefix + ":" + name})
-		if err != nil {
-			client.Close()
-			return nil, nil, fmt.Errorf("rate-limit Redis at %s: %w", opts.Addr, err)
-		}
-		stores[name] = &failoverStore{shared: shared, local: local(name), health: health}
+		stores[name] = memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: cfg.Prefix + ":" + name, CleanUpInterval: time.Minute})
 	}
-	return stores, client.Close, nil
+	return stores
 }
 
-// redisHealth remembers a Redis failure for a short while, so that requests
-// go straight to local counters instead of each waiting for a timeout, and
-// logs each change of state once.
-type redisHealth struct {
-	logger *slog.Logger
-	addr   string
-
-	mu        sync.Mutex
-	downUntil time.Time
-	down      bool
+// storeWindow is a window as an ulule/limiter store reports it.
+func storeWindow(name string, period time.Duration, c limiter.Context, now time.Time) Window {
+	// Stores report the reset in whole seconds, rounded down: a second more
+	// keeps Retry-After from ever being early, and no window ends later than
+	// a period from now.
+	reset := time.Unix(c.Reset+1, 0)
+	if limit := now.Add(period); reset.After(limit) {
+		reset = limit
+	}
+	return Window{Name: name, Period: period, Limit: c.Limit, Remaining: c.Remaining, Reached: c.Reached, Reset: reset}
 }
 
-const redisRetryEvery = 5 * time.Second
-
-func (h *redisHealth) usable() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return time.Now().After(h.downUntil)
+func (l *Limiter) minuteRate(limit int64) limiter.Rate {
+	return limiter.Rate{Period: l.cfg.MinuteWindow, Limit: limit}
 }
 
-func (h *redisHealth) report(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (l *Limiter) dayRate(limit int64) limiter.Rate {
+	return limiter.Rate{Period: l.cfg.DayWindow, Limit: limit}
+}
+
+// takeKeyLocally is TakeKey in memory.
+func (l *Limiter) takeKeyLocally(ctx context.Context, key Key, ip string, now time.Time) (Decision, error) {
+	anonymous, err := l.local[storeAnonymous].Peek(ctx, ip, l.minuteRate(l.cfg.AnonymousPerMinute))
 	if err != nil {
-		h.downUntil = time.Now().Add(redisRetryEvery)
-		if !h.down {
-			h.logger.Error("Rate-limit Redis failed; counting in this instance's memory until it answers again",
-				"addr", h.addr, "error", err)
-		}
-		h.down = true
-		return
+		return Decision{}, err
 	}
-	if h.down {
-		h.logger.Info("Rate-limit Redis answers again; counting in Redis", "addr", h.addr)
+	if anonymous.Reached {
+		return Decision{Windows: []Window{storeWindow("minute", l.cfg.MinuteWindow, anonymous, now)}}, nil
 	}
-	h.down = false
-}
 
-// failoverStore counts in Redis and, while Redis fails, in local memory:
-// limits keep holding per instance and every response keeps its headers.
-type failoverStore struct {
-	shared, local limiter.Store
-	health        *redisHealth
-}
-
-func (s *failoverStore) do(op func(limiter.Store) (limiter.Context, error)) (limiter.Context, error) {
-	if s.health.usable() {
-		c, err := op(s.shared)
-		s.health.report(err)
-		if err == nil {
-			return c, nil
+	q := key.Quota
+	// A key's windows are counted under one lock, so that concurrent
+	// requests see the same order in both windows and exactly the remaining
+	// number of them pass.
+	m := l.lock(key.ID)
+	defer m.Unlock()
+	if l.newLift(key, now) {
+		for _, name := range []string{storeMinute, storeRejected} {
+			if _, err := l.local[name].Reset(ctx, key.ID, l.minuteRate(1)); err != nil {
+				return Decision{}, err
+			}
 		}
 	}
-	return op(s.local)
+
+	minute, err := l.local[storeMinute].Get(ctx, key.ID, l.minuteRate(q.PerMinute))
+	if err != nil {
+		return Decision{}, err
+	}
+	day, err := l.local[storeDay].Get(ctx, key.ID, l.dayRate(q.PerDay))
+	if err != nil {
+		return Decision{}, err
+	}
+	d := Decision{Windows: []Window{
+		storeWindow("minute", l.cfg.MinuteWindow, minute, now),
+		storeWindow("day", l.cfg.DayWindow, day, now),
+	}}
+
+	if key.BannedUntil.After(now) {
+		d.BannedUntil = key.BannedUntil
+		return d, nil
+	}
+	if !d.Exceeded() || q.BanFor <= 0 {
+		return d, nil
+	}
+	rejected, err := l.local[storeRejected].Get(ctx, key.ID, l.minuteRate(q.banAfter()))
+	if err != nil {
+		return Decision{}, err
+	}
+	if rejected.Remaining == 0 {
+		d.BannedUntil = now.Add(q.BanFor)
+		// Saved under the key's lock: the next request reads the ban.
+		if err := l.saveBan(key.ID, d.BannedUntil); err != nil {
+			return Decision{}, err
+		}
+		return d, nil
+	}
+	return d, nil
 }
 
-func (s *failoverStore) Get(ctx context.Context, key string, rate limiter.Rate) (limiter.Context, error) {
-	return s.do(func(st limiter.Store) (limiter.Context, error) { return st.Get(ctx, key, rate) })
+// addressLocally is TakeAnonymous (with the store's Get) or PeekAnonymous
+// (with its Peek) in memory.
+func (l *Limiter) addressLocally(ctx context.Context, ip string, now time.Time,
+	read func(context.Context, string, limiter.Rate) (limiter.Context, error)) (Decision, error) {
+	c, err := read(ctx, ip, l.minuteRate(l.cfg.AnonymousPerMinute))
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{Windows: []Window{storeWindow("minute", l.cfg.MinuteWindow, c, now)}}, nil
 }
 
-func (s *failoverStore) Peek(ctx context.Context, key string, rate limiter.Rate) (limiter.Context, error) {
-	return s.do(func(st limiter.Store) (limiter.Context, error) { return st.Peek(ctx, key, rate) })
-}
-
-func (s *failoverStore) Reset(ctx context.Context, key string, rate limiter.Rate) (limiter.Context, error) {
-	return s.do(func(st limiter.Store) (limiter.Context, error) { return st.Reset(ctx, key, rate) })
-}
-
-func (s *failoverStore) Increment(ctx context.Context, key string, count int64, rate limiter.Rate) (limiter.Context, error) {
-	return s.do(func(st limiter.Store) (limiter.Context, error) { return st.Increment(ctx, key, count, rate) })
+// newLift reports, once per lift, whether key's ban was lifted since the
+// local counts last forgot its rejections. A lift older than a minute window
+// needs nothing: the windows it would reset have ended. The ledger's
+// BanLifted only grows, so a request that read the key before the lift
+// cannot undo one applied after it.
+func (l *Limiter) newLift(key Key, now time.Time) bool {
+	if key.BanLifted.IsZero() || now.Sub(key.BanLifted) >= l.cfg.MinuteWindow {
+		return false
+	}
+	if applied, ok := l.lifts.Load(key.ID); ok && !key.BanLifted.After(applied.(time.Time)) {
+		return false
+	}
+	l.lifts.Store(key.ID, key.BanLifted)
+	return true
 }

@@ -1,0 +1,139 @@
+package limits
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"petstore/internal/redistest"
+)
+
+// redisTestLedger is a Ledger in memory that remembers the bans it saved.
+type redisTestLedger struct {
+	mu   sync.Mutex
+	bans []string
+}
+
+func (k *redisTestLedger) SaveBan(keyID string, until time.Time) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.bans = append(k.bans, keyID)
+	return nil
+}
+
+func (*redisTestLedger) SaveDayCount(DayCount) error    { return nil }
+func (*redisTestLedger) DayCounts() ([]DayCount, error) { return nil, nil }
+
+// roundTrips counts the commands and pipelines a go-redis client sends.
+type roundTrips struct{ n atomic.Int64 }
+
+func (*roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// Every counted request is one round trip to Redis, whatever it leads to:
+// a pass, a refusal, the ban, a banned key's refusal, an address over its
+// limit; and every key the limiter writes expires.
+func TestRedisOneRoundTripPerRequest(t *testing.T) {
+	srv := redistest.Start(t)
+	ledger := &redisTestLedger{}
+	l, err := New(Config{RedisURL: srv.URL(0), AnonymousPerMinute: 2}, ledger, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	trips := &roundTrips{}
+	l.shared.client.AddHook(trips)
+	ctx := context.Background()
+
+	take := func(what string, f func() (Decision, error)) Decision {
+		t.Helper()
+		before := trips.n.Load()
+		d, err := f()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if n := trips.n.Load() - before; n != 1 {
+			t.Fatalf("%s: %d round trips to Redis, want 1", what, n)
+		}
+		return d
+	}
+	key := Key{ID: "k1", Quota: Quota{PerMinute: 2, PerDay: 100, BanFor: time.Minute}}
+	takeKey := func() (Decision, error) { return l.TakeKey(ctx, key, "192.0.2.1") }
+	for i := range 2 {
+		if d := take("within the quota", takeKey); d.Exceeded() || d.Banned(time.Now()) {
+			t.Fatalf("request %d refused: %+v", i, d)
+		}
+	}
+	if d := take("over the quota", takeKey); !d.Exceeded() || d.Banned(time.Now()) {
+		t.Fatalf("3rd request: %+v, want refused, not banned", d)
+	}
+	if d := take("the ban", takeKey); !d.Banned(time.Now()) {
+		t.Fatalf("4th request (2nd rejection): %+v, want banned", d)
+	}
+	if d := take("banned", takeKey); !d.Banned(time.Now()) {
+		t.Fatalf("5th request: %+v, want banned", d)
+	}
+	if len(ledger.bans) != 1 {
+		t.Fatalf("bans saved: %v, want one", ledger.bans)
+	}
+
+	for range 3 {
+		take("without a key", func() (Decision, error) { return l.TakeAnonymous(ctx, "192.0.2.2") })
+	}
+	if d := take("an address over its limit, with a key", func() (Decision, error) {
+		return l.TakeKey(ctx, Key{ID: "k2", Quota: key.Quota}, "192.0.2.2")
+	}); !d.Exceeded() {
+		t.Fatalf("a key from an address over its limit: %+v, want refused", d)
+	}
+
+	client := srv.Client(t)
+	keys, err := client.Keys(ctx, "*").Result()
+	if err != nil || len(keys) != 5 { // k1: minute, day, rejected, ban; the address of requests without a key
+		t.Fatalf("keys in Redis: %v (%v), want 5", keys, err)
+	}
+	for _, k := range keys {
+		if ttl := client.PTTL(ctx, k).Val(); ttl <= 0 {
+			t.Fatalf("%s has no expiry (PTTL %v)", k, ttl)
+		}
+	}
+}
+
+// A Redis that has forgotten the script (restarted, or a new primary after a
+// failover) gets it again on NOSCRIPT; counting stays in Redis.
+func TestRedisScriptReloadedAfterRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	l, err := New(Config{RedisURL: srv.URL(0) + "?read_timeout=2s&dial_timeout=2s"}, &redisTestLedger{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	key := Key{ID: "k1", Quota: Quota{PerMinute: 10, PerDay: 100}}
+	if _, err := l.TakeKey(context.Background(), key, "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Client(t).ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := l.TakeKey(context.Background(), key, "192.0.2.1")
+	if err != nil || !l.inRedis() || d.Windows[0].Remaining != 8 {
+		t.Fatalf("after SCRIPT FLUSH: %+v, %v, in Redis %v; want 8 left, counted in Redis", d, err, l.inRedis())
+	}
+}
