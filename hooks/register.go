@@ -4,10 +4,12 @@ package hooks
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"strings"
 
+	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
@@ -45,8 +47,13 @@ func Register(app core.App, opts *Options) *Service {
 				return err
 			}
 			bindLimiterHooks(app, limiter)
+			keys, pets, err := prepareReads(app)
+			if err != nil {
+				s.err = err
+				return err
+			}
 
-			addRoutes(se.Router.Group("/v1"), limiter)
+			addRoutes(se.Router.Group("/v1"), limiter, keys, pets)
 			// Method-less, or it would conflict with the method-less /v1 routes.
 			se.Router.Route("", "/{path...}", staticSite(opts.Public))
 
@@ -63,6 +70,21 @@ func Register(app core.App, opts *Options) *Service {
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
 	return s
+}
+
+// prepareReads prepares the reads every /v1 request makes (its API key, the
+// pets) on app.ConcurrentDB(), PocketBase's pool for reads.
+func prepareReads(app core.App) (*apikeys.Finder, *petReads, error) {
+	db, ok := app.ConcurrentDB().(*dbx.DB)
+	if !ok {
+		return nil, nil, fmt.Errorf("the app's read pool is a %T, not a *dbx.DB", app.ConcurrentDB())
+	}
+	keys, err := apikeys.NewFinder(db.DB())
+	if err != nil {
+		return nil, nil, err
+	}
+	pets, err := preparePetReads(db.DB())
+	return keys, pets, err
 }
 
 func staticSite(public fs.FS) func(*core.RequestEvent) error {

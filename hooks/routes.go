@@ -8,6 +8,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
 
+	"petstore/apikeys"
 	"petstore/limits"
 	"petstore/openapi"
 )
@@ -27,14 +28,14 @@ const maxBodyBytes = 64 << 10
 //
 // PocketBase's auth-token loader is unbound: it would try API keys as
 // PocketBase tokens.
-func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter) {
+func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, keys *apikeys.Finder, pets *petReads) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), identifyKey(), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
+		exposeHeaders(), identifyKey(keys), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
 
-	v1.GET("/pets", handleListPets).Bind(requireKey())
+	v1.GET("/pets", handleListPets(pets)).Bind(requireKey())
 	v1.POST("/pets", handleCreatePet).Bind(requireKey())
-	v1.GET("/pets/{petId}", handleGetPet).Bind(requireKey(),
+	v1.GET("/pets/{petId}", handleGetPet(pets)).Bind(requireKey(),
 		deprecated(getPetDeprecatedAt, getPetSunset, getPetSuccessor))
 	// The contract itself needs no API key.
 	v1.GET("/openapi.json", serveDocument(openapi.JSON, "application/json"))
