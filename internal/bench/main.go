@@ -185,6 +185,9 @@ func run(cfg config) error {
 				return err
 			}
 			r.serverCPU = after - before
+			if r.rss, err = rssBytes(p.PID()); err != nil {
+				return err
+			}
 			if r.errors() > 0 {
 				return fmt.Errorf("%s: %d errors (connect %d, read %d, write %d, status >= 400 %d, timeout %d)\n%s",
 					name, r.errors(), r.Connect, r.Read, r.Write, r.Status, r.Timeout, p.Output())
@@ -240,7 +243,7 @@ func newTargets(key, token string, ids []string) map[string]target {
 }
 
 func printResults(names []string, results map[string][]result) {
-	fmt.Printf("\n%-10s %10s %9s %9s %14s %9s\n", "target", "req/s", "p50", "p99", "server CPU/req", "requests")
+	fmt.Printf("\n%-10s %10s %9s %9s %14s %9s %10s\n", "target", "req/s", "p50", "p99", "server CPU/req", "requests", "RSS after")
 	medians := map[string]float64{}
 	for _, name := range names {
 		rs := results[name]
@@ -250,11 +253,11 @@ func printResults(names []string, results map[string][]result) {
 		for _, r := range rs {
 			total += r.Requests
 		}
-		fmt.Printf("%-10s %10.0f %9v %9v %14v %9d\n", name, rps,
+		fmt.Printf("%-10s %10.0f %9v %9v %14v %9d %10s\n", name, rps,
 			us(median(rs, func(r result) float64 { return float64(r.P50US) })),
 			us(median(rs, func(r result) float64 { return float64(r.P99US) })),
 			us(median(rs, func(r result) float64 { return float64(r.serverCPU.Microseconds()) / float64(r.Requests) })),
-			total)
+			total, megabytes(rs[len(rs)-1].rss))
 	}
 	fmt.Println()
 	for _, r := range ratios {

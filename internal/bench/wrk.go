@@ -37,6 +37,7 @@ type result struct {
 	Timeout    int64 `json:"timeout"`
 
 	serverCPU time.Duration // the server's CPU time during the run
+	rss       int64         // the server's RSS right after the run
 }
 
 func (r result) perSecond() float64 {
