@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/apis"
@@ -72,6 +73,8 @@ func Register(app core.App, opts *Options) *Service {
 	return s
 }
 
+const readPoolIdleConns = 32
+
 // prepareReads prepares the reads every /v1 request makes (its API key, the
 // pets) on app.ConcurrentDB(), PocketBase's pool for reads.
 func prepareReads(app core.App) (*apikeys.Finder, *petReads, error) {
@@ -79,6 +82,14 @@ func prepareReads(app core.App) (*apikeys.Finder, *petReads, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("the app's read pool is a %T, not a *dbx.DB", app.ConcurrentDB())
 	}
+	// Prepared statements live on connections: a connection the pool closes
+	// takes them along, and a new one opens, loads the schema and prepares
+	// again. PocketBase keeps 15 idle connections of up to 120; under 64
+	// concurrent requests, opening connections took 15 % of listPets' CPU.
+	// Each kept connection holds its own page cache, hence a bound, and
+	// connections idle for a minute close, giving their memory back.
+	db.DB().SetMaxIdleConns(readPoolIdleConns)
+	db.DB().SetConnMaxIdleTime(time.Minute)
 	keys, err := apikeys.NewFinder(db.DB())
 	if err != nil {
 		return nil, nil, err
