@@ -83,6 +83,25 @@ func scanPet(row interface{ Scan(...any) error }) (Pet, string, error) {
 	return p, id, nil
 }
 
+// scanPage reads up to limit+1 pets (one more tells whether there is a next
+// page) and closes rows, giving its connection back before the response is
+// written. lastID is the id of the page's last pet.
+func scanPage(rows *sql.Rows, limit int) (pets []Pet, lastID string, err error) {
+	defer rows.Close()
+	pets = make([]Pet, 0, limit+1)
+	for len(pets) <= limit && rows.Next() {
+		p, id, err := scanPet(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(pets) < limit {
+			lastID = id
+		}
+		pets = append(pets, p)
+	}
+	return pets, lastID, rows.Err()
+}
+
 // handleListPets serves listPets: pets in ascending id order, a page at a
 // time. Ids never change, so walking the pages with the cursor (the last id
 // seen) visits every pet that existed when the walk began exactly once, even
@@ -105,20 +124,8 @@ func handleListPets(reads *petReads) func(*core.RequestEvent) error {
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		pets := make([]Pet, 0, q.limit+1)
-		var lastID string
-		for len(pets) <= q.limit && rows.Next() { // one more tells whether there is a next page
-			p, id, err := scanPet(rows)
-			if err != nil {
-				return err
-			}
-			if len(pets) < q.limit {
-				lastID = id
-			}
-			pets = append(pets, p)
-		}
-		if err := rows.Err(); err != nil {
+		pets, lastID, err := scanPage(rows, q.limit)
+		if err != nil {
 			return err
 		}
 

@@ -17,14 +17,16 @@ import (
 
 	"petstore/apikeys"
 	"petstore/limits"
+	"petstore/requestlog"
 )
 
 // Options configure the service. Register keeps the pointer: command-line
 // flags fill it in after Register and before `serve` starts.
 type Options struct {
-	Public fs.FS // the site served at / (pb_public, embedded in the binary)
-	Limits limits.Config
-	Server ServerConfig
+	Public     fs.FS // the site served at / (pb_public, embedded in the binary)
+	Limits     limits.Config
+	Server     ServerConfig
+	RequestLog requestlog.Mode // what /v1 writes to PocketBase's logs; default all
 }
 
 // Service is what Register bound; Err tells why serving could not start.
@@ -54,7 +56,14 @@ func Register(app core.App, opts *Options) *Service {
 				return err
 			}
 
-			addRoutes(se.Router.Group("/v1"), limiter, keys, pets)
+			reqlog, err := requestlog.Start(app, opts.RequestLog)
+			if err != nil {
+				s.err = err
+				return err
+			}
+			bindRequestLogHooks(app, reqlog)
+
+			addRoutes(se.Router.Group("/v1"), limiter, keys, pets, reqlog)
 			// Method-less, or it would conflict with the method-less /v1 routes.
 			se.Router.Route("", "/{path...}", staticSite(opts.Public))
 
@@ -123,6 +132,20 @@ func bindPetRecordHooks(app core.App) {
 		return normalize(e)
 	})
 	app.OnRecordUpdate(petsCollection).BindFunc(normalize)
+}
+
+// bindRequestLogHooks writes the queued request log at a stop, after the
+// requests in flight (PocketBase's graceful shutdown, -9999) and before the
+// databases close.
+func bindRequestLogHooks(app core.App, l *requestlog.Logger) {
+	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
+		Id:       "petstoreRequestLogStop",
+		Priority: -9000,
+		Func: func(e *core.TerminateEvent) error {
+			l.Stop()
+			return e.Next()
+		},
+	})
 }
 
 // bindLimiterHooks ties the limiter to the app's life: staff lifting a ban

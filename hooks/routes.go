@@ -11,6 +11,7 @@ import (
 	"petstore/apikeys"
 	"petstore/limits"
 	"petstore/openapi"
+	"petstore/requestlog"
 )
 
 // maxBodyBytes bounds every /v1 request body (413 beyond).
@@ -21,6 +22,9 @@ const maxBodyBytes = 64 << 10
 // Group middleware, in the order they run:
 //
 //	errorBody     every error becomes the spec's Error body (two layers, see errorBody)
+//	requestLog    PocketBase's request log, written cheaply: replaces its activity
+//	              logger for /v1, at its place, between the two errorBody layers
+//	              (package requestlog)
 //	exposeHeaders browsers may read Link, Location, the rate-limit headers...
 //	identifyKey   resolves the bearer API key, if any
 //	rateLimit     counts the request (per key, else per IP), sets the headers, 429
@@ -28,9 +32,9 @@ const maxBodyBytes = 64 << 10
 //
 // PocketBase's auth-token loader is unbound: it would try API keys as
 // PocketBase tokens.
-func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, keys *apikeys.Finder, pets *petReads) {
+func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, keys *apikeys.Finder, pets *petReads, reqlog *requestlog.Logger) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
-	v1.Bind(errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
+	v1.Bind(reqlog.Middleware(), errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
 		exposeHeaders(), identifyKey(keys), rateLimit(limiter), apis.BodyLimit(maxBodyBytes))
 
 	v1.GET("/pets", handleListPets(pets)).Bind(requireKey())
