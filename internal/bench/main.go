@@ -172,6 +172,9 @@ func run(cfg config) error {
 			if name == cfg.profile && round == 0 {
 				profile = startProfile(pprofAddr, cfg.duration, filepath.Join(cfg.profileDir, name+".pprof"))
 			}
+			if err := waitIdle(p.PID()); err != nil {
+				return err
+			}
 			before, err := cpuTime(p.PID())
 			if err != nil {
 				return err

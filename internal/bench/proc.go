@@ -52,3 +52,26 @@ func cpuTime(pid int) (time.Duration, error) {
 }
 
 func megabytes(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }
+
+// waitIdle waits, at most 10 s, until process pid uses less than 5 % of a
+// CPU, so that work left over from one target (PocketBase writing the request
+// log of 20,000 health checks a second, say) is not measured in the next.
+func waitIdle(pid int) error {
+	const step = 200 * time.Millisecond
+	prev, err := cpuTime(pid)
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(step)
+		now, err := cpuTime(pid)
+		if err != nil {
+			return err
+		}
+		if now-prev < step/20 {
+			return nil
+		}
+		prev = now
+	}
+	return nil
+}
