@@ -56,7 +56,7 @@ func main() {
 	flag.IntVar(&cfg.threads, "threads", 2, "wrk threads")
 	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "length of each run (whole seconds)")
 	flag.IntVar(&cfg.rounds, "rounds", 3, "runs of each target; figures are their medians")
-	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "an unmeasured run of each target before the first round (0: none)")
+	flag.DurationVar(&cfg.warmup, "warmup", 0, "an unmeasured run of each target before the first round (0: none)")
 	flag.IntVar(&cfg.pets, "pets", 1000, "pets seeded before measuring")
 	flag.StringVar(&only, "only", "", "comma-separated targets to run (default: all): "+strings.Join(targetNames, ","))
 	flag.StringVar(&cfg.profile, "profile", "", "save a CPU profile of this target's first run (builds with -tags pprof)")
