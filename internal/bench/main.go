@@ -14,7 +14,7 @@
 // ratio target is reported, not a failure (the machine's load decides too
 // much of it).
 //
-//	go run ./internal/bench [-conns 64] [-duration 3s] [-rounds 3] [-only listPets,pbList] [-profile listPets]
+//	go run ./internal/bench [-conns 64] [-duration 3s] [-rounds 3] [-only listPets,pbList] [-profile listPets] [-request-log errors]
 //
 // -profile builds the binary with the tag pprof (see pprof.go in the main
 // package), which serves net/http/pprof on a loopback port, and saves a CPU
@@ -47,6 +47,7 @@ type config struct {
 	duration, warmup             time.Duration
 	only                         []string
 	profile, profileDir          string
+	requestLog                   string
 }
 
 func main() {
@@ -61,6 +62,7 @@ func main() {
 	flag.StringVar(&only, "only", "", "comma-separated targets to run (default: all): "+strings.Join(targetNames, ","))
 	flag.StringVar(&cfg.profile, "profile", "", "save a CPU profile of this target's first run (builds with -tags pprof)")
 	flag.StringVar(&cfg.profileDir, "profile-dir", ".", "where -profile writes TARGET.pprof")
+	flag.StringVar(&cfg.requestLog, "request-log", "all", "the server's --request-log")
 	flag.Parse()
 	if only != "" {
 		cfg.only = strings.Split(only, ",")
@@ -131,7 +133,7 @@ func run(cfg config) error {
 	if _, _, err := realserver.Run(bin, dir, "superuser", "upsert", superuserEmail, superuserPassword); err != nil {
 		return err
 	}
-	p, err := realserver.Start(bin, dir)
+	p, err := realserver.Start(bin, dir, "--request-log", cfg.requestLog)
 	if err != nil {
 		return err
 	}
@@ -152,8 +154,8 @@ func run(cfg config) error {
 	}
 	targets := newTargets(key, token, ids)
 
-	fmt.Printf("petstore bench: %d pets, wrk -t%d -c%d, %d round(s) of %v per target, %d CPUs, load average %s\n",
-		len(ids), cfg.threads, cfg.conns, cfg.rounds, cfg.duration, runtime.NumCPU(), loadAverage())
+	fmt.Printf("petstore bench: %d pets, --request-log %s, wrk -t%d -c%d, %d round(s) of %v per target, %d CPUs, load average %s\n",
+		len(ids), cfg.requestLog, cfg.threads, cfg.conns, cfg.rounds, cfg.duration, runtime.NumCPU(), loadAverage())
 	selected := targetNames
 	if cfg.only != nil {
 		selected = cfg.only
