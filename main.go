@@ -13,6 +13,7 @@ import (
 	"petstore/limits"
 	_ "petstore/migrations"
 	"petstore/pb_public"
+	"petstore/requestlog"
 )
 
 func main() {
@@ -49,6 +50,11 @@ func main() {
 		"close connections whose request headers take longer than this to arrive")
 	flags.DurationVar(&opts.Server.ShutdownTimeout, "shutdown-timeout", hooks.DefaultShutdownTimeout,
 		"on SIGTERM, how long requests in flight may take to finish")
+
+	var requestLog string
+	flags.StringVar(&requestLog, "request-log", string(requestlog.All),
+		"which /v1 requests go to PocketBase's logs: all, or errors (4xx and 5xx) only")
+	cobra.OnInitialize(func() { opts.RequestLog = requestlog.Mode(requestLog) })
 
 	service := hooks.Register(app, opts)
 	keys := apikeys.NewCommand(app)

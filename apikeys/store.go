@@ -152,39 +152,56 @@ type Key struct {
 	LastUsed    time.Time
 }
 
-// keyRow is a key joined with its plan, as Find reads it.
-type keyRow struct {
-	ID            string         `db:"id"`
-	Revoked       bool           `db:"revoked"`
-	Expires       types.DateTime `db:"expires"`
-	BannedUntil   types.DateTime `db:"banned_until"`
-	BanLifted     types.DateTime `db:"ban_lifted"`
-	LastUsed      types.DateTime `db:"last_used"`
-	PerMinute     int64          `db:"per_minute"`
-	PerDay        int64          `db:"per_day"`
-	PlanPerMinute int64          `db:"plan_per_minute"`
-	PlanPerDay    int64          `db:"plan_per_day"`
-	BanAfter      int64          `db:"ban_after"`
-	BanMinutes    int64          `db:"ban_minutes"`
-}
-
+// findKeySQL reads a key joined with its plan, by hash: its current secret's,
+// or its previous secret's during a roll's grace period. It is one
+// statement, prepared once (see Finder).
 const findKeySQL = `SELECT k.id, k.revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day,
 	p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes
 	FROM api_keys k JOIN plans p ON p.id = k.plan
-	WHERE k.key_hash = {:hash} OR (k.previous_hash = {:hash} AND k.previous_until > {:now}) LIMIT 1`
+	WHERE k.key_hash = :hash OR (k.previous_hash = :hash AND k.previous_until > :now) LIMIT 1`
 
-// Find returns a usable key: known, not revoked, not expired. It reads the
-// database every time, with one indexed query, so that a revocation or a
-// quota edit made in the dashboard or by another process applies to the very
-// next request.
-func Find(app core.App, key string) (*Key, error) {
+// Finder finds keys by their hash with one statement, prepared once: SQLite
+// parses it once per pooled connection instead of once per request.
+//
+// It caches nothing: every Find reads the database, with one indexed query,
+// so a revocation, an expiry or a quota edit made in the dashboard, by the CLI
+// (another process) or by another instance on the same data directory applies
+// to the very next request. A prepared statement is only the query's compiled
+// form; SQLite recompiles it by itself when the schema changes.
+type Finder struct {
+	stmt *sql.Stmt
+}
+
+// NewFinder prepares the lookup on db, the app's read pool
+// (app.ConcurrentDB()). The statement lives as long as db.
+func NewFinder(db *sql.DB) (*Finder, error) {
+	stmt, err := db.Prepare(findKeySQL)
+	if err != nil {
+		return nil, fmt.Errorf("prepare the API key lookup: %w", err)
+	}
+	return &Finder{stmt: stmt}, nil
+}
+
+// Find returns a usable key: known, not revoked, not expired. The read takes
+// no context: a one-row indexed read is not worth interrupting, and a
+// cancellable context costs database/sql and the driver a goroutine each.
+func (f *Finder) Find(key string) (*Key, error) {
 	if !wellFormed(key) {
 		return nil, ErrInvalid
 	}
-	var row keyRow
+	var (
+		k                                      Key
+		revoked                                bool
+		expires, bannedUntil, banLifted        types.DateTime
+		lastUsed                               types.DateTime
+		perMinute, perDay, planMinute, planDay int64
+		banMinutes                             int64
+	)
 	// The lookup is by hash, so timing cannot reveal how much of a key matched.
 	// A rolled key's previous secret works until its grace period ends.
-	err := app.DB().NewQuery(findKeySQL).Bind(dbx.Params{"hash": Hash(key), "now": types.NowDateTime().String()}).One(&row)
+	err := f.stmt.QueryRow(sql.Named("hash", Hash(key)), sql.Named("now", types.NowDateTime().String())).Scan(
+		&k.ID, &revoked, &expires, &bannedUntil, &banLifted, &lastUsed,
+		&perMinute, &perDay, &planMinute, &planDay, &k.BanAfter, &banMinutes)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrInvalid
 	}
@@ -192,19 +209,16 @@ func Find(app core.App, key string) (*Key, error) {
 		return nil, err
 	}
 	// A banned key is still a valid key: the rate limiter answers it.
-	if row.Revoked || (!row.Expires.IsZero() && !row.Expires.Time().After(time.Now())) {
+	if revoked || (!expires.IsZero() && !expires.Time().After(time.Now())) {
 		return nil, ErrInvalid
 	}
-	return &Key{
-		ID:          row.ID,
-		PerMinute:   firstPositive(row.PerMinute, row.PlanPerMinute),
-		PerDay:      firstPositive(row.PerDay, row.PlanPerDay),
-		BanAfter:    row.BanAfter,
-		BanFor:      time.Duration(row.BanMinutes) * time.Minute,
-		BannedUntil: row.BannedUntil.Time(),
-		BanLifted:   row.BanLifted.Time(),
-		LastUsed:    row.LastUsed.Time(),
-	}, nil
+	k.PerMinute = firstPositive(perMinute, planMinute)
+	k.PerDay = firstPositive(perDay, planDay)
+	k.BanFor = time.Duration(banMinutes) * time.Minute
+	k.BannedUntil = bannedUntil.Time()
+	k.BanLifted = banLifted.Time()
+	k.LastUsed = lastUsed.Time()
+	return &k, nil
 }
 
 func firstPositive(values ...int64) int64 {

@@ -36,14 +36,14 @@ var (
 // identifyKey resolves the request's bearer API key, if any, without refusing
 // anything yet: the rate limit needs to know the caller for every /v1
 // response, and requireKey decides which routes need one.
-func identifyKey() *hook.Handler[*core.RequestEvent] {
+func identifyKey(keys *apikeys.Finder) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       identifyKeyMiddlewareId,
 		Priority: identifyKeyMiddlewarePriority,
 		Func: func(e *core.RequestEvent) error {
 			key, authErr := bearerToken(e.Request.Header)
 			if authErr == nil {
-				k, err := apikeys.Find(e.App, key)
+				k, err := keys.Find(key)
 				switch {
 				case errors.Is(err, apikeys.ErrInvalid):
 					authErr = errKeyInvalid

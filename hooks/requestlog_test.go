@@ -10,6 +10,7 @@ import (
 
 	"petstore/apikeys"
 	"petstore/internal/apptest"
+	"petstore/requestlog"
 )
 
 // logEntry is a row of PocketBase's request log (the dashboard's Logs).
@@ -85,6 +86,43 @@ func TestRequestLogRecordsStatusSent(t *testing.T) {
 		}
 		if status >= 400 && e.Error == "" {
 			t.Errorf("log of %s: no error recorded", e.URL)
+		}
+	}
+}
+
+// With --request-log errors, /v1 successes stay out of the log, errors do
+// not, and PocketBase's own routes are logged as ever.
+func TestRequestLogErrorsOnly(t *testing.T) {
+	s := apptest.StartWith(t, apptest.Config{RequestLog: requestlog.Errors})
+	key := s.NewKey(t, apikeys.NewKey{Plan: "free"})
+	if r := s.Do(t, http.MethodGet, "/v1/pets?limit=1", key, nil); r.StatusCode != http.StatusOK {
+		t.Fatalf("list: %d", r.StatusCode)
+	}
+	if r := s.Do(t, http.MethodGet, "/v1/pets?limit=0", key, nil); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("limit=0: %d", r.StatusCode)
+	}
+	resp, err := http.Get(s.URL + "/api/health?from=TestRequestLogErrorsOnly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	entries := waitForLogs(t, s, 1)
+	if len(entries) != 1 || entries[0].URL != "/v1/pets?limit=0" || entries[0].Status != http.StatusBadRequest {
+		t.Fatalf("/v1 log entries %+v, want the 400 only", entries)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var n int
+		err := s.App.AuxDB().Select("count(*)").From("_logs").
+			Where(dbx.NewExp("json_extract(data, '$.url') = '/api/health?from=TestRequestLogErrorsOnly'")).Row(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d log entries of /api/health, want 1", n)
 		}
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
 
+	"petstore/apikeys"
 	"petstore/limits"
 	"petstore/openapi"
+	"petstore/requestlog"
 	"petstore/usage"
 )
 
@@ -21,6 +23,9 @@ const maxBodyBytes = 64 << 10
 //
 // Group middleware, in the order they run:
 //
+//	requestLog       PocketBase's request log, written cheaply: replaces its activity
+//	                 logger for /v1, at its place, between the two errorBody layers
+//	                 (package requestlog)
 //	errorBody        every error becomes the spec's Error body (two layers, see errorBody)
 //	exposeHeaders    browsers may read Link, Location, the rate-limit headers...
 //	preflightHeaders OPTIONS get the rate-limit headers uncounted (PocketBase's CORS answers them)
@@ -32,15 +37,16 @@ const maxBodyBytes = 64 << 10
 //
 // PocketBase's auth-token loader is unbound: it would try API keys as
 // PocketBase tokens. now is the service's clock (Options.Now).
-func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, history *usage.Recorder, now func() time.Time) {
+func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, keys *apikeys.Finder,
+	pets *petReads, reqlog *requestlog.Logger, history *usage.Recorder, now func() time.Time) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
-	v1.Bind(errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), preflightHeaders(limiter), countUncounted(limiter), identifyKey(), rateLimit(limiter, history),
+	v1.Bind(reqlog.Middleware(), errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
+		exposeHeaders(), preflightHeaders(limiter), countUncounted(limiter), identifyKey(keys), rateLimit(limiter, history),
 		apis.BodyLimit(maxBodyBytes))
 
-	v1.GET("/pets", handleListPets).Bind(requireKey())
+	v1.GET("/pets", handleListPets(pets)).Bind(requireKey())
 	v1.POST("/pets", handleCreatePet).Bind(requireKey())
-	v1.GET("/pets/{petId}", handleGetPet).Bind(requireKey(),
+	v1.GET("/pets/{petId}", handleGetPet(pets)).Bind(requireKey(),
 		deprecated(getPetDeprecatedAt, getPetSunset, getPetSuccessor),
 		removedAfter(getPetSunset, now, getPetReplacement))
 	// The contract itself needs no API key.

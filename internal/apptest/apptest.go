@@ -22,6 +22,7 @@ import (
 	"petstore/limits"
 	_ "petstore/migrations"
 	pbpublic "petstore/pb_public"
+	"petstore/requestlog"
 )
 
 // Server is a running app.
@@ -36,10 +37,11 @@ type Server struct {
 
 // Config is what a test may set; zero values are the service's defaults.
 type Config struct {
-	Dir    string // data directory; a fresh temporary one when empty
-	Limits limits.Config
-	Server hooks.ServerConfig
-	Now    func() time.Time // the service's clock (hooks.Options.Now); time.Now when nil
+	Dir        string // data directory; a fresh temporary one when empty
+	Limits     limits.Config
+	Server     hooks.ServerConfig
+	Now        func() time.Time // the service's clock (hooks.Options.Now); time.Now when nil
+	RequestLog requestlog.Mode
 }
 
 // Start serves a new app on dir (a fresh temporary one when empty) with the
@@ -63,7 +65,8 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	if err := app.RunAllMigrations(); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
-	service := hooks.Register(app, &hooks.Options{Public: pbpublic.FS, Limits: cfg.Limits, Server: cfg.Server, Now: cfg.Now})
+	service := hooks.Register(app, &hooks.Options{Public: pbpublic.FS, Limits: cfg.Limits, Server: cfg.Server,
+		Now: cfg.Now, RequestLog: cfg.RequestLog})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

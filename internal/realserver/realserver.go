@@ -43,14 +43,15 @@ func TestMain(m *testing.M, bin *string) {
 	os.Exit(code)
 }
 
-// Build compiles the petstore command into dir and returns the binary's path.
-func Build(dir string) (string, error) {
+// Build compiles the petstore command into dir, with the given build tags,
+// and returns the binary's path.
+func Build(dir string, tags ...string) (string, error) {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
 	bin := filepath.Join(dir, "petstore")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, ".")
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
@@ -208,6 +209,9 @@ func (p *Process) Exchange(ctx context.Context, method, path, key string, body [
 	data, err := io.ReadAll(resp.Body)
 	return resp, data, err
 }
+
+// PID is the process id, for reading its /proc entries.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Signal sends sig to the process.
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }

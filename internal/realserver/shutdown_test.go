@@ -116,6 +116,10 @@ func waitRefused(t *testing.T, addr string) {
 			c.Close()
 			continue
 		}
+		// Reset: the dial reached the backlog of the listener being closed.
+		if errors.Is(err, syscall.ECONNRESET) {
+			continue
+		}
 		if !errors.Is(err, syscall.ECONNREFUSED) {
 			t.Fatalf("new connection after SIGTERM: %v, want refused", err)
 		}

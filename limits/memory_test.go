@@ -1,0 +1,104 @@
+package limits_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/limits"
+)
+
+// dayCountLedger keeps what the limiter saves in maps. What this file
+// measures is the limiter's own memory; the ledger is where the service
+// keeps bans and day counts (the api_keys records), outside the limiter.
+type dayCountLedger struct {
+	mu     sync.Mutex
+	counts map[string]limits.DayCount
+}
+
+func (l *dayCountLedger) SaveBan(string, time.Time) error { return nil }
+
+func (l *dayCountLedger) SaveDayCount(c limits.DayCount) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counts[c.KeyID] = c
+	return nil
+}
+
+func (l *dayCountLedger) DayCounts() ([]limits.DayCount, error) { return nil, nil }
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// Memory per caller stays small and bounded: 100,000 distinct API keys and
+// 100,000 distinct client IPs, each counted once, through the in-memory
+// limiter. Run with -v for the figures quoted in README (Rate limits).
+func TestMemoryPerCaller(t *testing.T) {
+	const callers = 100_000
+	ctx := context.Background()
+	l, err := limits.New(limits.Config{}, &dayCountLedger{counts: map[string]limits.DayCount{}},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	quota := limits.Quota{PerMinute: 1000, PerDay: 100_000, BanFor: 15 * time.Minute}
+
+	// Names are made before measuring: the limiter's memory is what is left.
+	keys, ips := make([]string, callers), make([]string, callers)
+	for i := range callers {
+		keys[i] = fmt.Sprintf("%015d", i)
+		ips[i] = fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
+	}
+
+	before := heapInUse()
+	for i, ip := range ips {
+		if _, err := l.TakeAnonymous(ctx, ip); err != nil {
+			t.Fatalf("IP %d: %v", i, err)
+		}
+	}
+	afterIPs := heapInUse()
+	for i, id := range keys {
+		if _, err := l.TakeKey(ctx, limits.Key{ID: id, Quota: quota}, "127.0.0.1"); err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+	afterKeys := heapInUse()
+
+	perIP := float64(afterIPs-before) / callers
+	perKey := float64(afterKeys-afterIPs) / callers
+	t.Logf("heap: %.1f MB before, +%.1f MB for %d IPs (%.0f B each), +%.1f MB for %d keys (%.0f B each: minute and day counters and the key's mark for the day-count flush)",
+		float64(before)/(1<<20), float64(afterIPs-before)/(1<<20), callers, perIP, float64(afterKeys-afterIPs)/(1<<20), callers, perKey)
+
+	// The bounds leave room for map growth; a leak per request (a counter
+	// per request rather than per caller) would be far above them.
+	if perIP > 512 {
+		t.Errorf("%.0f bytes per client IP, want at most 512", perIP)
+	}
+	if perKey > 1024 {
+		t.Errorf("%.0f bytes per API key, want at most 1024", perKey)
+	}
+
+	// A caller counted again costs nothing more.
+	for i, id := range keys {
+		if _, err := l.TakeKey(ctx, limits.Key{ID: id, Quota: quota}, "127.0.0.1"); err != nil {
+			t.Fatalf("key %d again: %v", i, err)
+		}
+	}
+	again := heapInUse()
+	if grown := float64(again) - float64(afterKeys); grown > 0.1*float64(afterKeys-before) {
+		t.Errorf("counting the same 100,000 keys again grew the heap by %.1f MB", grown/(1<<20))
+	}
+	runtime.KeepAlive(keys)
+	runtime.KeepAlive(ips)
+}

@@ -1,0 +1,30 @@
+//go:build pprof
+
+package main
+
+import (
+	"log"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+)
+
+// With the build tag pprof (used by `go run ./internal/bench -profile ...`),
+// the binary serves net/http/pprof on the address in PETSTORE_PPROF, which
+// must be a loopback address. A normal build has no profiler at all.
+func init() {
+	addr := os.Getenv("PETSTORE_PPROF")
+	if addr == "" {
+		return
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		log.Fatalf("PETSTORE_PPROF=%q: want a loopback HOST:PORT", addr)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	go func() { log.Println(http.ListenAndServe(addr, mux)) }()
+}

@@ -1,0 +1,83 @@
+package requestlog
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tests"
+)
+
+// A log writer that cannot keep up drops entries instead of queueing them
+// without bound, and says in the log how many it dropped.
+func TestFullQueueDropsAndReports(t *testing.T) {
+	app, err := tests.NewTestApp(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Cleanup()
+	var l *Logger
+	l, err = Start(app, All)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Hold the log database's only write connection: the writer waits.
+	tx, err := app.AuxNonconcurrentDB().(*dbx.DB).Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := QueueSize + batchSize + 100 // the writer holds up to a batch
+	for i := range sent {
+		l.enqueue(entry{level: slog.LevelInfo, message: "GET /test", data: map[string]any{"type": "request", "i": i}, created: time.Now()})
+	}
+	if l.Dropped() == 0 {
+		t.Fatalf("%d entries queued behind a blocked writer, none dropped", sent)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	l.Stop()
+
+	var written, reported int64
+	if err := app.AuxDB().Select("count(*)").From(core.LogsTableName).
+		Where(dbx.HashExp{"message": "GET /test"}).Row(&written); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.AuxDB().Select("coalesce(sum(json_extract(data, '$.dropped')), 0)").From(core.LogsTableName).
+		Where(dbx.NewExp("json_extract(data, '$.type') = 'requestlog'")).Row(&reported); err != nil {
+		t.Fatal(err)
+	}
+	if written+l.Dropped() != int64(sent) || reported != l.Dropped() {
+		t.Fatalf("sent %d: written %d, dropped %d, reported dropped %d", sent, written, l.Dropped(), reported)
+	}
+}
+
+// Entries logged after Stop are dropped, not written to a closing database.
+func TestStopDropsLaterEntries(t *testing.T) {
+	app, err := tests.NewTestApp(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Cleanup()
+	var l *Logger
+	l, err = Start(app, Errors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Stop()
+	l.enqueue(entry{message: "late"})
+	if l.Dropped() != 1 {
+		t.Fatalf("dropped %d after Stop, want 1", l.Dropped())
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for in, ok := range map[string]bool{"all": true, "errors": true, "": false, "none": false, "ALL": false} {
+		if _, err := ParseMode(in); (err == nil) != ok {
+			t.Errorf("ParseMode(%q): %v", in, err)
+		}
+	}
+}
