@@ -170,22 +170,7 @@ func TestKeysListAndRevoke(t *testing.T) {
 // A key revoked with the CLI while the server runs (another process on the
 // same --dir) is refused from the next request on.
 func TestRevokeWhileServing(t *testing.T) {
-	dir := t.TempDir()
-	// A superuser first, so that serve does not open the installer.
-	if _, stderr, status := petstore(t, dir, "superuser", "upsert", "staff@example.com", "a long enough password"); status != 0 {
-		t.Fatalf("superuser upsert: %d %s", status, stderr)
-	}
-	p, err := realserver.Start(bin, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.CheckContract(t)
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() {
-			t.Logf("server output:\n%s", p.Output())
-		}
-	})
+	dir, p := serveBinary(t)
 	get := func(key string) *http.Response {
 		t.Helper()
 		resp, _, err := p.Exchange(context.Background(), http.MethodGet, "/v1/pets", key, nil)
@@ -212,21 +197,7 @@ func TestRevokeWhileServing(t *testing.T) {
 // ban, the old secret works through its grace period, and an unban from
 // another process lets the next request through.
 func TestRollAndUnbanWhileServing(t *testing.T) {
-	dir := t.TempDir()
-	if _, stderr, status := petstore(t, dir, "superuser", "upsert", "staff@example.com", "a long enough password"); status != 0 {
-		t.Fatalf("superuser upsert: %d %s", status, stderr)
-	}
-	p, err := realserver.Start(bin, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.CheckContract(t)
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() {
-			t.Logf("server output:\n%s", p.Output())
-		}
-	})
+	dir, p := serveBinary(t)
 	get := func(key string) (int, string) {
 		t.Helper()
 		status, body, err := p.Do(context.Background(), http.MethodGet, "/v1/pets", key, nil)
@@ -272,4 +243,27 @@ func TestRollAndUnbanWhileServing(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^` + id + `\s.*\sactive\s`).MatchString(stdout) {
 		t.Errorf("list after the unban:\n%s", stdout)
 	}
+}
+
+// serveBinary serves the built binary on a fresh data directory, for CLI
+// commands run beside it.
+func serveBinary(t *testing.T) (string, *realserver.Process) {
+	t.Helper()
+	dir := t.TempDir()
+	// A superuser first, so that serve does not open the installer.
+	if _, stderr, status := petstore(t, dir, "superuser", "upsert", "staff@example.com", "a long enough password"); status != 0 {
+		t.Fatalf("superuser upsert: %d %s", status, stderr)
+	}
+	p, err := realserver.Start(bin, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.CheckContract(t)
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("server output:\n%s", p.Output())
+		}
+	})
+	return dir, p
 }

@@ -53,19 +53,5 @@ func keyRecord(t *testing.T, s *apptest.Server, key string) *core.Record {
 // tokens, the credential of the dashboard.
 func superuserToken(t *testing.T, s *apptest.Server) string {
 	t.Helper()
-	collection, err := s.App.FindCollectionByNameOrId(core.CollectionNameSuperusers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	su := core.NewRecord(collection)
-	su.SetEmail("staff@example.com")
-	su.SetPassword("a long enough password")
-	if err := s.App.Save(su); err != nil {
-		t.Fatalf("create superuser: %v", err)
-	}
-	token, err := su.NewAuthToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return token
+	return s.SuperuserToken(t, "staff@example.com", "a long enough password")
 }
