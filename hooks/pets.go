@@ -24,16 +24,6 @@ type Pet struct {
 	Status     string `json:"status,omitempty"`
 }
 
-func petFromRecord(r *core.Record) Pet {
-	id, _ := strconv.ParseInt(r.Id, 10, 64) // the id pattern guarantees 15 digits
-	return Pet{
-		ID:         id,
-		Name:       r.GetString("name"),
-		CategoryID: int64(r.GetInt("categoryId")),
-		Status:     r.GetString("status"),
-	}
-}
-
 // petReads are listPets' and getPet's queries, each prepared once on the
 // read pool (SQLite parses a statement once per pooled connection, not once
 // per request), reading plain rows: no core.Record, no record hooks, which
@@ -147,40 +137,42 @@ func handleListPets(reads *petReads) func(*core.RequestEvent) error {
 // handleCreatePet serves createPet. With an Idempotency-Key, the pet and the
 // answer are stored in one transaction (package idempotency); without one,
 // the path does nothing more than create the pet.
-func handleCreatePet(e *core.RequestEvent) error {
-	if err := noQuery(e.Request.URL.RawQuery); err != nil {
-		return err
-	}
-	idemKey, kerr := idempotency.KeyFrom(e.Request.Header)
-	if kerr != nil {
-		return invalidRequest("%s", kerr.Error())
-	}
-	if err := requireJSONContentType(e.Request); err != nil {
-		return err
-	}
-	body, err := readBody(e.Request)
-	if err != nil {
-		return err
-	}
-	if idemKey != "" {
-		return createPetOnce(e, idemKey, body)
-	}
+func handleCreatePet(writes *petWrites) func(*core.RequestEvent) error {
+	return func(e *core.RequestEvent) error {
+		if err := noQuery(e.Request.URL.RawQuery); err != nil {
+			return err
+		}
+		idemKey, kerr := idempotency.KeyFrom(e.Request.Header)
+		if kerr != nil {
+			return invalidRequest("%s", kerr.Error())
+		}
+		if err := requireJSONContentType(e.Request); err != nil {
+			return err
+		}
+		body, err := readBody(e.Request)
+		if err != nil {
+			return err
+		}
+		if idemKey != "" {
+			return createPetOnce(e, writes, idemKey, body)
+		}
 
-	np, derr := decodeNewPet(body)
-	if derr != nil {
-		return derr
+		np, derr := decodeNewPet(body)
+		if derr != nil {
+			return derr
+		}
+		pet, err := writes.create(e.App, np)
+		if err != nil {
+			return err
+		}
+		e.Response.Header().Set("Location", petLocation(pet))
+		return writeJSON(e.Response, http.StatusCreated, pet)
 	}
-	pet, err := createPet(e.App, np)
-	if err != nil {
-		return err
-	}
-	e.Response.Header().Set("Location", petLocation(pet))
-	return writeJSON(e.Response, http.StatusCreated, pet)
 }
 
 // createPetOnce is createPet for a request with an Idempotency-Key: the
 // 201, or the 400 for the body, is remembered and replayed to retries.
-func createPetOnce(e *core.RequestEvent, idemKey string, body []byte) error {
+func createPetOnce(e *core.RequestEvent, writes *petWrites, idemKey string, body []byte) error {
 	var bodyErr *Error
 	answer, outcome, err := idempotency.Do(e.App, apiKeyID(e), idemKey, body, time.Now(),
 		func(tx core.App) (idempotency.Answer, error) {
@@ -190,7 +182,7 @@ func createPetOnce(e *core.RequestEvent, idemKey string, body []byte) error {
 				data, err := encodeJSON(derr)
 				return idempotency.Answer{Status: derr.Status, Body: data}, err
 			}
-			pet, err := createPet(tx, np)
+			pet, err := writes.create(tx, np)
 			if err != nil {
 				return idempotency.Answer{}, err
 			}
@@ -212,21 +204,6 @@ func createPetOnce(e *core.RequestEvent, idemKey string, body []byte) error {
 		e.Response.Header().Set("Location", answer.Location)
 	}
 	return writeJSONBytes(e.Response, answer.Status, answer.Body)
-}
-
-func createPet(app core.App, np NewPet) (Pet, error) {
-	collection, err := app.FindCachedCollectionByNameOrId(petsCollection)
-	if err != nil {
-		return Pet{}, err
-	}
-	r := core.NewRecord(collection)
-	r.Set("name", np.Name)
-	r.Set("categoryId", np.CategoryID)
-	r.Set("status", np.Status) // empty: the pets record hook makes it "available"
-	if err := app.Save(r); err != nil {
-		return Pet{}, err
-	}
-	return petFromRecord(r), nil
 }
 
 func petLocation(p Pet) string { return "/v1/pets/" + strconv.FormatInt(p.ID, 10) }
