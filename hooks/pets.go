@@ -11,6 +11,7 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 
+	"petstore/dataversion"
 	"petstore/idempotency"
 )
 
@@ -33,7 +34,21 @@ type Pet struct {
 // the driver a goroutine per query.
 type petReads struct {
 	list, listByStatus, get *sql.Stmt
+	// pages are listPets' answers, kept while the database does not change
+	// (package dataversion): any commit, by any connection of any process,
+	// drops them all before the next request reads one, so a page is never
+	// older than the request that gets it.
+	pages *dataversion.Cache[listPage]
 }
+
+// listPage is a listPets answer: its body and Link header.
+type listPage struct {
+	body []byte
+	link string
+}
+
+// maxCachedPages bounds the pages kept: at most about 7 KB each (100 pets).
+const maxCachedPages = 1024
 
 // The id column is text of 15 digits: text order is numeric order, and the
 // primary key (or idx_pets_status_id with a status) serves the page in order.
@@ -50,8 +65,8 @@ const (
 
 // preparePetReads prepares the reads on db, the app's read pool
 // (app.ConcurrentDB()). The statements live as long as db.
-func preparePetReads(db *sql.DB) (*petReads, error) {
-	var r petReads
+func preparePetReads(db *sql.DB, version *dataversion.Watch) (*petReads, error) {
+	r := petReads{pages: dataversion.NewCache[listPage](version, maxCachedPages)}
 	for _, q := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -105,33 +120,53 @@ func handleListPets(reads *petReads) func(*core.RequestEvent) error {
 		if qerr != nil {
 			return qerr
 		}
-
-		after := sql.Named("after", q.after)
-		var rows *sql.Rows
-		var err error
-		if q.status == "" {
-			rows, err = reads.list.Query(after)
-		} else {
-			rows, err = reads.listByStatus.Query(sql.Named("status", q.status), after)
-		}
+		page, err := listPetsPage(reads, q)
 		if err != nil {
 			return err
 		}
-		pets, lastID, err := scanPage(rows, q.limit)
-		if err != nil {
-			return err
+		if page.link != "" {
+			e.Response.Header().Set("Link", page.link)
 		}
-
-		if len(pets) > q.limit {
-			pets = pets[:q.limit]
-			next := url.Values{"limit": {strconv.Itoa(q.limit)}, "cursor": {encodeCursor(lastID)}}
-			if q.status != "" {
-				next.Set("status", q.status)
-			}
-			e.Response.Header().Set("Link", `</v1/pets?`+next.Encode()+`>; rel="next"`)
-		}
-		return writeJSON(e.Response, http.StatusOK, pets)
+		return writeJSONBytes(e.Response, http.StatusOK, page.body)
 	}
+}
+
+// listPetsPage is the page q asks for: kept, or read and kept.
+func listPetsPage(reads *petReads, q listQuery) (listPage, error) {
+	pageKey := q.status + "\x00" + q.after + "\x00" + strconv.Itoa(q.limit)
+	page, version, ok, err := reads.pages.Get(pageKey)
+	if ok || err != nil {
+		return page, err
+	}
+	after := sql.Named("after", q.after)
+	var rows *sql.Rows
+
+	if q.status == "" {
+		rows, err = reads.list.Query(after)
+	} else {
+		rows, err = reads.listByStatus.Query(sql.Named("status", q.status), after)
+	}
+	if err != nil {
+		return page, err
+	}
+	pets, lastID, err := scanPage(rows, q.limit)
+	if err != nil {
+		return page, err
+	}
+
+	if len(pets) > q.limit {
+		pets = pets[:q.limit]
+		next := url.Values{"limit": {strconv.Itoa(q.limit)}, "cursor": {encodeCursor(lastID)}}
+		if q.status != "" {
+			next.Set("status", q.status)
+		}
+		page.link = `</v1/pets?` + next.Encode() + `>; rel="next"`
+	}
+	if page.body, err = encodeJSON(pets); err != nil {
+		return page, err
+	}
+	reads.pages.Put(version, pageKey, page)
+	return page, nil
 }
 
 // handleCreatePet serves createPet. With an Idempotency-Key, the pet and the

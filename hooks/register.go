@@ -15,6 +15,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/apikeys"
+	"petstore/dataversion"
 	"petstore/idempotency"
 	"petstore/limits"
 	"petstore/openapi"
@@ -136,8 +137,28 @@ func prepareReads(app core.App) (*apikeys.Finder, *petReads, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pets, err := preparePetReads(db.DB())
+	version, err := dataversion.NewWatch(db.DB())
+	if err != nil {
+		return nil, nil, err
+	}
+	bindDataVersionHooks(app, version)
+	pets, err := preparePetReads(db.DB(), version)
 	return keys, pets, err
+}
+
+// bindDataVersionHooks gives the watch's connection back to the read pool
+// when the app stops, with the other stops, before the databases close.
+func bindDataVersionHooks(app core.App, w *dataversion.Watch) {
+	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
+		Id:       "petstoreDataVersionClose",
+		Priority: -9000,
+		Func: func(e *core.TerminateEvent) error {
+			if err := w.Close(); err != nil {
+				e.App.Logger().Error("Could not close the data version watch", "error", err)
+			}
+			return e.Next()
+		},
+	})
 }
 
 func staticSite(public fs.FS) func(*core.RequestEvent) error {
