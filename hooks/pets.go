@@ -28,8 +28,9 @@ type Pet struct {
 // petReads are listPets' and getPet's queries, each prepared once on the
 // read pool (SQLite parses a statement once per pooled connection, not once
 // per request), reading plain rows: no core.Record, no record hooks, which
-// only matter when a pet is saved. They cache nothing, so every answer is the
-// database's state at the request. They take no context: a page of rows is
+// only matter when a pet is saved. Every answer is the database's state at
+// the request: getPet reads it, listPets reads it or serves a page kept since
+// the database last changed (pages, below). They take no context: a page of rows is
 // not worth interrupting, and a cancellable context costs database/sql and
 // the driver a goroutine per query.
 type petReads struct {
