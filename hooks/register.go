@@ -133,15 +133,15 @@ func prepareReads(app core.App) (*apikeys.Finder, *petReads, error) {
 	// connections idle for a minute close, giving their memory back.
 	db.DB().SetMaxIdleConns(readPoolIdleConns)
 	db.DB().SetConnMaxIdleTime(time.Minute)
-	keys, err := apikeys.NewFinder(db.DB())
-	if err != nil {
-		return nil, nil, err
-	}
 	version, err := dataversion.NewWatch(db.DB())
 	if err != nil {
 		return nil, nil, err
 	}
 	bindDataVersionHooks(app, version)
+	keys, err := apikeys.NewFinder(db.DB(), version)
+	if err != nil {
+		return nil, nil, err
+	}
 	pets, err := preparePetReads(db.DB(), version)
 	return keys, pets, err
 }
