@@ -9,6 +9,8 @@ import (
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/types"
+
+	"petstore/dataversion"
 )
 
 // Collection is the name of the collection that holds the keys.
@@ -156,30 +158,49 @@ type Key struct {
 // or its previous secret's during a roll's grace period. It is one
 // statement, prepared once (see Finder).
 const findKeySQL = `SELECT k.id, k.revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day,
-	p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes
+	p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes,
+	k.key_hash <> :hash AS by_previous, k.previous_until
 	FROM api_keys k JOIN plans p ON p.id = k.plan
 	WHERE k.key_hash = :hash OR (k.previous_hash = :hash AND k.previous_until > :now) LIMIT 1`
 
 // Finder finds keys by their hash with one statement, prepared once: SQLite
 // parses it once per pooled connection instead of once per request.
 //
-// It caches nothing: every Find reads the database, with one indexed query,
-// so a revocation, an expiry or a quota edit made in the dashboard, by the CLI
-// (another process) or by another instance on the same data directory applies
-// to the very next request. A prepared statement is only the query's compiled
+// It keeps what it read only while the database does not change (package
+// dataversion): any commit, by any connection of any process, drops every
+// kept key before the next Find. So a revocation, an expiry or a quota edit
+// made in the dashboard, by the CLI (another process) or by another instance
+// on the same data directory applies to the very next request. What depends
+// on the time and not on the database, expiry and a rolled key's grace
+// period, is checked on every Find. Unknown keys are not kept: guessing
+// cannot fill the cache. A prepared statement is only the query's compiled
 // form; SQLite recompiles it by itself when the schema changes.
 type Finder struct {
 	stmt *sql.Stmt
+	kept *dataversion.Cache[foundKey]
 }
 
+// foundKey is a row of findKeySQL.
+type foundKey struct {
+	key           Key
+	revoked       bool
+	expires       time.Time // zero: never
+	byPrevious    bool      // found by the previous secret's hash, valid until previousUntil
+	previousUntil time.Time
+}
+
+// maxKeptKeys bounds the keys kept (each about 200 bytes).
+const maxKeptKeys = 10_000
+
 // NewFinder prepares the lookup on db, the app's read pool
-// (app.ConcurrentDB()). The statement lives as long as db.
-func NewFinder(db *sql.DB) (*Finder, error) {
+// (app.ConcurrentDB()), validated by version, a Watch on the same database.
+// The statement lives as long as db.
+func NewFinder(db *sql.DB, version *dataversion.Watch) (*Finder, error) {
 	stmt, err := db.Prepare(findKeySQL)
 	if err != nil {
 		return nil, fmt.Errorf("prepare the API key lookup: %w", err)
 	}
-	return &Finder{stmt: stmt}, nil
+	return &Finder{stmt: stmt, kept: dataversion.NewCache[foundKey](version, maxKeptKeys)}, nil
 }
 
 // Find returns a usable key: known, not revoked, not expired. The read takes
@@ -189,36 +210,56 @@ func (f *Finder) Find(key string) (*Key, error) {
 	if !wellFormed(key) {
 		return nil, ErrInvalid
 	}
-	var (
-		k                                      Key
-		revoked                                bool
-		expires, bannedUntil, banLifted        types.DateTime
-		lastUsed                               types.DateTime
-		perMinute, perDay, planMinute, planDay int64
-		banMinutes                             int64
-	)
 	// The lookup is by hash, so timing cannot reveal how much of a key matched.
-	// A rolled key's previous secret works until its grace period ends.
-	err := f.stmt.QueryRow(sql.Named("hash", Hash(key)), sql.Named("now", types.NowDateTime().String())).Scan(
-		&k.ID, &revoked, &expires, &bannedUntil, &banLifted, &lastUsed,
-		&perMinute, &perDay, &planMinute, &planDay, &k.BanAfter, &banMinutes)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrInvalid
-	}
+	hash := Hash(key)
+	now := time.Now()
+	found, version, ok, err := f.kept.Get(hash)
 	if err != nil {
 		return nil, err
 	}
+	// A rolled key's previous secret works until its grace period ends.
+	if !ok || (found.byPrevious && !found.previousUntil.After(now)) {
+		if found, err = f.read(hash, now); err != nil {
+			return nil, err
+		}
+		f.kept.Put(version, hash, found)
+	}
 	// A banned key is still a valid key: the rate limiter answers it.
-	if revoked || (!expires.IsZero() && !expires.Time().After(time.Now())) {
+	if found.revoked || (!found.expires.IsZero() && !found.expires.After(now)) {
 		return nil, ErrInvalid
 	}
+	k := found.key // a copy: the kept one is shared
+	return &k, nil
+}
+
+func (f *Finder) read(hash string, now time.Time) (foundKey, error) {
+	var (
+		found                                  foundKey
+		k                                      = &found.key
+		expires, bannedUntil, banLifted        types.DateTime
+		lastUsed, previousUntil                types.DateTime
+		perMinute, perDay, planMinute, planDay int64
+		banMinutes                             int64
+	)
+	err := f.stmt.QueryRow(sql.Named("hash", hash), sql.Named("now", types.NowDateTime().String())).Scan(
+		&k.ID, &found.revoked, &expires, &bannedUntil, &banLifted, &lastUsed,
+		&perMinute, &perDay, &planMinute, &planDay, &k.BanAfter, &banMinutes,
+		&found.byPrevious, &previousUntil)
+	if errors.Is(err, sql.ErrNoRows) {
+		return found, ErrInvalid
+	}
+	if err != nil {
+		return found, err
+	}
+	found.expires = expires.Time()
+	found.previousUntil = previousUntil.Time()
 	k.PerMinute = firstPositive(perMinute, planMinute)
 	k.PerDay = firstPositive(perDay, planDay)
 	k.BanFor = time.Duration(banMinutes) * time.Minute
 	k.BannedUntil = bannedUntil.Time()
 	k.BanLifted = banLifted.Time()
 	k.LastUsed = lastUsed.Time()
-	return &k, nil
+	return found, nil
 }
 
 func firstPositive(values ...int64) int64 {

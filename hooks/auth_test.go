@@ -177,3 +177,18 @@ func TestAuthRevokedAndExpiredKeys(t *testing.T) {
 		})
 	}
 }
+
+// A key that expires while nothing is written to the database (its lookup
+// kept by apikeys.Finder) is refused from its expiry on.
+func TestAuthKeyExpiresWithoutAWrite(t *testing.T) {
+	s := apptest.Start(t, "")
+	expires := time.Now().Add(time.Second)
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business", Expires: expires})
+	if r := s.Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != http.StatusOK {
+		t.Fatalf("before its expiry: %d", r.StatusCode)
+	}
+	time.Sleep(time.Until(expires) + 50*time.Millisecond)
+	if r := s.Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("after its expiry: %d, want 401", r.StatusCode)
+	}
+}

@@ -1,8 +1,11 @@
 package hooks_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -76,5 +79,56 @@ func TestRecordAPIIsForSuperusersOnly(t *testing.T) {
 				t.Errorf("the superuser's create stored %d records, want %d", countRecords(t, s, c.name)-before, created)
 			}
 		})
+	}
+}
+
+// A pet created through /v1 (a plain INSERT) is stored as a pet created as a
+// record through PocketBase's records API: the same values, the same column
+// types, the autodate fields in PocketBase's format.
+func TestPetFromV1IsStoredAsARecord(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Name: "shop"})
+	superuser := superuserToken(t, s)
+	v1 := createPet(t, s, key, map[string]any{"name": "  Rex  ", "categoryId": 7})
+	r := s.Do(t, http.MethodPost, "/api/collections/pets/records", superuser, map[string]any{"name": "  Rex  ", "categoryId": 7})
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("record create: %d %s", r.StatusCode, r.Body)
+	}
+	var rec struct{ ID string }
+	if err := json.Unmarshal(r.Body, &rec); err != nil {
+		t.Fatal(err)
+	}
+
+	read := func(id string) map[string]any {
+		r := s.Do(t, http.MethodGet, "/api/collections/pets/records/"+id, superuser, nil)
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("record view %s: %d %s", id, r.StatusCode, r.Body)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			t.Fatal(err)
+		}
+		var types string
+		if err := s.App.DB().NewQuery("SELECT typeof(id)||typeof(name)||typeof(categoryId)||typeof(status)||typeof(created)||typeof(updated) FROM pets WHERE id = {:id}").
+			Bind(map[string]any{"id": id}).Row(&types); err != nil {
+			t.Fatal(err)
+		}
+		m["columnTypes"] = types
+		return m
+	}
+	fromV1, fromRecord := read(fmt.Sprint(v1.ID)), read(rec.ID)
+	for _, m := range []map[string]any{fromV1, fromRecord} {
+		if m["created"] != m["updated"] || !regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(fmt.Sprint(m["created"])) {
+			t.Errorf("created %v, updated %v: want the same instant in PocketBase's layout", m["created"], m["updated"])
+		}
+		delete(m, "id")
+		delete(m, "created")
+		delete(m, "updated")
+	}
+	if !reflect.DeepEqual(fromV1, fromRecord) {
+		t.Errorf("created through /v1: %v\ncreated as a record: %v", fromV1, fromRecord)
+	}
+	if fromV1["name"] != "Rex" || fromV1["status"] != "available" {
+		t.Errorf("stored %v, want the name trimmed and the status available", fromV1)
 	}
 }

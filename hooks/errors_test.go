@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/apikeys"
 	"petstore/hooks"
@@ -140,11 +141,10 @@ func TestInternalErrorsShowNoInternals(t *testing.T) {
 // A panic inside a /v1 request is a 500 Error too, and neither its value nor
 // a stack trace reaches the client.
 func TestPanicIsAnInternalError(t *testing.T) {
-	s := apptest.Start(t, "")
+	s := apptest.StartWith(t, apptest.Config{Middleware: &hook.Handler[*core.RequestEvent]{
+		Func: func(e *core.RequestEvent) error { panic("secret-boom") },
+	}})
 	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
-	s.App.OnRecordCreate("pets").BindFunc(func(e *core.RecordEvent) error {
-		panic("secret-boom")
-	})
 	r := s.Do(t, http.MethodPost, "/v1/pets", key, map[string]any{"name": "Rex", "categoryId": 1})
 	expectError(t, r, http.StatusInternalServerError, hooks.CodeInternalError)
 	var whole strings.Builder

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/apikeys"
 	"petstore/hooks"
@@ -25,20 +26,20 @@ import (
 // some of these paths. CORS preflights carry the headers of their address's
 // window without being counted.
 func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
-	s := apptest.Start(t, "")
+	// A request that goes through everything, then fails after being counted.
+	s := apptest.StartWith(t, apptest.Config{Middleware: &hook.Handler[*core.RequestEvent]{
+		Func: func(e *core.RequestEvent) error {
+			if e.Request.Header.Get("X-Test-Panic") != "" {
+				panic("boom")
+			}
+			return e.Next()
+		},
+	}})
 	key := s.NewKey(t, apikeys.NewKey{Plan: "enterprise", PerMinute: 1000, PerDay: 100_000})
 	pet := createPet(t, s, key, map[string]any{"name": "Rex", "categoryId": 1})
 	petPath := fmt.Sprint("/v1/pets/", pet.ID)
 	auth := "Authorization: Bearer " + key + "\r\n"
 	big := strings.Repeat("x", 64<<10+1)
-
-	// A request that goes through everything, then fails after being counted.
-	s.App.OnRecordCreate("pets").BindFunc(func(e *core.RecordEvent) error {
-		if e.Record.GetString("name") == "panic" {
-			panic("boom")
-		}
-		return e.Next()
-	})
 
 	keyed := []struct {
 		name, head, body string
@@ -67,7 +68,7 @@ func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
 		{"chunked body over 64 KiB", "POST /v1/pets",
 			fmt.Sprintf("Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(big), big), 413, hooks.CodePayloadTooLarge},
 		{"not JSON", "POST /v1/pets", "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}", 415, hooks.CodeUnsupportedMediaType},
-		{"panic", "POST /v1/pets", "Content-Type: application/json\r\nContent-Length: 33\r\n\r\n" + `{"name":"panic","categoryId":1}  `, 500, hooks.CodeInternalError},
+		{"panic", "POST /v1/pets", "X-Test-Panic: 1\r\nContent-Type: application/json\r\nContent-Length: 33\r\n\r\n" + `{"name":"panic","categoryId":1}  `, 500, hooks.CodeInternalError},
 	}
 	remaining := rawRateHeaders(t, rawExchange(t, s, "GET /v1/pets", auth, 200))
 	for _, c := range keyed {

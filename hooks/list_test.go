@@ -1,10 +1,12 @@
 package hooks_test
 
 import (
+	"database/sql"
 	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,6 +123,48 @@ func TestListPetsCursorIsAPosition(t *testing.T) {
 	for _, p := range rest {
 		if p.ID <= first[0].ID {
 			t.Errorf("pet %d is not after the cursor's %d", p.ID, first[0].ID)
+		}
+	}
+}
+
+// listPets keeps pages while the database does not change (package
+// dataversion); a change committed by another connection, here one opened
+// apart from the app as another process would, is in the very next page.
+func TestListPetsSeesChangesFromElsewhere(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	rex := createPet(t, s, key, map[string]any{"name": "Rex", "categoryId": 1})
+	names := func() string {
+		t.Helper()
+		r := s.Do(t, http.MethodGet, "/v1/pets", key, nil)
+		var pets []hooks.Pet
+		r.JSON(t, &pets)
+		var got []string
+		for _, p := range pets {
+			got = append(got, p.Name)
+		}
+		return strings.Join(got, ",")
+	}
+	if got := names(); got != "Rex" {
+		t.Fatalf("pets %q, want Rex", got)
+	}
+	names() // served from the kept page
+
+	other, err := sql.Open("sqlite", filepath.Join(s.Dir, "data.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, change := range []struct{ sql, want string }{
+		{fmt.Sprintf("UPDATE pets SET name = 'Tom' WHERE id = '%d'", rex.ID), "Tom"},
+		{"INSERT INTO pets (id, name, categoryId, status) VALUES ('999999999999999', 'Zed', 1, 'sold')", "Tom,Zed"},
+		{fmt.Sprintf("DELETE FROM pets WHERE id = '%d'", rex.ID), "Zed"},
+	} {
+		if _, err := other.Exec(change.sql); err != nil {
+			t.Fatal(err)
+		}
+		if got := names(); got != change.want {
+			t.Errorf("after %s: pets %q, want %q", change.sql, got, change.want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 
+	"petstore/dataversion"
 	"petstore/idempotency"
 )
 
@@ -24,26 +25,31 @@ type Pet struct {
 	Status     string `json:"status,omitempty"`
 }
 
-func petFromRecord(r *core.Record) Pet {
-	id, _ := strconv.ParseInt(r.Id, 10, 64) // the id pattern guarantees 15 digits
-	return Pet{
-		ID:         id,
-		Name:       r.GetString("name"),
-		CategoryID: int64(r.GetInt("categoryId")),
-		Status:     r.GetString("status"),
-	}
-}
-
 // petReads are listPets' and getPet's queries, each prepared once on the
 // read pool (SQLite parses a statement once per pooled connection, not once
 // per request), reading plain rows: no core.Record, no record hooks, which
-// only matter when a pet is saved. They cache nothing, so every answer is the
-// database's state at the request. They take no context: a page of rows is
+// only matter when a pet is saved. Every answer is the database's state at
+// the request: getPet reads it, listPets reads it or serves a page kept since
+// the database last changed (pages, below). They take no context: a page of rows is
 // not worth interrupting, and a cancellable context costs database/sql and
 // the driver a goroutine per query.
 type petReads struct {
 	list, listByStatus, get *sql.Stmt
+	// pages are listPets' answers, kept while the database does not change
+	// (package dataversion): any commit, by any connection of any process,
+	// drops them all before the next request reads one, so a page is never
+	// older than the request that gets it.
+	pages *dataversion.Cache[listPage]
 }
+
+// listPage is a listPets answer: its body and Link header.
+type listPage struct {
+	body []byte
+	link string
+}
+
+// maxCachedPages bounds the pages kept: at most about 7 KB each (100 pets).
+const maxCachedPages = 1024
 
 // The id column is text of 15 digits: text order is numeric order, and the
 // primary key (or idx_pets_status_id with a status) serves the page in order.
@@ -60,8 +66,8 @@ const (
 
 // preparePetReads prepares the reads on db, the app's read pool
 // (app.ConcurrentDB()). The statements live as long as db.
-func preparePetReads(db *sql.DB) (*petReads, error) {
-	var r petReads
+func preparePetReads(db *sql.DB, version *dataversion.Watch) (*petReads, error) {
+	r := petReads{pages: dataversion.NewCache[listPage](version, maxCachedPages)}
 	for _, q := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -115,72 +121,94 @@ func handleListPets(reads *petReads) func(*core.RequestEvent) error {
 		if qerr != nil {
 			return qerr
 		}
-
-		after := sql.Named("after", q.after)
-		var rows *sql.Rows
-		var err error
-		if q.status == "" {
-			rows, err = reads.list.Query(after)
-		} else {
-			rows, err = reads.listByStatus.Query(sql.Named("status", q.status), after)
-		}
+		page, err := listPetsPage(reads, q)
 		if err != nil {
 			return err
 		}
-		pets, lastID, err := scanPage(rows, q.limit)
-		if err != nil {
-			return err
+		if page.link != "" {
+			e.Response.Header().Set("Link", page.link)
 		}
-
-		if len(pets) > q.limit {
-			pets = pets[:q.limit]
-			next := url.Values{"limit": {strconv.Itoa(q.limit)}, "cursor": {encodeCursor(lastID)}}
-			if q.status != "" {
-				next.Set("status", q.status)
-			}
-			e.Response.Header().Set("Link", `</v1/pets?`+next.Encode()+`>; rel="next"`)
-		}
-		return writeJSON(e.Response, http.StatusOK, pets)
+		return writeJSONBytes(e.Response, http.StatusOK, page.body)
 	}
+}
+
+// listPetsPage is the page q asks for: kept, or read and kept.
+func listPetsPage(reads *petReads, q listQuery) (listPage, error) {
+	pageKey := q.status + "\x00" + q.after + "\x00" + strconv.Itoa(q.limit)
+	page, version, ok, err := reads.pages.Get(pageKey)
+	if ok || err != nil {
+		return page, err
+	}
+	after := sql.Named("after", q.after)
+	var rows *sql.Rows
+
+	if q.status == "" {
+		rows, err = reads.list.Query(after)
+	} else {
+		rows, err = reads.listByStatus.Query(sql.Named("status", q.status), after)
+	}
+	if err != nil {
+		return page, err
+	}
+	pets, lastID, err := scanPage(rows, q.limit)
+	if err != nil {
+		return page, err
+	}
+
+	if len(pets) > q.limit {
+		pets = pets[:q.limit]
+		next := url.Values{"limit": {strconv.Itoa(q.limit)}, "cursor": {encodeCursor(lastID)}}
+		if q.status != "" {
+			next.Set("status", q.status)
+		}
+		page.link = `</v1/pets?` + next.Encode() + `>; rel="next"`
+	}
+	if page.body, err = encodeJSON(pets); err != nil {
+		return page, err
+	}
+	reads.pages.Put(version, pageKey, page)
+	return page, nil
 }
 
 // handleCreatePet serves createPet. With an Idempotency-Key, the pet and the
 // answer are stored in one transaction (package idempotency); without one,
 // the path does nothing more than create the pet.
-func handleCreatePet(e *core.RequestEvent) error {
-	if err := noQuery(e.Request.URL.RawQuery); err != nil {
-		return err
-	}
-	idemKey, kerr := idempotency.KeyFrom(e.Request.Header)
-	if kerr != nil {
-		return invalidRequest("%s", kerr.Error())
-	}
-	if err := requireJSONContentType(e.Request); err != nil {
-		return err
-	}
-	body, err := readBody(e.Request)
-	if err != nil {
-		return err
-	}
-	if idemKey != "" {
-		return createPetOnce(e, idemKey, body)
-	}
+func handleCreatePet(writes *petWrites) func(*core.RequestEvent) error {
+	return func(e *core.RequestEvent) error {
+		if err := noQuery(e.Request.URL.RawQuery); err != nil {
+			return err
+		}
+		idemKey, kerr := idempotency.KeyFrom(e.Request.Header)
+		if kerr != nil {
+			return invalidRequest("%s", kerr.Error())
+		}
+		if err := requireJSONContentType(e.Request); err != nil {
+			return err
+		}
+		body, err := readBody(e.Request)
+		if err != nil {
+			return err
+		}
+		if idemKey != "" {
+			return createPetOnce(e, writes, idemKey, body)
+		}
 
-	np, derr := decodeNewPet(body)
-	if derr != nil {
-		return derr
+		np, derr := decodeNewPet(body)
+		if derr != nil {
+			return derr
+		}
+		pet, err := writes.create(e.App, np)
+		if err != nil {
+			return err
+		}
+		e.Response.Header().Set("Location", petLocation(pet))
+		return writeJSON(e.Response, http.StatusCreated, pet)
 	}
-	pet, err := createPet(e.App, np)
-	if err != nil {
-		return err
-	}
-	e.Response.Header().Set("Location", petLocation(pet))
-	return writeJSON(e.Response, http.StatusCreated, pet)
 }
 
 // createPetOnce is createPet for a request with an Idempotency-Key: the
 // 201, or the 400 for the body, is remembered and replayed to retries.
-func createPetOnce(e *core.RequestEvent, idemKey string, body []byte) error {
+func createPetOnce(e *core.RequestEvent, writes *petWrites, idemKey string, body []byte) error {
 	var bodyErr *Error
 	answer, outcome, err := idempotency.Do(e.App, apiKeyID(e), idemKey, body, time.Now(),
 		func(tx core.App) (idempotency.Answer, error) {
@@ -190,7 +218,7 @@ func createPetOnce(e *core.RequestEvent, idemKey string, body []byte) error {
 				data, err := encodeJSON(derr)
 				return idempotency.Answer{Status: derr.Status, Body: data}, err
 			}
-			pet, err := createPet(tx, np)
+			pet, err := writes.create(tx, np)
 			if err != nil {
 				return idempotency.Answer{}, err
 			}
@@ -212,21 +240,6 @@ func createPetOnce(e *core.RequestEvent, idemKey string, body []byte) error {
 		e.Response.Header().Set("Location", answer.Location)
 	}
 	return writeJSONBytes(e.Response, answer.Status, answer.Body)
-}
-
-func createPet(app core.App, np NewPet) (Pet, error) {
-	collection, err := app.FindCachedCollectionByNameOrId(petsCollection)
-	if err != nil {
-		return Pet{}, err
-	}
-	r := core.NewRecord(collection)
-	r.Set("name", np.Name)
-	r.Set("categoryId", np.CategoryID)
-	r.Set("status", np.Status) // empty: the pets record hook makes it "available"
-	if err := app.Save(r); err != nil {
-		return Pet{}, err
-	}
-	return petFromRecord(r), nil
 }
 
 func petLocation(p Pet) string { return "/v1/pets/" + strconv.FormatInt(p.ID, 10) }

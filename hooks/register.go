@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/pocketbase/dbx"
@@ -16,6 +15,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/apikeys"
+	"petstore/dataversion"
 	"petstore/idempotency"
 	"petstore/limits"
 	"petstore/openapi"
@@ -67,6 +67,11 @@ func Register(app core.App, opts *Options) *Service {
 				s.err = err
 				return err
 			}
+			petWrites, err := preparePetWrites(app)
+			if err != nil {
+				s.err = err
+				return err
+			}
 			history, err := usage.Start(app, 0)
 			if err != nil {
 				s.err = err
@@ -85,7 +90,7 @@ func Register(app core.App, opts *Options) *Service {
 			if now == nil {
 				now = time.Now
 			}
-			addRoutes(se.Router.Group("/v1"), limiter, keys, pets, reqlog, history, now)
+			addRoutes(se.Router.Group("/v1"), limiter, keys, pets, petWrites, reqlog, history, now)
 			staff.AddRoutes(se.Router, history)
 			// The reference page's copy of the contract, outside /v1 and so not
 			// counted: the page renders for visitors whose address is over its
@@ -128,12 +133,32 @@ func prepareReads(app core.App) (*apikeys.Finder, *petReads, error) {
 	// connections idle for a minute close, giving their memory back.
 	db.DB().SetMaxIdleConns(readPoolIdleConns)
 	db.DB().SetConnMaxIdleTime(time.Minute)
-	keys, err := apikeys.NewFinder(db.DB())
+	version, err := dataversion.NewWatch(db.DB())
 	if err != nil {
 		return nil, nil, err
 	}
-	pets, err := preparePetReads(db.DB())
+	bindDataVersionHooks(app, version)
+	keys, err := apikeys.NewFinder(db.DB(), version)
+	if err != nil {
+		return nil, nil, err
+	}
+	pets, err := preparePetReads(db.DB(), version)
 	return keys, pets, err
+}
+
+// bindDataVersionHooks gives the watch's connection back to the read pool
+// when the app stops, with the other stops, before the databases close.
+func bindDataVersionHooks(app core.App, w *dataversion.Watch) {
+	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
+		Id:       "petstoreDataVersionClose",
+		Priority: -9000,
+		Func: func(e *core.TerminateEvent) error {
+			if err := w.Close(); err != nil {
+				e.App.Logger().Error("Could not close the data version watch", "error", err)
+			}
+			return e.Next()
+		},
+	})
 }
 
 func staticSite(public fs.FS) func(*core.RequestEvent) error {
@@ -147,17 +172,15 @@ func staticSite(public fs.FS) func(*core.RequestEvent) error {
 	}
 }
 
-// bindPetRecordHooks applies the pets rules that hold however a pet is
-// saved: through /v1 or in the dashboard.
+// bindPetRecordHooks applies the pets rules (pets_write.go) to pets saved
+// as records: in the dashboard or through PocketBase's records API.
 func bindPetRecordHooks(app core.App) {
 	normalize := func(e *core.RecordEvent) error {
-		e.Record.Set("name", strings.TrimSpace(e.Record.GetString("name")))
+		e.Record.Set("name", petName(e.Record.GetString("name")))
 		return e.Next()
 	}
 	app.OnRecordCreate(petsCollection).BindFunc(func(e *core.RecordEvent) error {
-		if e.Record.GetString("status") == "" {
-			e.Record.Set("status", "available") // the documented default
-		}
+		e.Record.Set("status", newPetStatus(e.Record.GetString("status")))
 		return normalize(e)
 	})
 	app.OnRecordUpdate(petsCollection).BindFunc(normalize)

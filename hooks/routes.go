@@ -38,14 +38,14 @@ const maxBodyBytes = 64 << 10
 // PocketBase's auth-token loader is unbound: it would try API keys as
 // PocketBase tokens. now is the service's clock (Options.Now).
 func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limiter, keys *apikeys.Finder,
-	pets *petReads, reqlog *requestlog.Logger, history *usage.Recorder, now func() time.Time) {
+	pets *petReads, petWrites *petWrites, reqlog *requestlog.Logger, history *usage.Recorder, now func() time.Time) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(reqlog.Middleware(), errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
 		exposeHeaders(), preflightHeaders(limiter), countUncounted(limiter), identifyKey(keys), rateLimit(limiter, history),
 		apis.BodyLimit(maxBodyBytes))
 
 	v1.GET("/pets", handleListPets(pets)).Bind(requireKey())
-	v1.POST("/pets", handleCreatePet).Bind(requireKey())
+	v1.POST("/pets", handleCreatePet(petWrites)).Bind(requireKey())
 	v1.GET("/pets/{petId}", handleGetPet(pets)).Bind(requireKey(),
 		deprecated(getPetDeprecatedAt, getPetSunset, getPetSuccessor),
 		removedAfter(getPetSunset, now, getPetReplacement))

@@ -2,7 +2,6 @@ package idempotency_test
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pocketbase/dbx"
-	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/apikeys"
 	"petstore/hooks"
@@ -154,17 +152,15 @@ func TestRetryableAnswersAreNotRemembered(t *testing.T) {
 	if r := create(t, s, "", "k", body); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("401 expected, got %d", r.StatusCode)
 	}
-	// 500: the pet cannot be saved, once; nothing of it is kept.
-	fail := true
-	s.App.OnRecordCreate("pets").BindFunc(func(e *core.RecordEvent) error {
-		if fail {
-			fail = false
-			return errors.New("injected failure")
-		}
-		return e.Next()
-	})
+	// 500: the pet cannot be saved (SQLite refuses the row), once; nothing of it is kept.
+	if _, err := s.App.DB().NewQuery("CREATE TRIGGER refuse_pets BEFORE INSERT ON pets BEGIN SELECT RAISE(ABORT, 'injected failure'); END").Execute(); err != nil {
+		t.Fatal(err)
+	}
 	if r := create(t, s, key, "k", body); r.Error(t, http.StatusInternalServerError).Code != hooks.CodeInternalError {
 		t.Fatalf("500 expected, got %d", r.StatusCode)
+	}
+	if _, err := s.App.DB().NewQuery("DROP TRIGGER refuse_pets").Execute(); err != nil {
+		t.Fatal(err)
 	}
 	if n := rememberedAnswers(t, s); n != 0 {
 		t.Fatalf("%d answers remembered after refusals, want 0", n)

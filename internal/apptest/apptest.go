@@ -15,6 +15,7 @@ import (
 
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/apikeys"
 	"petstore/hooks"
@@ -42,6 +43,10 @@ type Config struct {
 	Server     hooks.ServerConfig
 	Now        func() time.Time // the service's clock (hooks.Options.Now); time.Now when nil
 	RequestLog requestlog.Mode
+	// Middleware is bound on the whole router: with a priority above
+	// BodyLimit's (-990), it runs inside the /v1 chain, just before the
+	// handler (tests inject panics there).
+	Middleware *hook.Handler[*core.RequestEvent]
 }
 
 // Start serves a new app on dir (a fresh temporary one when empty) with the
@@ -75,6 +80,9 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	app.OnServe().BindFunc(func(se *core.ServeEvent) error {
 		se.Listener = ln
 		se.InstallerFunc = nil // no superuser-installer link in tests
+		if cfg.Middleware != nil {
+			se.Router.Bind(cfg.Middleware)
+		}
 		return se.Next()
 	})
 

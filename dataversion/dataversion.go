@@ -1,0 +1,110 @@
+// Package dataversion keeps answers read from an SQLite database for as
+// long as the database has not changed, and not a moment longer.
+//
+// SQLite's PRAGMA data_version is a number that changes whenever another
+// connection, in this process or in any other one, commits a change to the
+// database file. The value is per connection, so a Watch reads it on one
+// connection of its own, which never writes: every commit anywhere is
+// "another connection's". A Cache drops all its entries as soon as the
+// version it reads differs from the one they were read at, so a revocation,
+// a plan edit or a new pet, made by the dashboard, the CLI (another process)
+// or another instance on the same data directory, is seen by the very next
+// request that asks.
+package dataversion
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+)
+
+// Watch reads the data version of one database.
+type Watch struct {
+	mu   sync.Mutex
+	conn *sql.Conn
+	stmt *sql.Stmt
+}
+
+// NewWatch takes one connection out of db for good (Close gives it back).
+func NewWatch(db *sql.DB) (*Watch, error) {
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dataversion: %w", err)
+	}
+	stmt, err := conn.PrepareContext(ctx, "PRAGMA data_version")
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("dataversion: %w", err)
+	}
+	return &Watch{conn: conn, stmt: stmt}, nil
+}
+
+// Version is the database's data version now. Each call starts and ends a
+// read transaction on the Watch's connection, which is what makes SQLite
+// look at the database (its WAL index) again.
+func (w *Watch) Version() (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var v int64
+	err := w.stmt.QueryRow().Scan(&v)
+	return v, err
+}
+
+// Close gives the connection back to its pool.
+func (w *Watch) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stmt.Close()
+	return w.conn.Close()
+}
+
+// Cache holds up to a bounded number of values read from the watched
+// database, all at one data version.
+type Cache[V any] struct {
+	watch *Watch
+	max   int
+
+	mu      sync.Mutex
+	version int64
+	entries map[string]V
+}
+
+// NewCache is a cache of at most max entries validated by w.
+func NewCache[V any](w *Watch, max int) *Cache[V] {
+	return &Cache[V]{watch: w, max: max, entries: make(map[string]V)}
+}
+
+// Get returns the value of key if it was read at the database's current
+// version, and that version: a value read from the database after Get
+// returns may be put in the cache with it.
+func (c *Cache[V]) Get(key string) (value V, version int64, ok bool, err error) {
+	version, err = c.watch.Version()
+	if err != nil {
+		return value, 0, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case version > c.version: // the Watch's versions only grow
+		clear(c.entries)
+		c.version = version
+	case version < c.version: // a newer Get came first: nothing here is of this version
+		return value, version, false, nil
+	}
+	value, ok = c.entries[key]
+	return value, version, ok, nil
+}
+
+// Put stores value, read from the database after a Get returned version.
+// If the database has changed since, value may already be stale; it is not
+// kept. Values read after the version may be newer than it, never older, so
+// a later change still drops them. A full cache keeps what it has.
+func (c *Cache[V]) Put(version int64, key string, value V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if version == c.version && len(c.entries) < c.max {
+		c.entries[key] = value
+	}
+}
