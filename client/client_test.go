@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"sync/atomic"
@@ -175,15 +175,10 @@ func TestRetryAfterAndDeadline(t *testing.T) {
 		}
 		forward.ServeHTTP(w, r)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: proxy}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
 
-	c := newClient(t, s, "http://"+ln.Addr().String()+"/v1", key, client.Options{HTTPClient: &http.Client{}})
+	c := newClient(t, s, srv.URL+"/v1", key, client.Options{HTTPClient: &http.Client{}})
 	if _, err := c.CreatePet(context.Background(), client.NewPet{Name: "Rex", CategoryId: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +195,7 @@ func TestRetryAfterAndDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	began := time.Now()
-	_, err = direct.CreatePet(ctx, client.NewPet{Name: "Ada", CategoryId: 1})
+	_, err := direct.CreatePet(ctx, client.NewPet{Name: "Ada", CategoryId: 1})
 	var e *client.Error
 	if !errors.As(err, &e) || e.StatusCode != 429 || e.Code != client.ErrorCodeRateLimitExceeded || e.RetryAfter <= 5*time.Second {
 		t.Fatalf("over the limit: %v", err)

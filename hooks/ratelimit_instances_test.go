@@ -38,19 +38,9 @@ func instancesOn(t *testing.T, n int, url string) []*apptest.Server {
 // and returns the responses (checked here, after the senders are done).
 func concurrently(t *testing.T, servers []*apptest.Server, n int, key string) []*apptest.Response {
 	t.Helper()
-	responses := make([]*apptest.Response, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			responses[i] = servers[i%len(servers)].Do(t, http.MethodGet, "/v1/pets", key, nil)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	responses := sendAtOnce(n, func(i int) *apptest.Response {
+		return servers[i%len(servers)].Do(t, http.MethodGet, "/v1/pets", key, nil)
+	})
 	for _, r := range responses {
 		rateHeaders(t, r)
 	}

@@ -214,6 +214,17 @@ func TestBanReachedReportedAndLifted(t *testing.T) {
 // the test with t.Fatalf, which only the test's own goroutine may call.
 func countConcurrent(t *testing.T, n int, send func() *apptest.Response) map[int]int {
 	t.Helper()
+	statuses := map[int]int{}
+	for _, r := range sendAtOnce(n, func(int) *apptest.Response { return send() }) {
+		rateHeaders(t, r)
+		statuses[r.StatusCode]++
+	}
+	return statuses
+}
+
+// sendAtOnce makes n requests released together and returns their
+// responses, in the order of i.
+func sendAtOnce(n int, send func(i int) *apptest.Response) []*apptest.Response {
 	var wg sync.WaitGroup
 	responses := make([]*apptest.Response, n)
 	start := make(chan struct{})
@@ -222,17 +233,12 @@ func countConcurrent(t *testing.T, n int, send func() *apptest.Response) map[int
 		go func() {
 			defer wg.Done()
 			<-start
-			responses[i] = send()
+			responses[i] = send(i)
 		}()
 	}
 	close(start)
 	wg.Wait()
-	statuses := map[int]int{}
-	for _, r := range responses {
-		rateHeaders(t, r)
-		statuses[r.StatusCode]++
-	}
-	return statuses
+	return responses
 }
 
 func TestExactUnderConcurrency(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strconv"
 	"sync"
@@ -134,16 +134,11 @@ func TestLostCreateResponseIsRetriedOnce(t *testing.T) {
 		w.WriteHeader(resp.StatusCode)
 		w.Write(body)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: proxy}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
 
 	rec := newRecorder(t)
-	c := newClient(t, "http://"+ln.Addr().String()+"/v1", key, rec)
+	c := newClient(t, srv.URL+"/v1", key, rec)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pet, err := c.CreatePet(ctx, client.NewPet{Name: "Lost", CategoryId: 1})
