@@ -26,5 +26,6 @@ func init() {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/sqlite", serveSQLiteMemory)
 	go func() { log.Println(http.ListenAndServe(addr, mux)) }()
 }

@@ -115,7 +115,7 @@ func run(cfg config) error {
 	var tags []string
 	var pprofAddr string
 	if cfg.profile != "" {
-		tags = append(tags, "pprof")
+		tags = append(tags, "pprof", "memory.counters")
 		if pprofAddr, err = freeLoopbackAddr(); err != nil {
 			return err
 		}
