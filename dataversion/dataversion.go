@@ -17,13 +17,19 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Watch reads the data version of one database.
 type Watch struct {
-	mu   sync.Mutex
 	conn *sql.Conn
 	stmt *sql.Stmt
+
+	begun atomic.Uint64 // reads begun so far
+
+	mu       sync.Mutex // one read at a time: the connection is one
+	last     int64      // the value of the latest read
+	lastRead uint64     // its number (from begun); 0 when it failed
 }
 
 // NewWatch takes one connection out of db for good (Close gives it back).
@@ -41,15 +47,26 @@ func NewWatch(db *sql.DB) (*Watch, error) {
 	return &Watch{conn: conn, stmt: stmt}, nil
 }
 
-// Version is the database's data version now. Each call starts and ends a
-// read transaction on the Watch's connection, which is what makes SQLite
-// look at the database (its WAL index) again.
+// Version is the database's data version now: the value of a read that
+// began after Version was called, so it counts every commit that had ended
+// by then. Each read starts and ends a read transaction on the Watch's
+// connection, which is what makes SQLite look at the database (its WAL
+// index) again. Concurrent callers share a read: while one read runs, the
+// callers that arrive wait for the next one, and that one serves them all,
+// having begun after each of them arrived.
 func (w *Watch) Version() (int64, error) {
+	arrived := w.begun.Load()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var v int64
-	err := w.stmt.QueryRow().Scan(&v)
-	return v, err
+	if w.lastRead > arrived {
+		return w.last, nil
+	}
+	w.lastRead = w.begun.Add(1)
+	if err := w.stmt.QueryRow().Scan(&w.last); err != nil {
+		w.lastRead = 0
+		return 0, err
+	}
+	return w.last, nil
 }
 
 // Close gives the connection back to its pool.
