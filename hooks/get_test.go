@@ -1,8 +1,10 @@
 package hooks_test
 
 import (
+	"database/sql"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,5 +91,47 @@ func TestGetPetDeprecationHeaders(t *testing.T) {
 	r := s.Do(t, http.MethodGet, "/v1/pets", key, nil)
 	if r.Header.Get("Deprecation") != "" || r.Header.Get("Sunset") != "" {
 		t.Errorf("listPets carries deprecation headers: %v", r.Header)
+	}
+}
+
+// getPet keeps answers while the database is unchanged; a change made
+// elsewhere (here another pool, as the dashboard, the CLI or another
+// instance would) is in the next answer.
+func TestGetPetSeesChangesFromElsewhere(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	rex := createPet(t, s, key, map[string]any{"name": "Rex", "categoryId": 1})
+	path := fmt.Sprint("/v1/pets/", rex.ID)
+	get := func() (int, hooks.Pet) {
+		t.Helper()
+		r := s.Do(t, http.MethodGet, path, key, nil)
+		var pet hooks.Pet
+		if r.StatusCode == http.StatusOK {
+			r.JSON(t, &pet)
+		}
+		return r.StatusCode, pet
+	}
+	get()
+	if status, pet := get(); status != http.StatusOK || pet != rex { // served from the kept answer
+		t.Fatalf("get: %d %+v, want 200 %+v", status, pet, rex)
+	}
+
+	other, err := sql.Open("sqlite", filepath.Join(s.Dir, "data.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec("UPDATE pets SET name = 'Tom', status = 'sold' WHERE id = ?", strconv.FormatInt(rex.ID, 10)); err != nil {
+		t.Fatal(err)
+	}
+	want := hooks.Pet{ID: rex.ID, Name: "Tom", CategoryID: rex.CategoryID, Status: "sold"}
+	if status, pet := get(); status != http.StatusOK || pet != want {
+		t.Fatalf("after an update elsewhere: %d %+v, want 200 %+v", status, pet, want)
+	}
+	if _, err := other.Exec("DELETE FROM pets WHERE id = ?", strconv.FormatInt(rex.ID, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := get(); status != http.StatusNotFound {
+		t.Fatalf("after a delete elsewhere: %d, want 404", status)
 	}
 }

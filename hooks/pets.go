@@ -35,11 +35,13 @@ type Pet struct {
 // the driver a goroutine per query.
 type petReads struct {
 	list, listByStatus, get *sql.Stmt
-	// pages are listPets' answers, kept while the database does not change
-	// (package dataversion): any commit, by any connection of any process,
-	// drops them all before the next request reads one, so a page is never
-	// older than the request that gets it.
+	// pages are listPets' answers and pets getPet's (bodies by id), kept
+	// while the database does not change (package dataversion): any commit,
+	// by any connection of any process, drops them all before the next
+	// request reads one, so an answer is never older than the request that
+	// gets it.
 	pages *dataversion.Cache[listPage]
+	pets  *dataversion.Cache[[]byte]
 }
 
 // listPage is a listPets answer: its body and Link header.
@@ -49,7 +51,11 @@ type listPage struct {
 }
 
 // maxCachedPages bounds the pages kept: at most about 7 KB each (100 pets).
-const maxCachedPages = 1024
+// maxCachedPets bounds getPet's answers kept: about 100 bytes each.
+const (
+	maxCachedPages = 1024
+	maxCachedPets  = 16384
+)
 
 // The id column is text of 15 digits: text order is numeric order, and the
 // primary key (or idx_pets_status_id with a status) serves the page in order.
@@ -67,7 +73,10 @@ const (
 // preparePetReads prepares the reads on db, the app's read pool
 // (app.ConcurrentDB()). The statements live as long as db.
 func preparePetReads(db *sql.DB, version *dataversion.Watch) (*petReads, error) {
-	r := petReads{pages: dataversion.NewCache[listPage](version, maxCachedPages)}
+	r := petReads{
+		pages: dataversion.NewCache[listPage](version, maxCachedPages),
+		pets:  dataversion.NewCache[[]byte](version, maxCachedPets),
+	}
 	for _, q := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -254,13 +263,32 @@ func handleGetPet(reads *petReads) func(*core.RequestEvent) error {
 		if perr != nil {
 			return perr
 		}
-		pet, _, err := scanPet(reads.get.QueryRow(sql.Named("id", id)))
+		body, err := petBody(reads, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return newError(http.StatusNotFound, CodeNotFound, "No pet with id %s.", id)
 		}
 		if err != nil {
 			return err
 		}
-		return writeJSON(e.Response, http.StatusOK, pet)
+		return writeJSONBytes(e.Response, http.StatusOK, body)
 	}
+}
+
+// petBody is getPet's answer for the pet with id: kept, or read and kept.
+// An absent pet is sql.ErrNoRows, and not kept: a key guessing ids would
+// fill the cache with them.
+func petBody(reads *petReads, id string) ([]byte, error) {
+	body, version, ok, err := reads.pets.Get(id)
+	if ok || err != nil {
+		return body, err
+	}
+	pet, _, err := scanPet(reads.get.QueryRow(sql.Named("id", id)))
+	if err != nil {
+		return nil, err
+	}
+	if body, err = encodeJSON(pet); err != nil {
+		return nil, err
+	}
+	reads.pets.Put(version, id, body)
+	return body, nil
 }
