@@ -193,32 +193,31 @@ type foundKey struct {
 const maxKeptKeys = 10_000
 
 // NewFinder prepares the lookup on db, the app's read pool
-// (app.ConcurrentDB()), validated by version, a Watch on the same database.
-// The statement lives as long as db.
-func NewFinder(db *sql.DB, version *dataversion.Watch) (*Finder, error) {
+// (app.ConcurrentDB()). The statement lives as long as db.
+func NewFinder(db *sql.DB) (*Finder, error) {
 	stmt, err := db.Prepare(findKeySQL)
 	if err != nil {
 		return nil, fmt.Errorf("prepare the API key lookup: %w", err)
 	}
-	return &Finder{stmt: stmt, kept: dataversion.NewCache[foundKey](version, maxKeptKeys)}, nil
+	return &Finder{stmt: stmt, kept: dataversion.NewCache[foundKey](maxKeptKeys)}, nil
 }
 
-// Find returns a usable key: known, not revoked, not expired. The read takes
-// no context: a one-row indexed read is not worth interrupting, and a
-// cancellable context costs database/sql and the driver a goroutine each.
-func (f *Finder) Find(key string) (*Key, error) {
+// Find returns a usable key: known, not revoked, not expired, as of version,
+// the data version the request read when it began (a dataversion.Watch on
+// db's database). The read takes no context: a one-row indexed read is not
+// worth interrupting, and a cancellable context costs database/sql and the
+// driver a goroutine each.
+func (f *Finder) Find(version int64, key string) (*Key, error) {
 	if !wellFormed(key) {
 		return nil, ErrInvalid
 	}
 	// The lookup is by hash, so timing cannot reveal how much of a key matched.
 	hash := Hash(key)
 	now := time.Now()
-	found, version, ok, err := f.kept.Get(hash)
-	if err != nil {
-		return nil, err
-	}
+	found, ok := f.kept.Get(version, hash)
 	// A rolled key's previous secret works until its grace period ends.
 	if !ok || (found.byPrevious && !found.previousUntil.After(now)) {
+		var err error
 		if found, err = f.read(hash, now); err != nil {
 			return nil, err
 		}

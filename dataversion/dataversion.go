@@ -5,11 +5,13 @@
 // connection, in this process or in any other one, commits a change to the
 // database file. The value is per connection, so a Watch reads it on one
 // connection of its own, which never writes: every commit anywhere is
-// "another connection's". A Cache drops all its entries as soon as the
-// version it reads differs from the one they were read at, so a revocation,
-// a plan edit or a new pet, made by the dashboard, the CLI (another process)
-// or another instance on the same data directory, is seen by the very next
-// request that asks.
+// "another connection's". A request reads the version once, when it begins,
+// and consults every Cache at that version; a Cache drops all its entries as
+// soon as it is asked at a version other than the one they were read at. So
+// a revocation, a plan edit or a new pet, made by the dashboard, the CLI
+// (another process) or another instance on the same data directory, is seen
+// by the very next request that asks, and one request sees its key and its
+// pets at one version.
 package dataversion
 
 import (
@@ -80,27 +82,22 @@ func (w *Watch) Close() error {
 // Cache holds up to a bounded number of values read from the watched
 // database, all at one data version.
 type Cache[V any] struct {
-	watch *Watch
-	max   int
+	max int
 
 	mu      sync.Mutex
 	version int64
 	entries map[string]V
 }
 
-// NewCache is a cache of at most max entries validated by w.
-func NewCache[V any](w *Watch, max int) *Cache[V] {
-	return &Cache[V]{watch: w, max: max, entries: make(map[string]V)}
+// NewCache is a cache of at most max entries.
+func NewCache[V any](max int) *Cache[V] {
+	return &Cache[V]{max: max, entries: make(map[string]V)}
 }
 
-// Get returns the value of key if it was read at the database's current
-// version, and that version: a value read from the database after Get
-// returns may be put in the cache with it.
-func (c *Cache[V]) Get(key string) (value V, version int64, ok bool, err error) {
-	version, err = c.watch.Version()
-	if err != nil {
-		return value, 0, false, err
-	}
+// Get returns the value of key if it was read at version, a Watch's
+// Version. A value read from the database after that Version returned may
+// be put in the cache with it.
+func (c *Cache[V]) Get(version int64, key string) (value V, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -108,13 +105,13 @@ func (c *Cache[V]) Get(key string) (value V, version int64, ok bool, err error) 
 		clear(c.entries)
 		c.version = version
 	case version < c.version: // a newer Get came first: nothing here is of this version
-		return value, version, false, nil
+		return value, false
 	}
 	value, ok = c.entries[key]
-	return value, version, ok, nil
+	return value, ok
 }
 
-// Put stores value, read from the database after a Get returned version.
+// Put stores value, read from the database after Version returned version.
 // If the database has changed since, value may already be stale; it is not
 // kept. Values read after the version may be newer than it, never older, so
 // a later change still drops them. A full cache keeps what it has.

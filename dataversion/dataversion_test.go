@@ -42,19 +42,21 @@ func TestCacheDropsValuesOnAnyCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	c := dataversion.NewCache[string](w, 2)
+	c := dataversion.NewCache[string](2)
 	commit := func(pool *sql.DB) {
 		t.Helper()
 		if _, err := pool.Exec("INSERT INTO t VALUES (1)"); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// As a request does: the version when it begins, then the cache at it.
 	get := func(key string) (string, int64, bool) {
 		t.Helper()
-		v, version, ok, err := c.Get(key)
+		version, err := w.Version()
 		if err != nil {
 			t.Fatal(err)
 		}
+		v, ok := c.Get(version, key)
 		return v, version, ok
 	}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/routine"
 
 	"petstore/apikeys"
+	"petstore/dataversion"
 )
 
 const (
@@ -36,14 +37,18 @@ var (
 // identifyKey resolves the request's bearer API key, if any, without refusing
 // anything yet: the rate limit needs to know the caller for every /v1
 // response, and requireKey decides which routes need one.
-func identifyKey(keys *apikeys.Finder) *hook.Handler[*core.RequestEvent] {
+func identifyKey(keys *apikeys.Finder, version *dataversion.Watch) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       identifyKeyMiddlewareId,
 		Priority: identifyKeyMiddlewarePriority,
 		Func: func(e *core.RequestEvent) error {
 			key, authErr := bearerToken(e.Request.Header)
 			if authErr == nil {
-				k, err := keys.Find(key)
+				v, err := dataVersion(e, version)
+				if err != nil {
+					return err
+				}
+				k, err := keys.Find(v, key)
 				switch {
 				case errors.Is(err, apikeys.ErrInvalid):
 					authErr = errKeyInvalid

@@ -42,6 +42,8 @@ type petReads struct {
 	// gets it.
 	pages *dataversion.Cache[listPage]
 	pets  *dataversion.Cache[[]byte]
+	// version is the Watch the caches are read at (see dataVersion).
+	version *dataversion.Watch
 }
 
 // listPage is a listPets answer: its body and Link header.
@@ -74,8 +76,9 @@ const (
 // (app.ConcurrentDB()). The statements live as long as db.
 func preparePetReads(db *sql.DB, version *dataversion.Watch) (*petReads, error) {
 	r := petReads{
-		pages: dataversion.NewCache[listPage](version, maxCachedPages),
-		pets:  dataversion.NewCache[[]byte](version, maxCachedPets),
+		pages:   dataversion.NewCache[listPage](maxCachedPages),
+		pets:    dataversion.NewCache[[]byte](maxCachedPets),
+		version: version,
 	}
 	for _, q := range []struct {
 		stmt **sql.Stmt
@@ -130,7 +133,11 @@ func handleListPets(reads *petReads) func(*core.RequestEvent) error {
 		if qerr != nil {
 			return qerr
 		}
-		page, err := listPetsPage(reads, q)
+		version, err := dataVersion(e, reads.version)
+		if err != nil {
+			return err
+		}
+		page, err := listPetsPage(reads, version, q)
 		if err != nil {
 			return err
 		}
@@ -142,14 +149,15 @@ func handleListPets(reads *petReads) func(*core.RequestEvent) error {
 }
 
 // listPetsPage is the page q asks for: kept, or read and kept.
-func listPetsPage(reads *petReads, q listQuery) (listPage, error) {
+func listPetsPage(reads *petReads, version int64, q listQuery) (listPage, error) {
 	pageKey := q.status + "\x00" + q.after + "\x00" + strconv.Itoa(q.limit)
-	page, version, ok, err := reads.pages.Get(pageKey)
-	if ok || err != nil {
-		return page, err
+	page, ok := reads.pages.Get(version, pageKey)
+	if ok {
+		return page, nil
 	}
 	after := sql.Named("after", q.after)
 	var rows *sql.Rows
+	var err error
 
 	if q.status == "" {
 		rows, err = reads.list.Query(after)
@@ -263,7 +271,11 @@ func handleGetPet(reads *petReads) func(*core.RequestEvent) error {
 		if perr != nil {
 			return perr
 		}
-		body, err := petBody(reads, id)
+		version, err := dataVersion(e, reads.version)
+		if err != nil {
+			return err
+		}
+		body, err := petBody(reads, version, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return newError(http.StatusNotFound, CodeNotFound, "No pet with id %s.", id)
 		}
@@ -277,16 +289,16 @@ func handleGetPet(reads *petReads) func(*core.RequestEvent) error {
 // petBody is getPet's answer for the pet with id: kept, or read and kept.
 // An absent pet is sql.ErrNoRows, and not kept: a key guessing ids would
 // fill the cache with them.
-func petBody(reads *petReads, id string) ([]byte, error) {
-	body, version, ok, err := reads.pets.Get(id)
-	if ok || err != nil {
-		return body, err
+func petBody(reads *petReads, version int64, id string) ([]byte, error) {
+	if body, ok := reads.pets.Get(version, id); ok {
+		return body, nil
 	}
 	pet, _, err := scanPet(reads.get.QueryRow(sql.Named("id", id)))
 	if err != nil {
 		return nil, err
 	}
-	if body, err = encodeJSON(pet); err != nil {
+	body, err := encodeJSON(pet)
+	if err != nil {
 		return nil, err
 	}
 	reads.pets.Put(version, id, body)

@@ -138,7 +138,7 @@ func prepareReads(app core.App) (*apikeys.Finder, *petReads, error) {
 		return nil, nil, err
 	}
 	bindDataVersionHooks(app, version)
-	keys, err := apikeys.NewFinder(db.DB(), version)
+	keys, err := apikeys.NewFinder(db.DB())
 	if err != nil {
 		return nil, nil, err
 	}

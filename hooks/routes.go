@@ -41,7 +41,7 @@ func addRoutes(v1 *router.RouterGroup[*core.RequestEvent], limiter *limits.Limit
 	pets *petReads, petWrites *petWrites, reqlog *requestlog.Logger, history *usage.Recorder, now func() time.Time) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(reqlog.Middleware(), errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), preflightHeaders(limiter), countUncounted(limiter), identifyKey(keys), rateLimit(limiter, history),
+		exposeHeaders(), preflightHeaders(limiter), countUncounted(limiter), identifyKey(keys, pets.version), rateLimit(limiter, history),
 		apis.BodyLimit(maxBodyBytes))
 
 	v1.GET("/pets", handleListPets(pets)).Bind(requireKey())
