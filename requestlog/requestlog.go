@@ -134,27 +134,29 @@ func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] {
 			started := time.Now()
 			err := e.Next()
 			if err != nil || l.mode == All {
-				l.log(e, err, started)
+				if en, ok := requestEntry(e, err, started); ok {
+					l.enqueue(en)
+				}
 			}
 			return err
 		},
 	}
 }
 
-// log queues the entry PocketBase's activity logger would write (apis.logRequest):
-// the same message, level and data, so the dashboard shows and filters
-// them alike.
-func (l *Logger) log(e *core.RequestEvent, err error, started time.Time) {
+// requestEntry is the entry PocketBase's activity logger would write
+// (apis.logRequest): the same message, level and data, so the dashboard shows
+// and filters them alike. It is false when the settings log nothing.
+func requestEntry(e *core.RequestEvent, err error, started time.Time) (entry, bool) {
 	settings := e.App.Settings()
 	if settings.Logs.MaxDays == 0 { // no retention: PocketBase logs nothing either
-		return
+		return entry{}, false
 	}
 	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelError
 	}
 	if level < slog.Level(settings.Logs.MinLevel) {
-		return
+		return entry{}, false
 	}
 
 	status := e.Status()
@@ -202,7 +204,7 @@ func (l *Logger) log(e *core.RequestEvent, err error, started time.Time) {
 	if unescaped, err := url.PathUnescape(uri); err == nil {
 		message = method + " " + unescaped
 	}
-	l.enqueue(entry{level: level, message: message, data: data, created: time.Now()})
+	return entry{level: level, message: message, data: data, created: time.Now()}, true
 }
 
 func (l *Logger) enqueue(en entry) {
