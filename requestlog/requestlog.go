@@ -66,8 +66,30 @@ const (
 type entry struct {
 	level   slog.Level
 	message string
-	data    map[string]any
+	data    any // encoded as JSON: a *requestData, or a map
 	created time.Time
+}
+
+// requestData is the data of a request's entry: the fields PocketBase
+// logs, in the order encoding/json writes a map's keys (PocketBase's rows),
+// each optional one present exactly when PocketBase's map has it, even if
+// empty or null. A struct, not a map: encoding/json sorts a map's keys and
+// encodes each value through an interface, about 6 µs per entry.
+type requestData struct {
+	Auth      string  `json:"auth"`
+	AuthID    *string `json:"authId,omitempty"`
+	Details   *any    `json:"details,omitempty"`
+	Error     *string `json:"error,omitempty"`
+	ExecTime  float64 `json:"execTime"`
+	Meta      any     `json:"meta,omitempty"`
+	Method    string  `json:"method"`
+	Referer   string  `json:"referer"`
+	RemoteIP  *string `json:"remoteIP,omitempty"`
+	Status    int     `json:"status"`
+	Type      string  `json:"type"`
+	URL       string  `json:"url"`
+	UserAgent string  `json:"userAgent"`
+	UserIP    *string `json:"userIP,omitempty"`
 }
 
 // Logger writes request log entries of a route group to _logs.
@@ -162,43 +184,41 @@ func requestEntry(e *core.RequestEvent, err error, started time.Time) (entry, bo
 	status := e.Status()
 	method := cut(strings.ToUpper(e.Request.Method), 50)
 	uri := cut(e.Request.URL.RequestURI(), 3000)
-	data := make(map[string]any, 12)
-	data["type"] = "request"
-	data["execTime"] = float64(time.Since(started)) / float64(time.Millisecond)
-	if meta := e.Get(apis.RequestEventKeyLogMeta); meta != nil {
-		data["meta"] = meta
+	data := &requestData{
+		Type:     "request",
+		ExecTime: float64(time.Since(started)) / float64(time.Millisecond),
+		Meta:     e.Get(apis.RequestEventKeyLogMeta),
 	}
 	if err != nil {
+		message := err.Error()
 		var apiErr *router.ApiError
-		switch {
-		case errors.As(err, &apiErr):
+		if errors.As(err, &apiErr) {
 			if status == 0 {
 				status = apiErr.Status
 			}
-			data["error"] = err.Error()
 			if plain, ok := err.(*router.ApiError); ok {
-				data["error"] = plain.Message
+				message = plain.Message
 			}
-			data["details"] = apiErr.RawData()
-		default:
-			data["error"] = err.Error()
+			details := apiErr.RawData()
+			data.Details = &details
 		}
+		data.Error = &message
 	}
-	data["url"] = uri
-	data["method"] = method
-	data["status"] = status
-	data["referer"] = cut(e.Request.Referer(), 2000)
-	data["userAgent"] = cut(e.Request.UserAgent(), 2000)
-	data["auth"] = ""
+	data.URL = uri
+	data.Method = method
+	data.Status = status
+	data.Referer = cut(e.Request.Referer(), 2000)
+	data.UserAgent = cut(e.Request.UserAgent(), 2000)
 	if e.Auth != nil {
-		data["auth"] = e.Auth.Collection().Name
+		data.Auth = e.Auth.Collection().Name
 		if settings.Logs.LogAuthId {
-			data["authId"] = e.Auth.Id
+			id := e.Auth.Id
+			data.AuthID = &id
 		}
 	}
 	if settings.Logs.LogIP {
-		data["userIP"] = e.RealIP()
-		data["remoteIP"] = e.RemoteIP()
+		userIP, remoteIP := e.RealIP(), e.RemoteIP()
+		data.UserIP, data.RemoteIP = &userIP, &remoteIP
 	}
 	message := method + " " + uri
 	if unescaped, err := url.PathUnescape(uri); err == nil {

@@ -60,17 +60,38 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
+// BenchmarkRequestEntry builds listPets' entry, as the middleware does for
+// every request.
+func BenchmarkRequestEntry(b *testing.B) {
+	app, err := tests.NewTestApp(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer app.Cleanup()
+	app.Settings().Logs = core.LogsConfig{MaxDays: 5, LogIP: true}
+	e := listPetsEvent(app)
+	started := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		requestEntry(e, nil, started)
+	}
+}
+
 // listPetsEntry is the entry the middleware queues for a successful listPets.
 func listPetsEntry(tb testing.TB, app core.App) entry {
-	req := httptest.NewRequest(http.MethodGet, "/v1/pets?limit=20", nil)
-	req.Header.Set("User-Agent", "wrk")
-	e := &core.RequestEvent{App: app, Event: router.Event{Request: req, Response: httptest.NewRecorder()}}
-	e.Response.WriteHeader(http.StatusOK)
-	en, ok := requestEntry(e, nil, time.Now().Add(-80*time.Microsecond))
+	en, ok := requestEntry(listPetsEvent(app), nil, time.Now().Add(-80*time.Microsecond))
 	if !ok {
 		tb.Fatal("the settings log nothing")
 	}
 	return en
+}
+
+func listPetsEvent(app core.App) *core.RequestEvent {
+	req := httptest.NewRequest(http.MethodGet, "/v1/pets?limit=20", nil)
+	req.Header.Set("User-Agent", "wrk")
+	e := &core.RequestEvent{App: app, Event: router.Event{Request: req, Response: httptest.NewRecorder()}}
+	e.Response.WriteHeader(http.StatusOK)
+	return e
 }
 
 func processCPU(tb testing.TB) time.Duration {
