@@ -55,6 +55,40 @@ func TestFullQueueDropsAndReports(t *testing.T) {
 	}
 }
 
+// A batch waits gatherFor for more entries, not longer: an entry is in the
+// log at once, to staff's eyes.
+func TestEntryIsWrittenPromptly(t *testing.T) {
+	app, err := tests.NewTestApp(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Cleanup()
+	l, err := Start(app, All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+
+	for _, message := range []string{"GET /first", "GET /second"} { // the second after an idle wait
+		logged := time.Now()
+		l.enqueue(entry{level: slog.LevelInfo, message: message, data: map[string]any{"type": "request"}, created: logged})
+		for {
+			var n int
+			if err := app.AuxDB().Select("count(*)").From(core.LogsTableName).
+				Where(dbx.HashExp{"message": message}).Row(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 1 {
+				break
+			}
+			if time.Since(logged) > time.Second {
+				t.Fatalf("%s not in the log after 1 s (gatherFor %v)", message, gatherFor)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
 // Entries logged after Stop are dropped, not written to a closing database.
 func TestStopDropsLaterEntries(t *testing.T) {
 	app, err := tests.NewTestApp(t.TempDir())
