@@ -34,6 +34,8 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 	"github.com/pocketbase/pocketbase/tools/router"
 	"github.com/pocketbase/pocketbase/tools/types"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Mode is what the log records.
@@ -100,14 +102,15 @@ type Logger struct {
 	app  core.App
 	mode Mode
 
-	queue   chan entry
-	dropped atomic.Int64
-	stopped atomic.Bool
-	stop    chan struct{}
-	done    chan struct{}
-	insert  *sql.Stmt
-	db      *sql.DB
-	once    sync.Once
+	queue     chan entry
+	dropped   atomic.Int64
+	stopped   atomic.Bool
+	stop      chan struct{}
+	done      chan struct{}
+	insertRow *sql.Stmt
+	ids       *logIDs // the writer's
+	db        *sql.DB
+	once      sync.Once
 }
 
 // Start prepares the writer on app's auxiliary database, where PocketBase
@@ -124,12 +127,12 @@ func Start(app core.App, mode Mode) (*Logger, error) {
 		return nil, fmt.Errorf("the app's log database is a %T, not a *dbx.DB", app.AuxNonconcurrentDB())
 	}
 	db := aux.DB()
-	insert, err := db.Prepare("INSERT INTO " + core.LogsTableName + " (id, level, message, data, created) VALUES (?, ?, ?, ?, ?)")
+	insertRow, err := db.Prepare("INSERT INTO " + core.LogsTableName + " (id, level, message, data, created) VALUES (?, ?, ?, ?, ?)")
 	if err != nil {
 		return nil, fmt.Errorf("prepare the request log: %w", err)
 	}
 	l := &Logger{
-		app: app, mode: mode, db: db, insert: insert,
+		app: app, mode: mode, db: db, insertRow: insertRow, ids: newLogIDs(),
 		queue: make(chan entry, QueueSize), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go l.run()
@@ -312,29 +315,38 @@ func (l *Logger) write(batch []entry) {
 	if len(batch) == 0 {
 		return
 	}
-	err := func() error {
-		tx, err := l.db.BeginTx(context.Background(), nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		stmt := tx.Stmt(l.insert)
-		for _, en := range batch {
-			data, err := json.Marshal(en.data)
-			if err != nil {
-				data, _ = json.Marshal(map[string]any{"type": "request", "marshalError": err.Error()})
-			}
-			created, _ := types.ParseDateTime(en.created)
-			if _, err := stmt.Exec(core.GenerateDefaultRandomId(), int(en.level), en.message, string(data), created.String()); err != nil {
-				return err
-			}
-		}
-		return tx.Commit()
-	}()
+	err := l.insert(batch)
+	var clash *sqlite.Error
+	if errors.As(err, &clash) && clash.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+		l.ids.newTag() // another writer's ids (see logIDs)
+		err = l.insert(batch)
+	}
 	if err != nil {
 		// PocketBase's own logger, which reaches the console as well.
 		l.app.Logger().Error("Could not write the request log", "entries", len(batch), "error", err)
 	}
+}
+
+// insert writes batch in one transaction.
+func (l *Logger) insert(batch []entry) error {
+	tx, err := l.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	stmt := tx.Stmt(l.insertRow)
+	now := time.Now()
+	for _, en := range batch {
+		data, err := json.Marshal(en.data)
+		if err != nil {
+			data, _ = json.Marshal(map[string]any{"type": "request", "marshalError": err.Error()})
+		}
+		created, _ := types.ParseDateTime(en.created)
+		if _, err := stmt.Exec(l.ids.next(now), int(en.level), en.message, string(data), created.String()); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 func cut(s string, max int) string {
