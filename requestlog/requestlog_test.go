@@ -1,6 +1,7 @@
 package requestlog
 
 import (
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -52,6 +53,83 @@ func TestFullQueueDropsAndReports(t *testing.T) {
 	}
 	if written+l.Dropped() != int64(sent) || reported != l.Dropped() {
 		t.Fatalf("sent %d: written %d, dropped %d, reported dropped %d", sent, written, l.Dropped(), reported)
+	}
+}
+
+// A batch waits gatherFor for more entries, not longer: an entry is in the
+// log at once, to staff's eyes.
+func TestEntryIsWrittenPromptly(t *testing.T) {
+	app, err := tests.NewTestApp(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Cleanup()
+	l, err := Start(app, All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+
+	for _, message := range []string{"GET /first", "GET /second"} { // the second after an idle wait
+		logged := time.Now()
+		l.enqueue(entry{level: slog.LevelInfo, message: message, data: map[string]any{"type": "request"}, created: logged})
+		for {
+			var n int
+			if err := app.AuxDB().Select("count(*)").From(core.LogsTableName).
+				Where(dbx.HashExp{"message": message}).Row(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 1 {
+				break
+			}
+			if time.Since(logged) > time.Second {
+				t.Fatalf("%s not in the log after 1 s (gatherFor %v)", message, gatherFor)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// A batch longer than one INSERT's rows is written whole, each row with its
+// own columns, and ids ascending in the order entries were queued.
+func TestBatchIsWrittenRowByRow(t *testing.T) {
+	app, err := tests.NewTestApp(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Cleanup()
+	l, err := Start(app, All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 22, 17, 0, 0, 0, time.UTC)
+	batch := make([]entry, 2*rowsPerInsert+3)
+	for i := range batch {
+		batch[i] = entry{level: slog.Level(i % 9), message: fmt.Sprintf("GET /batch/%d", i),
+			data: map[string]any{"i": i}, created: start.Add(time.Duration(i) * time.Millisecond)}
+	}
+	l.write(batch)
+	l.Stop()
+
+	var rows []struct {
+		ID      string `db:"id"`
+		Level   int    `db:"level"`
+		Message string `db:"message"`
+		Data    string `db:"data"`
+		Created string `db:"created"`
+	}
+	if err := app.AuxDB().Select("id", "level", "message", "data", "created").From(core.LogsTableName).
+		Where(dbx.Like("message", "GET /batch/")).OrderBy("id").All(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(batch) {
+		t.Fatalf("%d rows of %d", len(rows), len(batch))
+	}
+	for i, r := range rows {
+		want := fmt.Sprintf("%d GET /batch/%d {\"i\":%d} %s", i%9, i, i, start.Add(time.Duration(i)*time.Millisecond).Format("2006-01-02 15:04:05.000Z"))
+		if got := fmt.Sprintf("%d %s %s %s", r.Level, r.Message, r.Data, r.Created); got != want {
+			t.Errorf("row %d (id %s): %s, want %s", i, r.ID, got, want)
+		}
 	}
 }
 
