@@ -129,64 +129,64 @@ func TestRequestLogErrorsOnly(t *testing.T) {
 }
 
 // A /v1 entry's data, field by field, as Settings → Logs asks: the client's
-// IPs only when they are to be logged; no auth record (/v1 does not load
-// PocketBase's auth tokens: a bearer token there is an API key).
+// IPs only when they are to be logged; no auth record, even when auth ids are
+// to be logged (/v1 does not load PocketBase's auth tokens: a bearer token
+// there is an API key).
 func TestRequestLogEntryData(t *testing.T) {
-	s := apptest.Start(t, "")
-	key := s.NewKey(t, apikeys.NewKey{Plan: "free"})
-	token := s.SuperuserToken(t, "staff@example.com", "1234567890")
-	s.App.Settings().TrustedProxy.Headers = []string{"X-Forwarded-For"}
-	send := func(path, credential string) {
-		t.Helper()
-		s.Do(t, http.MethodGet, path, credential, nil, "User-Agent", "petstore-test/1",
-			"Referer", "https://shop.example/list?a=1&b=<2>", "X-Forwarded-For", "203.0.113.9")
-	}
+	for _, logIPs := range []bool{true, false} {
+		s := apptest.Start(t, "")
+		// Set before any request: PocketBase reads its settings without a lock.
+		s.App.Settings().Logs.LogIP = logIPs
+		s.App.Settings().Logs.LogAuthId = true
+		s.App.Settings().TrustedProxy.Headers = []string{"X-Forwarded-For"}
+		key := s.NewKey(t, apikeys.NewKey{Plan: "free"})
+		token := s.SuperuserToken(t, "staff@example.com", "1234567890")
+		send := func(path, credential string) {
+			t.Helper()
+			s.Do(t, http.MethodGet, path, credential, nil, "User-Agent", "petstore-test/1",
+				"Referer", "https://shop.example/list?a=1&b=<2>", "X-Forwarded-For", "203.0.113.9")
+		}
+		send("/v1/pets/123456789012345", key)
+		send("/v1/pets?limit=1", token)
+		send("/v1/pets?limit=2", key)
 
-	s.App.Settings().Logs.LogIP = true
-	s.App.Settings().Logs.LogAuthId = true
-	send("/v1/pets/123456789012345", key)
-	send("/v1/pets?limit=1", token)
-	s.App.Settings().Logs.LogIP = false
-	s.App.Settings().Logs.LogAuthId = false
-	send("/v1/pets?limit=2", key)
+		common := map[string]any{"type": "request", "method": "GET", "auth": "",
+			"referer": "https://shop.example/list?a=1&b=<2>", "userAgent": "petstore-test/1"}
+		if logIPs {
+			common["userIP"], common["remoteIP"] = "203.0.113.9", "127.0.0.1"
+		}
+		want := map[string]map[string]any{
+			"/v1/pets/123456789012345": {"status": 404.0, "error": "not_found: No pet with id 123456789012345."},
+			"/v1/pets?limit=1":         {"status": 401.0, "error": "unauthorized: The API key is invalid, revoked or expired."},
+			"/v1/pets?limit=2":         {"status": 200.0},
+		}
+		for url, fields := range want {
+			fields["url"] = url
+			maps.Copy(fields, common)
+		}
 
-	common := map[string]any{"type": "request", "method": "GET", "auth": "",
-		"referer": "https://shop.example/list?a=1&b=<2>", "userAgent": "petstore-test/1"}
-	ips := map[string]any{"userIP": "203.0.113.9", "remoteIP": "127.0.0.1"}
-	want := map[string]map[string]any{
-		"/v1/pets/123456789012345": {"status": 404.0, "error": "not_found: No pet with id 123456789012345."},
-		"/v1/pets?limit=1":         {"status": 401.0, "error": "unauthorized: The API key is invalid, revoked or expired."},
-		"/v1/pets?limit=2":         {"status": 200.0},
-	}
-	for url, fields := range want {
-		fields["url"] = url
-		maps.Copy(fields, common)
-		if url != "/v1/pets?limit=2" {
-			maps.Copy(fields, ips)
-		}
-	}
-
-	for _, e := range waitForLogs(t, s, len(want)) {
-		var got map[string]any
-		if err := json.Unmarshal([]byte(e.raw), &got); err != nil {
-			t.Fatal(err)
-		}
-		if ms, ok := got["execTime"].(float64); !ok || ms <= 0 {
-			t.Errorf("log of %s: execTime %v", e.URL, got["execTime"])
-		}
-		delete(got, "execTime")
-		fields, ok := want[e.URL]
-		if !ok {
-			t.Fatalf("unexpected log entry %s", e.raw)
-		}
-		for k, v := range fields {
-			if got[k] != v {
-				t.Errorf("log of %s: %s is %#v, want %#v", e.URL, k, got[k], v)
+		for _, e := range waitForLogs(t, s, len(want)) {
+			var got map[string]any
+			if err := json.Unmarshal([]byte(e.raw), &got); err != nil {
+				t.Fatal(err)
 			}
-		}
-		for k, v := range got {
-			if _, ok := fields[k]; !ok {
-				t.Errorf("log of %s: unexpected %s %#v", e.URL, k, v)
+			if ms, ok := got["execTime"].(float64); !ok || ms <= 0 {
+				t.Errorf("log of %s: execTime %v", e.URL, got["execTime"])
+			}
+			delete(got, "execTime")
+			fields, ok := want[e.URL]
+			if !ok {
+				t.Fatalf("unexpected log entry %s", e.raw)
+			}
+			for k, v := range fields {
+				if got[k] != v {
+					t.Errorf("LogIP %v, log of %s: %s is %#v, want %#v", logIPs, e.URL, k, got[k], v)
+				}
+			}
+			for k, v := range got {
+				if _, ok := fields[k]; !ok {
+					t.Errorf("LogIP %v, log of %s: unexpected %s %#v", logIPs, e.URL, k, v)
+				}
 			}
 		}
 	}
