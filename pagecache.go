@@ -21,7 +21,7 @@ import (
 // (modernc.org/memory) also rounds each page (4 KiB plus SQLite's header) up
 // to 8 KiB. At 512 KiB, 32 idle read connections bound the group at 16 MB,
 // about 40 MB of RSS, and a busy connection may still use more than its
-// share. The data /v1 reads is a few hundred KiB (README, Performance).
+// share (README, Performance).
 const pageCacheKiB = 512
 
 // SQLite's driver runs the hook on every new connection, after PocketBase's

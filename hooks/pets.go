@@ -29,10 +29,10 @@ type Pet struct {
 // read pool (SQLite parses a statement once per pooled connection, not once
 // per request), reading plain rows: no core.Record, no record hooks, which
 // only matter when a pet is saved. Every answer is the database's state at
-// the request: getPet reads it, listPets reads it or serves a page kept since
-// the database last changed (pages, below). They take no context: a page of rows is
-// not worth interrupting, and a cancellable context costs database/sql and
-// the driver a goroutine per query.
+// the request: read, or kept since the database last changed (pages and pets,
+// below). They take no context: a page of rows is not worth interrupting, and
+// a cancellable context costs database/sql and the driver a goroutine per
+// query.
 type petReads struct {
 	list, listByStatus, get *sql.Stmt
 	// pages are listPets' answers and pets getPet's (bodies by id), kept

@@ -14,7 +14,6 @@ import (
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
-	"github.com/pocketbase/pocketbase/tests"
 	"github.com/pocketbase/pocketbase/tools/router"
 	"github.com/pocketbase/pocketbase/tools/types"
 )
@@ -37,19 +36,11 @@ func TestEntriesAreThoseOfPocketBase(t *testing.T) {
 }
 
 func entriesAreThoseOfPocketBase(t *testing.T, logs core.LogsConfig) {
-	app, err := tests.NewTestApp(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Cleanup()
+	app := newTestApp(t)
 	// Set before any request: PocketBase reads its settings without a lock.
 	app.Settings().Logs = logs
 	app.Settings().TrustedProxy.Headers = []string{"X-Forwarded-For"} // userIP is not remoteIP
-	l, err := Start(app, All)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop()
+	l := startLogger(t, app, All)
 
 	superusers, err := app.FindCollectionByNameOrId(core.CollectionNameSuperusers)
 	if err != nil {

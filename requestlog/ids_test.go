@@ -8,7 +8,6 @@ import (
 
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
-	"github.com/pocketbase/pocketbase/tests"
 )
 
 // Ids have PocketBase's shape and ascend in text order, across seconds,
@@ -38,15 +37,8 @@ func TestIDsAscend(t *testing.T) {
 // A writer whose ids clash with rows already in the log (another writer with
 // the same tag) writes its batch under a new tag: nothing is lost.
 func TestIDClashIsWrittenUnderANewTag(t *testing.T) {
-	app, err := tests.NewTestApp(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Cleanup()
-	l, err := Start(app, All)
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := newTestApp(t)
+	l := startLogger(t, app, All)
 
 	l.ids.tag = "aaaa"
 	l.ids.last = uint64(time.Now().Add(time.Hour).Unix()) * idsPerSecond // the next ids do not depend on the clock

@@ -11,19 +11,34 @@ import (
 	"github.com/pocketbase/pocketbase/tests"
 )
 
+// newTestApp is a PocketBase test app, cleaned up when tb ends.
+func newTestApp(tb testing.TB) *tests.TestApp {
+	tb.Helper()
+	app, err := tests.NewTestApp(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(app.Cleanup)
+	return app
+}
+
+// startLogger starts a Logger on app, stopped when tb ends (before app is
+// cleaned up); a test may stop it earlier.
+func startLogger(tb testing.TB, app core.App, mode Mode) *Logger {
+	tb.Helper()
+	l, err := Start(app, mode)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(l.Stop)
+	return l
+}
+
 // A log writer that cannot keep up drops entries instead of queueing them
 // without bound, and says in the log how many it dropped.
 func TestFullQueueDropsAndReports(t *testing.T) {
-	app, err := tests.NewTestApp(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Cleanup()
-	var l *Logger
-	l, err = Start(app, All)
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := newTestApp(t)
+	l := startLogger(t, app, All)
 
 	// Hold the log database's only write connection: the writer waits.
 	tx, err := app.AuxNonconcurrentDB().(*dbx.DB).Begin()
@@ -59,16 +74,8 @@ func TestFullQueueDropsAndReports(t *testing.T) {
 // A batch waits gatherFor for more entries, not longer: an entry is in the
 // log at once, to staff's eyes.
 func TestEntryIsWrittenPromptly(t *testing.T) {
-	app, err := tests.NewTestApp(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Cleanup()
-	l, err := Start(app, All)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop()
+	app := newTestApp(t)
+	l := startLogger(t, app, All)
 
 	for _, message := range []string{"GET /first", "GET /second"} { // the second after an idle wait
 		logged := time.Now()
@@ -93,15 +100,8 @@ func TestEntryIsWrittenPromptly(t *testing.T) {
 // A batch longer than one INSERT's rows is written whole, each row with its
 // own columns, and ids ascending in the order entries were queued.
 func TestBatchIsWrittenRowByRow(t *testing.T) {
-	app, err := tests.NewTestApp(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Cleanup()
-	l, err := Start(app, All)
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := newTestApp(t)
+	l := startLogger(t, app, All)
 	start := time.Date(2026, 11, 22, 17, 0, 0, 0, time.UTC)
 	batch := make([]entry, 2*rowsPerInsert+3)
 	for i := range batch {
@@ -135,16 +135,8 @@ func TestBatchIsWrittenRowByRow(t *testing.T) {
 
 // Entries logged after Stop are dropped, not written to a closing database.
 func TestStopDropsLaterEntries(t *testing.T) {
-	app, err := tests.NewTestApp(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Cleanup()
-	var l *Logger
-	l, err = Start(app, Errors)
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := newTestApp(t)
+	l := startLogger(t, app, Errors)
 	l.Stop()
 	l.enqueue(entry{message: "late"})
 	if l.Dropped() != 1 {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
-	"github.com/pocketbase/pocketbase/tests"
 	"github.com/pocketbase/pocketbase/tools/router"
 	"modernc.org/sqlite"
 )
@@ -28,17 +27,9 @@ func init() {
 // into a log that already holds 100,000 rows, and reports the process's CPU
 // time per entry (less noisy than wall time on a shared machine).
 func BenchmarkWrite(b *testing.B) {
-	app, err := tests.NewTestApp(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer app.Cleanup()
+	app := newTestApp(b)
 	app.Settings().Logs = core.LogsConfig{MaxDays: 5, LogIP: true} // PocketBase's defaults
-	l, err := Start(app, All)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Stop()
+	l := startLogger(b, app, All)
 
 	entries := make([]entry, batchSize)
 	for i := range entries {
@@ -63,11 +54,7 @@ func BenchmarkWrite(b *testing.B) {
 // BenchmarkRequestEntry builds listPets' entry, as the middleware does for
 // every request.
 func BenchmarkRequestEntry(b *testing.B) {
-	app, err := tests.NewTestApp(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer app.Cleanup()
+	app := newTestApp(b)
 	app.Settings().Logs = core.LogsConfig{MaxDays: 5, LogIP: true}
 	e := listPetsEvent(app)
 	started := time.Now()
