@@ -8,26 +8,31 @@ import (
 	"github.com/pocketbase/pocketbase"
 	"github.com/spf13/cobra"
 
-	"petstore/apikeys"
 	"petstore/hooks"
+	"petstore/internal/apikeys"
+	"petstore/internal/database"
+	_ "petstore/internal/profiling" // empty unless built with -tags pprof
+	"petstore/internal/requestlog"
 	"petstore/limits"
 	_ "petstore/migrations"
-	"petstore/pb_public"
-	"petstore/requestlog"
 )
 
 func main() {
 	// Not pocketbase.New(): under `go run` it turns on dev mode, which prints
 	// SQL on stdout, where `keys create` prints the new key.
 	// PocketBase's banner names only /api/ and /_/; hooks prints a fuller one.
-	app := pocketbase.NewWithConfig(pocketbase.Config{HideStartBanner: true})
+	app := pocketbase.NewWithConfig(pocketbase.Config{
+		HideStartBanner:  true,
+		DBConnect:        database.Connect,
+		DataMaxIdleConns: database.ReadPoolIdleConns,
+	})
 
 	// Cobra writes errors to the root command's error stream, which PocketBase
 	// leaves on stdout: `keys create` keeps stdout for the key alone, and
 	// failures belong on stderr.
 	app.RootCmd.SetErr(os.Stderr)
 
-	opts := &hooks.Options{Public: pbpublic.FS, Banner: os.Stdout}
+	opts := &hooks.Options{Banner: os.Stdout}
 	flags := app.RootCmd.PersistentFlags()
 	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",
 		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB, or Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; env PETSTORE_RATELIMIT_REDIS)")

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"petstore/apikeys"
 	"petstore/client"
+	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 )
 

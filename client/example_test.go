@@ -11,7 +11,7 @@ import (
 	"petstore/client"
 )
 
-// The README's example (compiled here, so that it stays true).
+// The example of docs/client.md (compiled here, so that it stays true).
 func Example() {
 	c, err := client.New("http://127.0.0.1:8090/v1", os.Getenv("PETSTORE_KEY"), client.Options{})
 	if err != nil {

@@ -3,7 +3,7 @@ package hooks
 import (
 	"github.com/pocketbase/pocketbase/core"
 
-	"petstore/apikeys"
+	"petstore/internal/apikeys"
 )
 
 // errCreateKeyInDashboard answers the dashboard's "New record" on api_keys:

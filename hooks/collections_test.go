@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"petstore/apikeys"
+	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 )
 
@@ -18,8 +18,8 @@ import (
 func TestRecordAPIIsForSuperusersOnly(t *testing.T) {
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Name: "shop"})
-	pet := createPet(t, s, key, map[string]any{"name": "Rex", "categoryId": 1})
-	superuser := superuserToken(t, s)
+	pet := s.CreatePet(t, key, map[string]any{"name": "Rex", "categoryId": 1})
+	superuser := s.StaffToken(t)
 	plan, err := s.App.FindFirstRecordByData("plans", "name", "free")
 	if err != nil {
 		t.Fatal(err)
@@ -30,14 +30,14 @@ func TestRecordAPIIsForSuperusersOnly(t *testing.T) {
 		newRecord        map[string]any
 	}{
 		{"pets", fmt.Sprint(pet.ID), "Rex", map[string]any{"name": "Tom", "categoryId": 2}},
-		{"api_keys", keyRecord(t, s, key).Id, "shop", map[string]any{"name": "mine", "plan": plan.Id, "key_hash": apikeys.Hash("x")}},
+		{"api_keys", s.KeyRecord(t, key).Id, "shop", map[string]any{"name": "mine", "plan": plan.Id, "key_hash": apikeys.Hash("x")}},
 		{"plans", plan.Id, "free", map[string]any{"name": "gold", "per_minute": 5, "per_day": 50}},
 	}
 	for _, c := range collections {
 		base := "/api/collections/" + c.name + "/records"
 		for _, caller := range []struct{ name, token string }{{"anonymous", ""}, {"API key", key}} {
 			t.Run(c.name+"/"+caller.name, func(t *testing.T) {
-				before := countRecords(t, s, c.name)
+				before := s.CountRecords(t, c.name)
 				for _, r := range []*apptest.Response{
 					s.Do(t, http.MethodGet, base, caller.token, nil),
 					s.Do(t, http.MethodGet, base+"/"+c.id, caller.token, nil),
@@ -48,7 +48,7 @@ func TestRecordAPIIsForSuperusersOnly(t *testing.T) {
 						t.Errorf("%s %s: %d %s, want a 4xx without the record", r.Request.Method, r.Request.URL.Path, r.StatusCode, r.Body)
 					}
 				}
-				if countRecords(t, s, c.name) != before {
+				if s.CountRecords(t, c.name) != before {
 					t.Errorf("%s created a record", caller.name)
 				}
 			})
@@ -63,7 +63,7 @@ func TestRecordAPIIsForSuperusersOnly(t *testing.T) {
 					t.Errorf("GET %s shows an API key: %s", path, r.Body)
 				}
 			}
-			before, created := countRecords(t, s, c.name), int64(1)
+			before, created := s.CountRecords(t, c.name), int64(1)
 			r := s.Do(t, http.MethodPost, base, superuser, c.newRecord)
 			switch {
 			case c.name == "api_keys":
@@ -75,8 +75,8 @@ func TestRecordAPIIsForSuperusersOnly(t *testing.T) {
 			case r.StatusCode != http.StatusOK:
 				t.Errorf("POST %s: %d %s", base, r.StatusCode, r.Body)
 			}
-			if countRecords(t, s, c.name) != before+created {
-				t.Errorf("the superuser's create stored %d records, want %d", countRecords(t, s, c.name)-before, created)
+			if s.CountRecords(t, c.name) != before+created {
+				t.Errorf("the superuser's create stored %d records, want %d", s.CountRecords(t, c.name)-before, created)
 			}
 		})
 	}
@@ -88,8 +88,8 @@ func TestRecordAPIIsForSuperusersOnly(t *testing.T) {
 func TestPetFromV1IsStoredAsARecord(t *testing.T) {
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Name: "shop"})
-	superuser := superuserToken(t, s)
-	v1 := createPet(t, s, key, map[string]any{"name": "  Rex  ", "categoryId": 7})
+	superuser := s.StaffToken(t)
+	v1 := s.CreatePet(t, key, map[string]any{"name": "  Rex  ", "categoryId": 7})
 	r := s.Do(t, http.MethodPost, "/api/collections/pets/records", superuser, map[string]any{"name": "  Rex  ", "categoryId": 7})
 	if r.StatusCode != http.StatusOK {
 		t.Fatalf("record create: %d %s", r.StatusCode, r.Body)

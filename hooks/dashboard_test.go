@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"petstore/apikeys"
+	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 )
 
 // "New record" on api_keys in the dashboard says where keys are issued.
 func TestDashboardCannotCreateKeys(t *testing.T) {
 	s := apptest.Start(t, "")
-	token := superuserToken(t, s)
+	token := s.StaffToken(t)
 	plan, err := s.App.FindFirstRecordByData("plans", "name", "free")
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestDashboardCannotCreateKeys(t *testing.T) {
 		!strings.Contains(e.Message, "petstore keys create") {
 		t.Errorf("%d %s, want 400 naming /staff/ and petstore keys create", r.StatusCode, r.Body)
 	}
-	if n := countRecords(t, s, apikeys.Collection); n != 0 {
+	if n := s.CountRecords(t, apikeys.Collection); n != 0 {
 		t.Errorf("%d keys stored", n)
 	}
 }
@@ -43,9 +43,9 @@ func TestDashboardCannotCreateKeys(t *testing.T) {
 // leaves the ban, the secrets and the counts as they are.
 func TestStaleKeyFormKeepsBan(t *testing.T) {
 	s := apptest.Start(t, "")
-	token := superuserToken(t, s)
+	token := s.StaffToken(t)
 	key := s.NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 1, Name: "shop"})
-	id := keyRecord(t, s, key).Id
+	id := s.KeyRecord(t, key).Id
 
 	// The dashboard loads the record into its form...
 	var form map[string]any
@@ -65,7 +65,7 @@ func TestStaleKeyFormKeepsBan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := keyRecord(t, s, newKey)
+	stored := s.KeyRecord(t, newKey)
 
 	// ... and staff save the form with a new name.
 	form["name"] = "renamed shop"
@@ -73,7 +73,7 @@ func TestStaleKeyFormKeepsBan(t *testing.T) {
 	if r.StatusCode != http.StatusOK {
 		t.Fatalf("save: %d %s", r.StatusCode, r.Body)
 	}
-	saved := keyRecord(t, s, newKey)
+	saved := s.KeyRecord(t, newKey)
 	if saved.GetString("name") != "renamed shop" {
 		t.Errorf("name %q, want the edit", saved.GetString("name"))
 	}
@@ -86,7 +86,7 @@ func TestStaleKeyFormKeepsBan(t *testing.T) {
 		t.Errorf("state %s, want banned", apikeys.State(saved, time.Now()))
 	}
 	r = s.Do(t, http.MethodGet, "/v1/pets", newKey, nil)
-	expectError(t, r, http.StatusTooManyRequests, "api_key_banned")
+	apptest.ExpectError(t, r, http.StatusTooManyRequests, "api_key_banned")
 }
 
 // The dashboard opens on what staff work with, and the fields say what they
@@ -132,4 +132,31 @@ func TestDashboardCollections(t *testing.T) {
 			t.Errorf("%s.%s help %q does not say %q", c.collection, c.field, got, c.says)
 		}
 	}
+}
+
+// Staff revoke a key in the dashboard, whose form sends the whole record
+// back; an edit of the hash itself is ignored, since it would orphan the key
+// (see TestStaleKeyFormKeepsBan for the other fields the service writes).
+func TestDashboardSaveKeepsTheKeyHash(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "free"})
+	id := s.KeyRecord(t, key).Id
+	token := s.StaffToken(t)
+	path := "/api/collections/api_keys/records/" + id
+
+	r := s.Do(t, http.MethodPatch, path, "", map[string]any{apikeys.HashField: strings.Repeat("0", 64)}, "Authorization", token)
+	if r.StatusCode != http.StatusOK || s.KeyRecord(t, key).Id != id {
+		t.Fatalf("editing the hash: %d %s; want 200 with the hash unchanged", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != http.StatusOK {
+		t.Fatalf("key after the refused edit: %d", r.StatusCode)
+	}
+
+	var record map[string]any
+	s.Do(t, http.MethodGet, path, "", nil, "Authorization", token).JSON(t, &record)
+	record["revoked"] = true
+	if r := s.Do(t, http.MethodPatch, path, "", record, "Authorization", token); r.StatusCode != http.StatusOK {
+		t.Fatalf("revoking with the whole record: %d %s", r.StatusCode, r.Body)
+	}
+	s.Do(t, http.MethodGet, "/v1/pets", key, nil).Error(t, http.StatusUnauthorized)
 }

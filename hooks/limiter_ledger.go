@@ -6,7 +6,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/types"
 
-	"petstore/apikeys"
+	"petstore/internal/apikeys"
 	"petstore/limits"
 )
 
@@ -39,14 +39,4 @@ func (k keyLedger) DayCounts() ([]limits.DayCount, error) {
 		counts[i] = limits.DayCount{KeyID: c.ID, Used: c.Used, Resets: c.Resets.Time()}
 	}
 	return counts, nil
-}
-
-// limitsKey is k as the limiter sees it.
-func limitsKey(k *apikeys.Key) limits.Key {
-	return limits.Key{
-		ID:          k.ID,
-		Quota:       limits.Quota{PerMinute: k.PerMinute, PerDay: k.PerDay, BanAfter: k.BanAfter, BanFor: k.BanFor},
-		BannedUntil: k.BannedUntil,
-		BanLifted:   k.BanLifted,
-	}
 }

@@ -12,6 +12,19 @@ import (
 
 const redisRetryEvery = time.Second
 
+// count decides in Redis while it answers, and in memory otherwise: when
+// Redis is known to fail, and when this call finds it failing.
+func (l *Limiter) count(inRedis, inMemory func() (Decision, error)) (Decision, error) {
+	if l.inRedis() {
+		d, err := inRedis()
+		if err == nil {
+			return d, nil
+		}
+		l.redisFailed(err)
+	}
+	return inMemory()
+}
+
 // redisFailed switches counting to memory after a failed Redis call, once.
 func (l *Limiter) redisFailed(err error) {
 	if !l.shared.up.CompareAndSwap(true, false) {

@@ -101,31 +101,28 @@ func (l *Limiter) inRedis() bool { return l.shared != nil && l.shared.up.Load() 
 func (l *Limiter) TakeKey(ctx context.Context, key Key, ip string) (Decision, error) {
 	now := time.Now()
 	l.counted.Store(key.ID, struct{}{})
-	if l.inRedis() {
-		d, banned, err := l.shared.takeKey(ctx, l.cfg, key, ip, now)
-		if err == nil {
-			if banned {
-				err = l.saveBan(key.ID, d.BannedUntil)
-			}
-			return d, err
-		}
-		l.redisFailed(err)
+	var bannedInRedis bool
+	d, err := l.count(func() (d Decision, err error) {
+		d, bannedInRedis, err = l.shared.takeKey(ctx, l.cfg, key, ip, now)
+		return d, err
+	}, func() (Decision, error) {
+		return l.takeKeyLocally(ctx, key, ip, now)
+	})
+	if err == nil && bannedInRedis {
+		err = l.saveBan(key.ID, d.BannedUntil)
 	}
-	return l.takeKeyLocally(ctx, key, ip, now)
+	return d, err
 }
 
 // TakeAnonymous counts one request without a valid API key against the
 // client IP's minute window.
 func (l *Limiter) TakeAnonymous(ctx context.Context, ip string) (Decision, error) {
 	now := time.Now()
-	if l.inRedis() {
-		d, err := l.shared.takeAddress(ctx, l.cfg, ip, now)
-		if err == nil {
-			return d, nil
-		}
-		l.redisFailed(err)
-	}
-	return l.addressLocally(ctx, ip, now, l.local[storeAnonymous].Get)
+	return l.count(func() (Decision, error) {
+		return l.shared.takeAddress(ctx, l.cfg, ip, now)
+	}, func() (Decision, error) {
+		return l.addressLocally(ctx, ip, now, l.local[storeAnonymous].Get)
+	})
 }
 
 func (l *Limiter) saveBan(keyID string, until time.Time) error {
@@ -141,12 +138,9 @@ func (l *Limiter) saveBan(keyID string, until time.Time) error {
 // for the answers that are not counted (CORS preflights).
 func (l *Limiter) PeekAnonymous(ctx context.Context, ip string) (Decision, error) {
 	now := time.Now()
-	if l.inRedis() {
-		d, err := l.shared.peekAddress(ctx, l.cfg, ip, now)
-		if err == nil {
-			return d, nil
-		}
-		l.redisFailed(err)
-	}
-	return l.addressLocally(ctx, ip, now, l.local[storeAnonymous].Peek)
+	return l.count(func() (Decision, error) {
+		return l.shared.peekAddress(ctx, l.cfg, ip, now)
+	}, func() (Decision, error) {
+		return l.addressLocally(ctx, ip, now, l.local[storeAnonymous].Peek)
+	})
 }

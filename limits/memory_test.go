@@ -42,7 +42,7 @@ func heapInUse() uint64 {
 
 // Memory per caller stays small and bounded: 100,000 distinct API keys and
 // 100,000 distinct client IPs, each counted once, through the in-memory
-// limiter. Run with -v for the figures quoted in README (Rate limits).
+// limiter. Run with -v for the figures quoted in docs/rate-limits.md.
 func TestMemoryPerCaller(t *testing.T) {
 	const callers = 100_000
 	ctx := context.Background()

@@ -6,25 +6,25 @@ import (
 	"github.com/pocketbase/pocketbase/tools/types"
 )
 
-// MaxSafeInteger is the largest integer that JSON clients (and PocketBase's
-// float64 number fields) represent exactly: 2^53-1.
-const MaxSafeInteger = 1<<53 - 1
-
-// PetIDPattern makes the record id the pet's public numeric id: 15 digits
-// without a leading zero always fit int64 and JSON's safe-integer range, and a
-// fixed length keeps text order equal to numeric order.
-const PetIDPattern = "[1-9][0-9]{14}"
-
-// PetStatuses are the values of the spec's PetStatus, in its order.
-var PetStatuses = []string{"available", "pending", "sold"}
+// The pets collection as this migration made it. The literals are this
+// migration's own: a later rule is a later migration.
+const (
+	// maxSafeInteger is the largest integer that JSON clients (and
+	// PocketBase's float64 number fields) represent exactly: 2^53-1.
+	maxSafeInteger = 1<<53 - 1
+	// petIDPattern makes the record id the pet's public numeric id: 15
+	// digits without a leading zero always fit int64 and JSON's safe-integer
+	// range, and a fixed length keeps text order equal to numeric order.
+	petIDPattern = "[1-9][0-9]{14}"
+)
 
 func init() {
 	m.Register(func(app core.App) error {
 		pets := core.NewBaseCollection("pets")
 
 		id := pets.Fields.GetByName("id").(*core.TextField)
-		id.Pattern = "^" + PetIDPattern + "$"
-		id.AutogeneratePattern = PetIDPattern
+		id.Pattern = "^" + petIDPattern + "$"
+		id.AutogeneratePattern = petIDPattern
 		id.Min, id.Max = 15, 15
 
 		pets.Fields.Add(
@@ -34,9 +34,9 @@ func init() {
 				Required: true,
 				OnlyInt:  true,
 				Min:      types.Pointer(1.0),
-				Max:      types.Pointer(float64(MaxSafeInteger)),
+				Max:      types.Pointer(float64(maxSafeInteger)),
 			},
-			&core.SelectField{Name: "status", Values: PetStatuses, MaxSelect: 1},
+			&core.SelectField{Name: "status", Values: []string{"available", "pending", "sold"}, MaxSelect: 1},
 			&core.AutodateField{Name: "created", OnCreate: true},
 			&core.AutodateField{Name: "updated", OnCreate: true, OnUpdate: true},
 		)

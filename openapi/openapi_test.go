@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"petstore/hooks"
+	"petstore/internal/api"
 	"petstore/internal/contract"
 )
 
@@ -37,13 +37,13 @@ func TestErrorCodesAreTheCatalogue(t *testing.T) {
 	for _, v := range contract.Load(t).Doc.Components.Schemas["Error"].Value.Properties["code"].Value.Enum {
 		codes = append(codes, v.(string))
 	}
-	if !slices.Equal(codes, hooks.Codes) {
-		t.Fatalf("Error.code enum %v, catalogue %v", codes, hooks.Codes)
+	if !slices.Equal(codes, api.Codes) {
+		t.Fatalf("Error.code enum %v, catalogue %v", codes, api.Codes)
 	}
 }
 
 // Every response of the deprecated getPet, errors included, declares the
-// deprecation headers the service sends on all of them (hooks/deprecation.go),
+// deprecation headers the service sends on all of them (internal/api/deprecation.go),
 // so that generated clients see them. The contract checks of the tests cannot
 // notice a missing declaration: undeclared headers pass. 405 is exempt: it
 // answers other methods on the path, which the deprecated route never sees.

@@ -9,7 +9,27 @@
 // bundles @kurkle/color 0.3.2).
 package pbpublic
 
-import "embed"
+import (
+	"embed"
+	"net/http"
+
+	"github.com/pocketbase/pocketbase/apis"
+	"github.com/pocketbase/pocketbase/core"
+)
 
 //go:embed *.html docs/*.html docs/redoc staff
 var FS embed.FS
+
+// Handler serves FS: GET and HEAD, 405 with Allow for any other method. It
+// is bound method-less, so as not to conflict with the method-less /v1
+// routes.
+func Handler() func(*core.RequestEvent) error {
+	serve := apis.Static(FS, false)
+	return func(e *core.RequestEvent) error {
+		if e.Request.Method != http.MethodGet && e.Request.Method != http.MethodHead {
+			e.Response.Header().Set("Allow", "GET, HEAD")
+			return e.Error(http.StatusMethodNotAllowed, "Method not allowed.", nil)
+		}
+		return serve(e)
+	}
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"petstore/apikeys"
+	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 )
 

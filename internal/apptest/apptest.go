@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +19,15 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
-	"petstore/apikeys"
 	"petstore/hooks"
+	"petstore/internal/api"
+	"petstore/internal/apikeys"
 	"petstore/internal/contract"
+	"petstore/internal/database"
+	"petstore/internal/pets"
+	"petstore/internal/requestlog"
 	"petstore/limits"
 	_ "petstore/migrations"
-	pbpublic "petstore/pb_public"
-	"petstore/requestlog"
 )
 
 // Server is a running app.
@@ -63,14 +67,14 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	app := core.NewBaseApp(core.BaseAppConfig{DataDir: dir})
+	app := core.NewBaseApp(core.BaseAppConfig{DataDir: dir, DBConnect: database.Connect, DataMaxIdleConns: database.ReadPoolIdleConns})
 	if err := app.Bootstrap(); err != nil {
 		t.Fatalf("bootstrap: %v", err)
 	}
 	if err := app.RunAllMigrations(); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
-	service := hooks.Register(app, &hooks.Options{Public: pbpublic.FS, Limits: cfg.Limits, Server: cfg.Server,
+	service := hooks.Register(app, &hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
 		Now: cfg.Now, RequestLog: cfg.RequestLog})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -171,7 +175,7 @@ func (r *Response) JSON(t testing.TB, v any) {
 
 // Error decodes an Error body, failing the test unless the response is one
 // with the given status and the spec's shape.
-func (r *Response) Error(t testing.TB, status int) hooks.Error {
+func (r *Response) Error(t testing.TB, status int) api.Error {
 	t.Helper()
 	if r.StatusCode != status {
 		t.Fatalf("%s %s: status %d, want %d; body %s", r.Request.Method, r.Request.URL, r.StatusCode, status, r.Body)
@@ -184,7 +188,7 @@ func (r *Response) Error(t testing.TB, status int) hooks.Error {
 	if len(fields) != 3 {
 		t.Fatalf("Error body has fields %v, want exactly code, message, status", fields)
 	}
-	var e hooks.Error
+	var e api.Error
 	r.JSON(t, &e)
 	if e.Code == "" || e.Message == "" || e.Status != status {
 		t.Fatalf("Error body %s does not match status %d", r.Body, status)
@@ -264,4 +268,65 @@ func (s *Server) SuperuserToken(t testing.TB, email, password string) string {
 		t.Fatal(err)
 	}
 	return token
+}
+
+// leakPattern matches what an Error message must never show a client: Go
+// type and package names, decoder, SQL and runtime internals.
+var leakPattern = regexp.MustCompile(`(?i)\bu?int(8|16|32|64)?\b|\bfloat(32|64)\b|(?-i:\bjson(: |\.[A-Z]))|strconv|unmarshal|reflect|(?-i:\*?\b(api|pets)\.[A-Z])|\bstruct\b|map\[|\[\]|goroutine|\bpanic|\bruntime\b|sqlite|\bsql\b|no such (table|column)|\.go:\d`)
+
+// ExpectError asserts that r is the spec's Error body with status and code
+// and that its message shows no internals.
+func ExpectError(t testing.TB, r *Response, status int, code string) api.Error {
+	t.Helper()
+	e := r.Error(t, status)
+	if e.Code != code {
+		t.Errorf("%s %s: code %q, want %q", r.Request.Method, r.Request.URL, e.Code, code)
+	}
+	if leak := leakPattern.FindString(e.Message); leak != "" {
+		t.Errorf("%s %s: message %q shows %q", r.Request.Method, r.Request.URL, e.Message, leak)
+	}
+	return e
+}
+
+// CountRecords is how many records collection holds.
+func (s *Server) CountRecords(t testing.TB, collection string) int64 {
+	t.Helper()
+	n, err := s.App.CountRecords(collection)
+	if err != nil {
+		t.Fatalf("count %s: %v", collection, err)
+	}
+	return n
+}
+
+// KeyRecord is the api_keys record of key, as staff see it in the dashboard.
+func (s *Server) KeyRecord(t testing.TB, key string) *core.Record {
+	t.Helper()
+	r, err := s.App.FindFirstRecordByData(apikeys.Collection, "key_hash", apikeys.Hash(key))
+	if err != nil {
+		t.Fatalf("find key record: %v", err)
+	}
+	return r
+}
+
+// StaffToken creates a PocketBase superuser and returns one of its auth
+// tokens, the credential of the dashboard and the staff routes.
+func (s *Server) StaffToken(t testing.TB) string {
+	t.Helper()
+	return s.SuperuserToken(t, "staff@example.com", "a long enough password")
+}
+
+// CreatePet creates a pet through /v1 with key, failing the test unless it
+// is created with its Location.
+func (s *Server) CreatePet(t testing.TB, key string, body any) pets.Pet {
+	t.Helper()
+	r := s.Do(t, http.MethodPost, "/v1/pets", key, body)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("create: status %d: %s", r.StatusCode, r.Body)
+	}
+	var p pets.Pet
+	r.JSON(t, &p)
+	if got, want := r.Header.Get("Location"), "/v1/pets/"+strconv.FormatInt(p.ID, 10); got != want {
+		t.Fatalf("Location %q, want %q", got, want)
+	}
+	return p
 }

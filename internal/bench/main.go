@@ -16,8 +16,8 @@
 //
 //	go run ./internal/bench [-conns 64] [-duration 3s] [-rounds 3] [-only listPets,pbList] [-profile listPets] [-request-log errors]
 //
-// -profile builds the binary with the tag pprof (see pprof.go in the main
-// package), which serves net/http/pprof on a loopback port, and saves a CPU
+// -profile builds the binary with the tag pprof (package internal/profiling),
+// which serves net/http/pprof on a loopback port, and saves a CPU
 // profile of the named target's first run under -profile-dir.
 package main
 

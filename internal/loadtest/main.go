@@ -22,7 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"petstore/hooks"
+	"petstore/internal/pets"
 	"petstore/internal/realserver"
 )
 
@@ -65,7 +65,7 @@ func run(clients int, duration time.Duration, maxRequests int64) error {
 	defer p.Kill()
 
 	fmt.Printf("%d clients for %v (at most %d requests) against %s\n", clients, duration, maxRequests, p.URL)
-	l := &load{p: p, key: key, created: map[int64]hooks.Pet{}}
+	l := &load{p: p, key: key, created: map[int64]pets.Pet{}}
 	started := time.Now()
 	deadline := started.Add(duration)
 	var budget atomic.Int64
@@ -111,7 +111,7 @@ type load struct {
 	key string
 
 	mu      sync.Mutex
-	created map[int64]hooks.Pet
+	created map[int64]pets.Pet
 	ids     []int64
 }
 
@@ -160,7 +160,7 @@ func (l *load) step(rng *rand.Rand, res *clientResult) {
 		return
 	}
 	if op == opCreate {
-		var got hooks.Pet
+		var got pets.Pet
 		if err := json.Unmarshal(resp, &got); err != nil || got.ID == 0 {
 			res.fail(fmt.Sprintf("create answered %s", resp))
 			return
@@ -192,7 +192,7 @@ func (l *load) verifyCreated() int {
 		wg.Go(func() {
 			for id := range ids {
 				status, resp, err := l.p.Do(context.Background(), http.MethodGet, fmt.Sprint("/v1/pets/", id), l.key, nil)
-				var got hooks.Pet
+				var got pets.Pet
 				if err != nil || status != http.StatusOK || json.Unmarshal(resp, &got) != nil || got != l.created[id] {
 					fmt.Fprintf(os.Stderr, "pet %d: %d %v %s, created as %+v\n", id, status, err, resp, l.created[id])
 					lost.Add(1)

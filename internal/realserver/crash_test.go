@@ -14,7 +14,7 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 
-	"petstore/hooks"
+	"petstore/internal/pets"
 	"petstore/internal/realserver"
 )
 
@@ -31,8 +31,8 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	dir := t.TempDir()
 	key, _ := createKey(t, dir, "--plan", "enterprise", "--per-minute", "100000000", "--per-day", "1000000000")
 
-	sent := map[string]hooks.Pet{} // by name (unique): what a client asked for
-	acked := map[int64]hooks.Pet{} // by id: what a 201 answered
+	sent := map[string]pets.Pet{} // by name (unique): what a client asked for
+	acked := map[int64]pets.Pet{} // by id: what a 201 answered
 	var mu sync.Mutex
 
 	for round := range 3 {
@@ -53,7 +53,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 						return
 					default:
 					}
-					want := hooks.Pet{
+					want := pets.Pet{
 						Name:       fmt.Sprintf("r%d-c%d-%d", round, w, i),
 						CategoryID: 1 + wrng.Int64N(1<<53-1),
 						Status:     []string{"", "available", "pending", "sold"}[wrng.IntN(4)],
@@ -70,7 +70,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 					if err != nil {
 						return // the server is gone
 					}
-					var got hooks.Pet
+					var got pets.Pet
 					if status != http.StatusCreated || json.Unmarshal(resp, &got) != nil {
 						t.Errorf("create %s: %d %s", body, status, resp)
 						return
@@ -117,7 +117,7 @@ var petID = regexp.MustCompile(`^[1-9][0-9]{14}$`)
 
 // checkStoredPets reads the pets table itself: the database is intact, and
 // every row is whole and exactly one a client sent.
-func checkStoredPets(t *testing.T, dir string, sent map[string]hooks.Pet, atLeast int) {
+func checkStoredPets(t *testing.T, dir string, sent map[string]pets.Pet, atLeast int) {
 	t.Helper()
 	db, err := core.DefaultDBConnect(filepath.Join(dir, "data.db"))
 	if err != nil {

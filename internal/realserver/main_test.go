@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"petstore/hooks"
+	"petstore/internal/pets"
 	"petstore/internal/realserver"
 )
 
@@ -36,17 +36,20 @@ func createKey(t *testing.T, dir string, args ...string) (key, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !keyLine.MatchString(key) {
+		t.Fatalf("keys create %v printed the key %q, want %v", args, key, keyLine)
+	}
 	return key, id
 }
 
 // getPet fetches a pet, failing the test unless it is there.
-func getPet(t *testing.T, p *realserver.Process, key string, id int64) hooks.Pet {
+func getPet(t *testing.T, p *realserver.Process, key string, id int64) pets.Pet {
 	t.Helper()
 	status, body, err := p.Do(context.Background(), http.MethodGet, fmt.Sprint("/v1/pets/", id), key, nil)
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("GET pet %d: %d %v %s", id, status, err, body)
 	}
-	var got hooks.Pet
+	var got pets.Pet
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatalf("GET pet %d: %v: %s", id, err, body)
 	}

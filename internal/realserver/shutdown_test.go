@@ -13,8 +13,8 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 
-	"petstore/hooks"
 	"petstore/internal/contract"
+	"petstore/internal/pets"
 )
 
 // TestSIGTERMLetsRequestsFinish sends SIGTERM while a createPet body is still
@@ -84,7 +84,7 @@ func TestSIGTERMLetsRequestsFinish(t *testing.T) {
 	if r.err != nil || r.status != http.StatusCreated {
 		t.Fatalf("in-flight create: %d %v %s\nserver output: %s", r.status, r.err, r.body, p.Output())
 	}
-	var got hooks.Pet
+	var got pets.Pet
 	if err := json.Unmarshal(r.body, &got); err != nil || got.Name != "Slowpoke" || got.CategoryID != 7 || got.Status != "pending" {
 		t.Fatalf("in-flight create answered %s", r.body)
 	}

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
+	"github.com/pocketbase/pocketbase/tools/routine"
+
+	"petstore/internal/apikeys"
+	"petstore/internal/dataversion"
+)
+
+const (
+	identifyKeyMiddlewareId       = "petstoreIdentifyKey"
+	identifyKeyMiddlewarePriority = -1005 // after PocketBase's security headers, before the rate limit
+	requireKeyMiddlewareId        = "petstoreRequireKey"
+
+	// eventKeyAPIKey holds the request's valid *apikeys.Key;
+	// eventKeyAuthError holds why there is none.
+	eventKeyAPIKey    = "petstoreApiKey"
+	eventKeyAuthError = "petstoreAuthError"
+
+	authRealm = "petstore"
+)
+
+var (
+	errKeyMissing = newError(http.StatusUnauthorized, CodeUnauthorized,
+		"An API key is required: send it as Authorization: Bearer <key>.")
+	errKeyInvalid = newError(http.StatusUnauthorized, CodeUnauthorized,
+		"The API key is invalid, revoked or expired.")
+)
+
+// identifyKey resolves the request's bearer API key, if any, without refusing
+// anything yet: the rate limit needs to know the caller for every /v1
+// response, and requireKey decides which routes need one.
+func identifyKey(keys *apikeys.Finder, version *dataversion.Watch) *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       identifyKeyMiddlewareId,
+		Priority: identifyKeyMiddlewarePriority,
+		Func: func(e *core.RequestEvent) error {
+			key, authErr := bearerToken(e.Request.Header)
+			if authErr == nil {
+				v, err := dataVersion(e, version)
+				if err != nil {
+					return err
+				}
+				k, err := keys.Find(v, key)
+				switch {
+				case errors.Is(err, apikeys.ErrInvalid):
+					authErr = errKeyInvalid
+				case err != nil:
+					return err
+				default:
+					e.Set(eventKeyAPIKey, k)
+					if app, now := e.App, time.Now(); k.LastUsedStale(now) {
+						routine.FireAndForget(func() { // off the request path: it waits for SQLite's writer
+							if err := apikeys.TouchLastUsed(app, k.ID, now); err != nil {
+								app.Logger().Warn("Could not record an API key's last use", "keyId", k.ID, "error", err)
+							}
+						})
+					}
+				}
+			}
+			if authErr != nil {
+				e.Set(eventKeyAuthError, authErr)
+			}
+			return e.Next()
+		},
+	}
+}
+
+// requireKey refuses requests without a valid API key (RFC 6750).
+func requireKey() *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id: requireKeyMiddlewareId,
+		Func: func(e *core.RequestEvent) error {
+			authErr, _ := e.Get(eventKeyAuthError).(*Error)
+			switch authErr {
+			case nil:
+				return e.Next()
+			case errKeyMissing:
+				e.Response.Header().Set("WWW-Authenticate", `Bearer realm="`+authRealm+`"`)
+			default:
+				e.Response.Header().Set("WWW-Authenticate", `Bearer realm="`+authRealm+`", error="invalid_token"`)
+			}
+			return authErr
+		},
+	}
+}
+
+// apiKeyOf is the request's valid API key, or nil.
+func apiKeyOf(e *core.RequestEvent) *apikeys.Key {
+	k, _ := e.Get(eventKeyAPIKey).(*apikeys.Key)
+	return k
+}
+
+// apiKeyID is the id of the request's valid API key: what per-key state
+// (rate limits, idempotency keys) is scoped by. Only for routes behind
+// requireKey.
+func apiKeyID(e *core.RequestEvent) string { return apiKeyOf(e).ID }
+
+// bearerToken reads the key from the one Authorization header. Keys are never
+// read from the query string, where logs and browser histories keep them.
+func bearerToken(h http.Header) (string, *Error) {
+	values := h.Values("Authorization")
+	switch {
+	case len(values) == 0:
+		return "", errKeyMissing
+	case len(values) > 1:
+		return "", errKeyInvalid
+	}
+	scheme, token, _ := strings.Cut(values[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", errKeyMissing // another scheme carries no API key
+	}
+	token = strings.TrimLeft(token, " ")
+	if token == "" || strings.ContainsAny(token, " \t,") {
+		return "", errKeyInvalid
+	}
+	return token, nil
+}

@@ -1,0 +1,92 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
+
+	"petstore/internal/apikeys"
+	"petstore/internal/usage"
+	"petstore/limits"
+)
+
+const (
+	rateLimitMiddlewareId       = "petstoreRateLimit"
+	rateLimitMiddlewarePriority = identifyKeyMiddlewarePriority + 1 // needs the key; before the body limit (-990)
+)
+
+// rateLimit counts every /v1 request, whatever its outcome: against its API
+// key's quota when it has a valid one, else against its client IP's. Every
+// response carries the rate-limit headers. A key's request, refused or not,
+// goes into its usage history.
+func rateLimit(l *limits.Limiter, history *usage.Recorder) *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       rateLimitMiddlewareId,
+		Priority: rateLimitMiddlewarePriority,
+		Func: func(e *core.RequestEvent) error {
+			// A client hanging up must neither skip the count nor look like a
+			// Redis failure; the store bounds its own calls.
+			ctx := context.WithoutCancel(e.Request.Context())
+			var d limits.Decision
+			var err error
+			key := apiKeyOf(e)
+			if key != nil {
+				d, err = l.TakeKey(ctx, limitsKey(key), e.RealIP())
+			} else {
+				d, err = l.TakeAnonymous(ctx, e.RealIP())
+			}
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			d.SetHeaders(e.Response.Header(), now)
+			banned, exceeded := d.Banned(now), d.Exceeded()
+			if key != nil {
+				history.Record(key.ID, now, banned || exceeded)
+			}
+			switch {
+			case banned:
+				return newError(http.StatusTooManyRequests, CodeAPIKeyBanned,
+					"This API key is banned until %s for sending requests while rate limited.",
+					d.BannedUntil.UTC().Format(time.RFC3339))
+			case exceeded:
+				return newError(http.StatusTooManyRequests, CodeRateLimitExceeded,
+					"Rate limit exceeded: retry after %d seconds.", d.RetryAfter(now))
+			}
+			return e.Next()
+		},
+	}
+}
+
+// countUncounted counts a request that failed before rateLimit could count
+// it (the key lookup's database failed) against its client IP, the one
+// caller it is known by, so that its 500 carries the rate-limit headers too.
+func countUncounted(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       "petstoreCountUncounted",
+		Priority: identifyKeyMiddlewarePriority - 1,
+		Func: func(e *core.RequestEvent) error {
+			err := e.Next()
+			if err == nil || e.Response.Header().Get("X-RateLimit-Limit") != "" {
+				return err
+			}
+			if d, takeErr := l.TakeAnonymous(context.WithoutCancel(e.Request.Context()), e.RealIP()); takeErr == nil {
+				d.SetHeaders(e.Response.Header(), time.Now())
+			}
+			return err
+		},
+	}
+}
+
+// limitsKey is k as the limiter sees it.
+func limitsKey(k *apikeys.Key) limits.Key {
+	return limits.Key{
+		ID:          k.ID,
+		Quota:       limits.Quota{PerMinute: k.PerMinute, PerDay: k.PerDay, BanAfter: k.BanAfter, BanFor: k.BanFor},
+		BannedUntil: k.BannedUntil,
+		BanLifted:   k.BanLifted,
+	}
+}

@@ -1,0 +1,145 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/dataversion"
+	"petstore/internal/idempotency"
+	"petstore/internal/pets"
+)
+
+// handleListPets serves listPets: a page of pets, and the Link to the next.
+func handleListPets(reads *pets.Reads, version *dataversion.Watch) func(*core.RequestEvent) error {
+	return func(e *core.RequestEvent) error {
+		q, qerr := parseListQuery(e.Request.URL.RawQuery)
+		if qerr != nil {
+			return qerr
+		}
+		v, err := dataVersion(e, version)
+		if err != nil {
+			return err
+		}
+		page, err := reads.List(v, q)
+		if err != nil {
+			return err
+		}
+		if page.Next != "" {
+			e.Response.Header().Set("Link", nextPageLink(q, page.Next))
+		}
+		return writeJSONBytes(e.Response, http.StatusOK, page.JSON)
+	}
+}
+
+// nextPageLink is the Link header of the page after the pet with id last:
+// the same query from the next cursor (parameters in name order).
+func nextPageLink(q pets.Query, last string) string {
+	link := "</v1/pets?cursor=" + encodeCursor(last) + "&limit=" + strconv.Itoa(q.Limit)
+	if q.Status != "" {
+		link += "&status=" + q.Status
+	}
+	return link + `>; rel="next"`
+}
+
+// handleCreatePet serves createPet. With an Idempotency-Key, the pet and the
+// answer are stored in one transaction (package idempotency); without one,
+// the path does nothing more than create the pet.
+func handleCreatePet(writes *pets.Writes) func(*core.RequestEvent) error {
+	return func(e *core.RequestEvent) error {
+		if err := noQuery(e.Request.URL.RawQuery); err != nil {
+			return err
+		}
+		idemKey, kerr := idempotency.KeyFrom(e.Request.Header)
+		if kerr != nil {
+			return idempotencyKeyError(kerr)
+		}
+		if err := requireJSONContentType(e.Request); err != nil {
+			return err
+		}
+		body, err := readBody(e.Request)
+		if err != nil {
+			return err
+		}
+		if idemKey != "" {
+			return createPetOnce(e, writes, idemKey, body)
+		}
+
+		np, derr := decodeNewPet(body)
+		if derr != nil {
+			return derr
+		}
+		pet, err := writes.Create(e.App, np)
+		if err != nil {
+			return err
+		}
+		e.Response.Header().Set("Location", petLocation(pet))
+		return writeJSON(e.Response, http.StatusCreated, pet)
+	}
+}
+
+// createPetOnce is createPet for a request with an Idempotency-Key: the
+// 201, or the 400 for the body, is remembered and replayed to retries.
+func createPetOnce(e *core.RequestEvent, writes *pets.Writes, idemKey string, body []byte) error {
+	var bodyErr *Error
+	answer, outcome, err := idempotency.Do(e.App, apiKeyID(e), idemKey, body, time.Now(),
+		func(tx core.App) (idempotency.Answer, error) {
+			np, derr := decodeNewPet(body)
+			if derr != nil {
+				bodyErr = derr
+				data, err := encodeJSON(derr)
+				return idempotency.Answer{Status: derr.Status, Body: data}, err
+			}
+			pet, err := writes.Create(tx, np)
+			if err != nil {
+				return idempotency.Answer{}, err
+			}
+			data, err := encodeJSON(pet)
+			return idempotency.Answer{Status: http.StatusCreated, Body: data, Location: petLocation(pet)}, err
+		})
+	switch {
+	case err != nil:
+		return err
+	case outcome == idempotency.Reused:
+		return newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
+			"This Idempotency-Key was used with another request body: use a new key for a new request.")
+	case outcome == idempotency.Fresh && bodyErr != nil:
+		return bodyErr
+	case outcome == idempotency.Replayed:
+		e.Response.Header().Set("Idempotent-Replayed", "true")
+	}
+	if answer.Location != "" {
+		e.Response.Header().Set("Location", answer.Location)
+	}
+	return writeJSONBytes(e.Response, answer.Status, answer.Body)
+}
+
+func petLocation(p pets.Pet) string { return "/v1/pets/" + strconv.FormatInt(p.ID, 10) }
+
+// handleGetPet serves the deprecated getPet.
+func handleGetPet(reads *pets.Reads, version *dataversion.Watch) func(*core.RequestEvent) error {
+	return func(e *core.RequestEvent) error {
+		if err := noQuery(e.Request.URL.RawQuery); err != nil {
+			return err
+		}
+		id, perr := parsePetID(e.Request.PathValue("petId"))
+		if perr != nil {
+			return perr
+		}
+		v, err := dataVersion(e, version)
+		if err != nil {
+			return err
+		}
+		body, err := reads.Get(v, id)
+		if errors.Is(err, pets.ErrNotFound) {
+			return newError(http.StatusNotFound, CodeNotFound, "No pet with id %s.", id)
+		}
+		if err != nil {
+			return err
+		}
+		return writeJSONBytes(e.Response, http.StatusOK, body)
+	}
+}

@@ -1,0 +1,98 @@
+// Package api is petstore's /v1 HTTP layer: its routes and middleware, the
+// Error catalogue, the one JSON writer, and the handlers of the spec's
+// operations. It reads requests and writes answers; pets, API keys, limits
+// and the rest are its callees.
+package api
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pocketbase/pocketbase/apis"
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/router"
+
+	"petstore/internal/apikeys"
+	"petstore/internal/dataversion"
+	"petstore/internal/pets"
+	"petstore/internal/requestlog"
+	"petstore/internal/usage"
+	"petstore/limits"
+	"petstore/openapi"
+)
+
+// maxBodyBytes bounds every /v1 request body (413 beyond).
+const maxBodyBytes = 64 << 10
+
+// Deps are what the /v1 routes work with.
+type Deps struct {
+	Limiter    *limits.Limiter
+	Keys       *apikeys.Finder
+	Version    *dataversion.Watch // the read pool's data version, at which keys and pets are kept
+	Pets       *pets.Reads
+	PetWrites  *pets.Writes
+	RequestLog *requestlog.Logger
+	Usage      *usage.Recorder
+	Now        func() time.Time // the service's clock for dates it acts on (getPet's sunset)
+}
+
+// AddRoutes is the whole /v1 surface: every route with its middleware.
+//
+// Group middleware, in the order they run:
+//
+//	requestLog       PocketBase's request log, written cheaply: replaces its activity
+//	                 logger for /v1, at its place, between the two errorBody layers
+//	                 (package requestlog)
+//	errorBody        every error becomes the spec's Error body (two layers, see errorBody)
+//	exposeHeaders    browsers may read Link, Location, the rate-limit headers...
+//	preflightHeaders OPTIONS get the rate-limit headers uncounted (PocketBase's CORS answers them)
+//	countUncounted   a request failing before rateLimit is counted against its IP
+//	identifyKey      resolves the bearer API key, if any
+//	rateLimit        counts the request (per key, else per IP), sets the headers, 429;
+//	                 records a key's request in its usage history
+//	BodyLimit        64 KiB (replaces PocketBase's 32 MB for /v1)
+//
+// PocketBase's auth-token loader is unbound: it would try API keys as
+// PocketBase tokens.
+func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
+	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
+	v1.Bind(d.RequestLog.Middleware(), errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
+		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version), rateLimit(d.Limiter, d.Usage),
+		apis.BodyLimit(maxBodyBytes))
+
+	v1.GET("/pets", handleListPets(d.Pets, d.Version)).Bind(requireKey())
+	v1.POST("/pets", handleCreatePet(d.PetWrites)).Bind(requireKey())
+	v1.GET("/pets/{petId}", handleGetPet(d.Pets, d.Version)).Bind(requireKey(),
+		deprecated(getPetDeprecatedAt, getPetSunset, getPetSuccessor),
+		removedAfter(getPetSunset, d.Now, getPetReplacement))
+	// The contract itself needs no API key.
+	v1.GET("/openapi.json", ServeDocument(openapi.JSON, "application/json"))
+	v1.GET("/openapi.yaml", ServeDocument(openapi.YAML, "application/yaml"))
+
+	// Known paths with another method: 405 with Allow. Anything else: 404.
+	v1.Any("/pets", methodNotAllowed(http.MethodGet, http.MethodHead, http.MethodPost))
+	v1.Any("/pets/{petId}", methodNotAllowed(http.MethodGet, http.MethodHead))
+	v1.Any("/openapi.json", methodNotAllowed(http.MethodGet, http.MethodHead))
+	v1.Any("/openapi.yaml", methodNotAllowed(http.MethodGet, http.MethodHead))
+	v1.Any("", notFound)
+	v1.Any("/{path...}", notFound).Bind(sentURL()) // also paths refused before routing (uncleanPathGuard)
+}
+
+func methodNotAllowed(allowed ...string) func(*core.RequestEvent) error {
+	allow := strings.Join(allowed, ", ")
+	return func(e *core.RequestEvent) error {
+		e.Response.Header().Set("Allow", allow)
+		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"Method %s is not allowed here (allowed: %s).", e.Request.Method, allow)
+	}
+}
+
+func notFound(e *core.RequestEvent) error {
+	if isRefusedPath(e.Request.URL) {
+		return newError(http.StatusNotFound, CodeNotFound,
+			`No such resource: %s. Paths under /v1 with an empty, "." or ".." segment or an escaped "/" are never served.`,
+			e.Request.URL.EscapedPath())
+	}
+	return newError(http.StatusNotFound, CodeNotFound, "No such resource: %s.", e.Request.URL.Path)
+}

@@ -1,0 +1,506 @@
+package apikeys
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/types"
+
+	"petstore/internal/dataversion"
+)
+
+// Collection is the name of the collection that holds the keys.
+const Collection = "api_keys"
+
+// HashField is the api_keys field holding Hash(key), the only trace of a key.
+const HashField = "key_hash"
+
+// ErrInvalid means a key is unknown, revoked or expired. Callers do not learn
+// which, so that a guesser learns nothing either.
+var ErrInvalid = errors.New("invalid API key")
+
+// Errors that are the caller's mistake, not the store's: callers may show
+// their messages as they are.
+var (
+	// ErrNotFound: no key has the given record id.
+	ErrNotFound = errors.New("no API key")
+	// ErrUnknownPlan: no plan has the given name.
+	ErrUnknownPlan = errors.New("unknown plan")
+	// ErrBadSettings: a key's settings break a rule; the message says which.
+	ErrBadSettings = errors.New("bad API key settings")
+)
+
+// Fields of api_keys that the service writes and staff never edit (see
+// ServiceFields).
+const (
+	PrefixField         = "prefix"
+	PreviousHashField   = "previous_hash"
+	PreviousPrefixField = "previous_prefix"
+	PreviousUntilField  = "previous_until"
+	BannedUntilField    = "banned_until"
+	BanLiftedField      = "ban_lifted"
+)
+
+// ServiceFields are the api_keys fields that only the service writes: the
+// key's hashes, the ban, the counts. The dashboard's edit form sends every
+// field back as it was loaded, so its saves must leave these as stored.
+var ServiceFields = []string{
+	HashField, PrefixField, PreviousHashField, PreviousPrefixField, PreviousUntilField,
+	BannedUntilField, BanLiftedField, "last_used", "day_used", "day_resets",
+}
+
+// MaxGrace bounds how long a rolled key's previous secret may keep working.
+const MaxGrace = 30 * 24 * time.Hour
+
+// maxQuota keeps quotas exact in PocketBase's number fields (float64).
+const maxQuota = 1<<53 - 1
+
+// NewKey describes a key to create.
+type NewKey struct {
+	Name      string
+	Plan      string    // a plans.name
+	PerMinute int       // 0: the plan's quota
+	PerDay    int       // 0: the plan's quota
+	Expires   time.Time // zero: never
+}
+
+// badSettings is an ErrBadSettings with its own message.
+func badSettings(format string, a ...any) error {
+	return settingsError(fmt.Sprintf(format, a...))
+}
+
+type settingsError string
+
+func (e settingsError) Error() string        { return string(e) }
+func (e settingsError) Is(target error) bool { return target == ErrBadSettings }
+
+func checkQuotas(perMinute, perDay int) error {
+	if perMinute < 0 || perDay < 0 {
+		return badSettings("quotas must be positive, or 0 for the plan's")
+	}
+	if perMinute > maxQuota || perDay > maxQuota {
+		return badSettings("quotas must be at most %d", maxQuota)
+	}
+	return nil
+}
+
+func findPlan(app core.App, name string) (*core.Record, error) {
+	if name == "" {
+		return nil, badSettings("a plan is required: free, pro, business or enterprise")
+	}
+	plan, err := app.FindFirstRecordByData("plans", "name", name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownPlan, name)
+	}
+	return plan, err
+}
+
+// Create stores a new key and returns it with its record. The returned key is
+// the only copy of it: only its hash is stored.
+func Create(app core.App, nk NewKey) (string, *core.Record, error) {
+	if err := checkQuotas(nk.PerMinute, nk.PerDay); err != nil {
+		return "", nil, err
+	}
+	if !nk.Expires.IsZero() && !nk.Expires.After(time.Now()) {
+		return "", nil, badSettings("the expiry must be in the future")
+	}
+	if n := len([]rune(nk.Name)); n > maxNameLen {
+		return "", nil, badSettings("a name has at most %d characters", maxNameLen)
+	}
+	plan, err := findPlan(app, nk.Plan)
+	if err != nil {
+		return "", nil, err
+	}
+	collection, err := app.FindCachedCollectionByNameOrId(Collection)
+	if err != nil {
+		return "", nil, err
+	}
+
+	key := Generate()
+	r := core.NewRecord(collection)
+	r.Set("name", nk.Name)
+	r.Set("plan", plan.Id)
+	r.Set(HashField, Hash(key))
+	r.Set(PrefixField, DisplayPrefix(key))
+	if nk.PerMinute > 0 {
+		r.Set("per_minute", nk.PerMinute)
+	}
+	if nk.PerDay > 0 {
+		r.Set("per_day", nk.PerDay)
+	}
+	if !nk.Expires.IsZero() {
+		r.Set("expires", nk.Expires)
+	}
+	if err := app.Save(r); err != nil {
+		return "", nil, err
+	}
+	return key, r, nil
+}
+
+// Key is what a request needs of its API key: which key it is, its quota
+// (its own overrides, else its plan's) and its ban.
+type Key struct {
+	ID          string
+	PerMinute   int64
+	PerDay      int64
+	BanAfter    int64         // rejected requests within a minute that ban the key; 0: the per-minute quota
+	BanFor      time.Duration // how long a ban lasts; 0: the plan bans nobody
+	BannedUntil time.Time
+	BanLifted   time.Time // when a ban was last lifted; zero: never
+	LastUsed    time.Time
+}
+
+// findKeySQL reads a key joined with its plan, by hash: its current secret's,
+// or its previous secret's during a roll's grace period. It is one
+// statement, prepared once (see Finder).
+const findKeySQL = `SELECT k.id, k.revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day,
+	p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes,
+	k.key_hash <> :hash AS by_previous, k.previous_until
+	FROM api_keys k JOIN plans p ON p.id = k.plan
+	WHERE k.key_hash = :hash OR (k.previous_hash = :hash AND k.previous_until > :now) LIMIT 1`
+
+// Finder finds keys by their hash with one statement, prepared once: SQLite
+// parses it once per pooled connection instead of once per request.
+//
+// It keeps what it read only while the database does not change (package
+// dataversion): any commit, by any connection of any process, drops every
+// kept key before the next Find. So a revocation, an expiry or a quota edit
+// made in the dashboard, by the CLI (another process) or by another instance
+// on the same data directory applies to the very next request. What depends
+// on the time and not on the database, expiry and a rolled key's grace
+// period, is checked on every Find. Unknown keys are not kept: guessing
+// cannot fill the cache. A prepared statement is only the query's compiled
+// form; SQLite recompiles it by itself when the schema changes.
+type Finder struct {
+	stmt *sql.Stmt
+	kept *dataversion.Cache[foundKey]
+}
+
+// foundKey is a row of findKeySQL.
+type foundKey struct {
+	key           Key
+	revoked       bool
+	expires       time.Time // zero: never
+	byPrevious    bool      // found by the previous secret's hash, valid until previousUntil
+	previousUntil time.Time
+}
+
+// maxKeptKeys bounds the keys kept (each about 200 bytes).
+const maxKeptKeys = 10_000
+
+// NewFinder prepares the lookup on db, the app's read pool
+// (app.ConcurrentDB()). The statement lives as long as db.
+func NewFinder(db *sql.DB) (*Finder, error) {
+	stmt, err := db.Prepare(findKeySQL)
+	if err != nil {
+		return nil, fmt.Errorf("prepare the API key lookup: %w", err)
+	}
+	return &Finder{stmt: stmt, kept: dataversion.NewCache[foundKey](maxKeptKeys)}, nil
+}
+
+// Find returns a usable key: known, not revoked, not expired, as of version,
+// the data version the request read when it began (a dataversion.Watch on
+// db's database). The read takes no context: a one-row indexed read is not
+// worth interrupting, and a cancellable context costs database/sql and the
+// driver a goroutine each.
+func (f *Finder) Find(version int64, key string) (*Key, error) {
+	if !wellFormed(key) {
+		return nil, ErrInvalid
+	}
+	// The lookup is by hash, so timing cannot reveal how much of a key matched.
+	hash := Hash(key)
+	now := time.Now()
+	found, ok := f.kept.Get(version, hash)
+	// A rolled key's previous secret works until its grace period ends.
+	if !ok || (found.byPrevious && !found.previousUntil.After(now)) {
+		var err error
+		if found, err = f.read(hash, now); err != nil {
+			return nil, err
+		}
+		f.kept.Put(version, hash, found)
+	}
+	// A banned key is still a valid key: the rate limiter answers it.
+	if found.revoked || (!found.expires.IsZero() && !found.expires.After(now)) {
+		return nil, ErrInvalid
+	}
+	k := found.key // a copy: the kept one is shared
+	return &k, nil
+}
+
+func (f *Finder) read(hash string, now time.Time) (foundKey, error) {
+	var (
+		found                                  foundKey
+		k                                      = &found.key
+		expires, bannedUntil, banLifted        types.DateTime
+		lastUsed, previousUntil                types.DateTime
+		perMinute, perDay, planMinute, planDay int64
+		banMinutes                             int64
+	)
+	err := f.stmt.QueryRow(sql.Named("hash", hash), sql.Named("now", types.NowDateTime().String())).Scan(
+		&k.ID, &found.revoked, &expires, &bannedUntil, &banLifted, &lastUsed,
+		&perMinute, &perDay, &planMinute, &planDay, &k.BanAfter, &banMinutes,
+		&found.byPrevious, &previousUntil)
+	if errors.Is(err, sql.ErrNoRows) {
+		return found, ErrInvalid
+	}
+	if err != nil {
+		return found, err
+	}
+	found.expires = expires.Time()
+	found.previousUntil = previousUntil.Time()
+	k.PerMinute = firstPositive(perMinute, planMinute)
+	k.PerDay = firstPositive(perDay, planDay)
+	k.BanFor = time.Duration(banMinutes) * time.Minute
+	k.BannedUntil = bannedUntil.Time()
+	k.BanLifted = banLifted.Time()
+	k.LastUsed = lastUsed.Time()
+	return found, nil
+}
+
+func firstPositive(values ...int64) int64 {
+	for _, v := range values {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+// Key states, as `keys list` shows them.
+const (
+	StateActive  = "active"
+	StateRevoked = "revoked"
+	StateExpired = "expired"
+	StateBanned  = "banned"
+)
+
+// State tells whether a key is usable at now.
+func State(r *core.Record, now time.Time) string {
+	switch {
+	case r.GetBool("revoked"):
+		return StateRevoked
+	case !r.GetDateTime("expires").IsZero() && !r.GetDateTime("expires").Time().After(now):
+		return StateExpired
+	case r.GetDateTime("banned_until").Time().After(now):
+		return StateBanned
+	}
+	return StateActive
+}
+
+// lastUsedResolution keeps last_used writes to one per key per minute.
+const lastUsedResolution = time.Minute
+
+// LastUsedStale reports whether k's last_used is old enough to be rewritten:
+// once a minute per key is enough to tell staff which keys are in use.
+func (k *Key) LastUsedStale(now time.Time) bool {
+	return now.Sub(k.LastUsed) >= lastUsedResolution
+}
+
+// TouchLastUsed records that the key with the given record id was used at now.
+func TouchLastUsed(app core.App, id string, now time.Time) error {
+	return setColumns(app, id, dbx.Params{"last_used": dateString(now)})
+}
+
+// SaveBan bans the key with the given record id until until.
+func SaveBan(app core.App, id string, until time.Time) error {
+	return setColumns(app, id, dbx.Params{"banned_until": dateString(until)})
+}
+
+// DayCount is a key's count in its current day window.
+type DayCount struct {
+	ID     string         `db:"id"`
+	Used   int64          `db:"day_used"`
+	Resets types.DateTime `db:"day_resets"` // zero when Used is 0
+}
+
+// SaveDayCount mirrors a key's day window on its record, for staff and for
+// a restart.
+func SaveDayCount(app core.App, c DayCount) error {
+	return setColumns(app, c.ID, dbx.Params{"day_used": c.Used, "day_resets": c.Resets.String()})
+}
+
+// DayCounts returns the saved day counts that are not zero.
+func DayCounts(app core.App) ([]DayCount, error) {
+	var counts []DayCount
+	err := app.DB().Select("id", "day_used", "day_resets").From(Collection).
+		Where(dbx.NewExp("day_used > 0")).All(&counts)
+	return counts, err
+}
+
+// setColumns writes columns of one key directly, not the whole record: it
+// neither bumps `updated` nor runs record hooks, and a staff edit made since
+// the record was read is not overwritten.
+func setColumns(app core.App, id string, columns dbx.Params) error {
+	_, err := app.DB().Update(Collection, columns, dbx.HashExp{"id": id}).Execute()
+	return err
+}
+
+// dateString is t as PocketBase stores dates.
+func dateString(t time.Time) string {
+	d, _ := types.ParseDateTime(t) // a time.Time always parses
+	return d.String()
+}
+
+// Revoke marks the key with the given record id as revoked.
+func Revoke(app core.App, id string) error {
+	_, err := update(app, id, func(r *core.Record) error {
+		r.Set("revoked", true)
+		return nil
+	})
+	return err
+}
+
+// Roll gives the key with the given record id a new secret and returns it.
+// Everything else stays: plan, quotas, counts, ban. The previous secret keeps
+// working for grace (none when 0); a roll during a grace period ends that
+// period's secret at once, as only one previous secret is kept.
+func Roll(app core.App, id string, grace time.Duration) (string, *core.Record, error) {
+	if grace < 0 || grace > MaxGrace {
+		return "", nil, badSettings("the grace period must be from 0 to %d days", MaxGrace/(24*time.Hour))
+	}
+	key := Generate()
+	r, err := update(app, id, func(r *core.Record) error {
+		if r.GetBool("revoked") {
+			return badSettings("a revoked key cannot be rolled")
+		}
+		previousHash, previousPrefix, previousUntil := "", "", ""
+		if grace > 0 {
+			previousHash, previousPrefix = r.GetString(HashField), r.GetString(PrefixField)
+			previousUntil = dateString(time.Now().Add(grace))
+		}
+		r.Set(PreviousHashField, previousHash)
+		r.Set(PreviousPrefixField, previousPrefix)
+		r.Set(PreviousUntilField, previousUntil)
+		r.Set(HashField, Hash(key))
+		r.Set(PrefixField, DisplayPrefix(key))
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return key, r, nil
+}
+
+// Unban lifts the ban of the key with the given record id. It is the one way
+// to lift a ban: it clears banned_until and sets ban_lifted, from which every
+// instance's limiter, reading the key, learns to forget the rejections
+// counted before the lift.
+func Unban(app core.App, id string) error {
+	_, err := update(app, id, func(r *core.Record) error {
+		r.Set(BannedUntilField, "")
+		r.Set(BanLiftedField, types.NowDateTime())
+		return nil
+	})
+	return err
+}
+
+// Changes are edits of a key's settings; nil fields stay as they are.
+type Changes struct {
+	Name      *string
+	Plan      *string // a plans.name
+	PerMinute *int    // 0: the plan's quota
+	PerDay    *int    // 0: the plan's quota
+}
+
+// Change applies c to the key with the given record id.
+func Change(app core.App, id string, c Changes) (*core.Record, error) {
+	if err := checkQuotas(deref(c.PerMinute), deref(c.PerDay)); err != nil {
+		return nil, err
+	}
+	if c.Name != nil && len([]rune(*c.Name)) > maxNameLen {
+		return nil, badSettings("a name has at most %d characters", maxNameLen)
+	}
+	var plan *core.Record
+	if c.Plan != nil {
+		var err error
+		if plan, err = findPlan(app, *c.Plan); err != nil {
+			return nil, err
+		}
+	}
+	return update(app, id, func(r *core.Record) error {
+		if c.Name != nil {
+			r.Set("name", *c.Name)
+		}
+		if plan != nil {
+			r.Set("plan", plan.Id)
+		}
+		if c.PerMinute != nil {
+			r.Set("per_minute", *c.PerMinute)
+		}
+		if c.PerDay != nil {
+			r.Set("per_day", *c.PerDay)
+		}
+		return nil
+	})
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// maxNameLen is the api_keys name field's bound.
+const maxNameLen = 100
+
+// update reads, edits and saves one key in a transaction, so that a ban or a
+// count the limiter writes meanwhile is not overwritten with what was read.
+func update(app core.App, id string, edit func(*core.Record) error) (*core.Record, error) {
+	var r *core.Record
+	err := app.RunInTransaction(func(tx core.App) error {
+		// Take SQLite's write lock before reading (waiting for it as long as
+		// busy_timeout allows): a transaction that reads first cannot write
+		// once another process has written meanwhile (SQLITE_BUSY_SNAPSHOT).
+		if _, err := tx.DB().Update(Collection, dbx.Params{"id": dbx.NewExp("id")}, dbx.HashExp{"id": id}).Execute(); err != nil {
+			return err
+		}
+		var err error
+		r, err = tx.FindRecordById(Collection, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w with id %q", ErrNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		if err := edit(r); err != nil {
+			return err
+		}
+		return tx.Save(r)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Get returns the key with the given record id, with its plan expanded.
+func Get(app core.App, id string) (*core.Record, error) {
+	r, err := app.FindRecordById(Collection, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w with id %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if errs := app.ExpandRecord(r, []string{"plan"}, nil); len(errs) > 0 {
+		return nil, errs["plan"]
+	}
+	return r, nil
+}
+
+// List returns every key, newest first, with its plan expanded.
+func List(app core.App) ([]*core.Record, error) {
+	records, err := app.FindRecordsByFilter(Collection, "", "-created", 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, err := range app.ExpandRecords(records, []string{"plan"}, nil) {
+		return nil, err
+	}
+	return records, nil
+}

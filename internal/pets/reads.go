@@ -1,0 +1,180 @@
+package pets
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"petstore/internal/dataversion"
+)
+
+// ErrNotFound is Get's error for an id that no pet has.
+var ErrNotFound = errors.New("pets: no such pet")
+
+// Reads are listPets' and getPet's queries, each prepared once on the read
+// pool (SQLite parses a statement once per pooled connection, not once per
+// request), reading plain rows: no core.Record, no record hooks, which only
+// matter when a pet is saved.
+//
+// Every answer is the database's state at the version its caller read
+// (package dataversion): read then, or kept since. Any commit, by any
+// connection of any process, changes the version, so a kept answer is never
+// older than the request that gets it. Answers are kept as JSON, the form
+// they are sent in.
+//
+// The queries take no context: a page of rows is not worth interrupting, and
+// a cancellable context costs database/sql and the driver a goroutine per
+// query.
+type Reads struct {
+	list, listByStatus, get *sql.Stmt
+	pages                   *dataversion.Cache[Page]
+	pets                    *dataversion.Cache[[]byte]
+}
+
+// Query asks for a page of listPets.
+type Query struct {
+	Limit  int
+	Status string // empty: any
+	After  string // a pet id; empty: from the start
+}
+
+// Page is a page of pets: their JSON array, and the id of its last pet when
+// there are more after it.
+type Page struct {
+	JSON []byte
+	Next string // empty on the last page
+}
+
+// maxKeptPages bounds the pages kept: at most about 7 KB each (100 pets).
+// maxKeptPets bounds the single pets kept: about 100 bytes each.
+const (
+	maxKeptPages = 1024
+	maxKeptPets  = 16384
+)
+
+// The id column is text of 15 digits: text order is numeric order, and the
+// primary key (or idx_pets_status_id with a status) serves the page in order.
+// The list has no LIMIT: SQLite produces the rows one step at a time, and
+// List stops after the page. A bound LIMIT would make SQLite compile the
+// statement again on every run (a bound value it may plan by).
+const (
+	columns         = "id, name, CAST(categoryId AS INTEGER), status FROM pets"
+	listSQL         = "SELECT " + columns + " WHERE id > :after ORDER BY id"
+	listByStatusSQL = "SELECT " + columns + " WHERE status = :status AND id > :after ORDER BY id"
+	getSQL          = "SELECT " + columns + " WHERE id = :id"
+)
+
+// PrepareReads prepares the reads on db, the app's read pool
+// (app.ConcurrentDB()). The statements live as long as db.
+func PrepareReads(db *sql.DB) (*Reads, error) {
+	r := Reads{
+		pages: dataversion.NewCache[Page](maxKeptPages),
+		pets:  dataversion.NewCache[[]byte](maxKeptPets),
+	}
+	for _, q := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{{&r.list, listSQL}, {&r.listByStatus, listByStatusSQL}, {&r.get, getSQL}} {
+		stmt, err := db.Prepare(q.sql)
+		if err != nil {
+			return nil, fmt.Errorf("prepare the pets reads: %w", err)
+		}
+		*q.stmt = stmt
+	}
+	return &r, nil
+}
+
+// List is the page q asks for, at version: kept, or read and kept. Pets
+// come in ascending id order; ids never change, so walking the pages (After
+// the last id seen) visits every pet that existed when the walk began
+// exactly once, even while others are added.
+func (r *Reads) List(version int64, q Query) (Page, error) {
+	key := q.Status + "\x00" + q.After + "\x00" + strconv.Itoa(q.Limit)
+	page, ok := r.pages.Get(version, key)
+	if ok {
+		return page, nil
+	}
+	after := sql.Named("after", q.After)
+	var rows *sql.Rows
+	var err error
+	if q.Status == "" {
+		rows, err = r.list.Query(after)
+	} else {
+		rows, err = r.listByStatus.Query(sql.Named("status", q.Status), after)
+	}
+	if err != nil {
+		return page, err
+	}
+	pets, last, err := scanPage(rows, q.Limit)
+	if err != nil {
+		return page, err
+	}
+	if len(pets) > q.Limit {
+		pets, page.Next = pets[:q.Limit], last
+	}
+	if page.JSON, err = encode(pets); err != nil {
+		return page, err
+	}
+	r.pages.Put(version, key, page)
+	return page, nil
+}
+
+// Get is the JSON of the pet with id, at version: kept, or read and kept.
+// An absent pet is ErrNotFound, and not kept: a key guessing ids would fill
+// the cache with them.
+func (r *Reads) Get(version int64, id string) ([]byte, error) {
+	if body, ok := r.pets.Get(version, id); ok {
+		return body, nil
+	}
+	pet, _, err := scanPet(r.get.QueryRow(sql.Named("id", id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	body, err := encode(pet)
+	if err != nil {
+		return nil, err
+	}
+	r.pets.Put(version, id, body)
+	return body, nil
+}
+
+// encode is v as the /v1 layer sends it: JSON and a newline.
+func encode(v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	return append(data, '\n'), err
+}
+
+// scanPet reads a row of columns. The id pattern guarantees 15 digits.
+func scanPet(row interface{ Scan(...any) error }) (Pet, string, error) {
+	var p Pet
+	var id string
+	if err := row.Scan(&id, &p.Name, &p.CategoryID, &p.Status); err != nil {
+		return p, "", err
+	}
+	p.ID, _ = strconv.ParseInt(id, 10, 64)
+	return p, id, nil
+}
+
+// scanPage reads up to limit+1 pets (one more tells whether there is a next
+// page) and closes rows, giving its connection back before the response is
+// written. last is the id of the page's last pet.
+func scanPage(rows *sql.Rows, limit int) (pets []Pet, last string, err error) {
+	defer rows.Close()
+	pets = make([]Pet, 0, limit+1)
+	for len(pets) <= limit && rows.Next() {
+		p, id, err := scanPet(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(pets) < limit {
+			last = id
+		}
+		pets = append(pets, p)
+	}
+	return pets, last, rows.Err()
+}

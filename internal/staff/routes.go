@@ -1,0 +1,47 @@
+// Package staff is the JSON API behind the staff page (/staff/): store staff,
+// signed in as PocketBase superusers, issue, list, change, roll, revoke and
+// unban API keys and read each key's use. Errors have PocketBase's shape
+// ({"status","message","data"}), like the rest of /api/.
+package staff
+
+import (
+	"github.com/pocketbase/pocketbase/apis"
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
+	"github.com/pocketbase/pocketbase/tools/router"
+
+	"petstore/internal/usage"
+)
+
+// Prefix is where the routes live.
+const Prefix = "/api/petstore"
+
+// maxBodyBytes bounds a request body; the largest one is a few hundred bytes.
+const maxBodyBytes = 16 << 10
+
+// AddRoutes is the whole staff API: every route, all for superusers only.
+// PocketBase's auth-token loader has read the superuser's token by then; an
+// API key is no PocketBase token, so it never opens these routes (401).
+func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder) {
+	g := r.Group(Prefix)
+	g.Bind(apis.RequireSuperuserAuth(), apis.BodyLimit(maxBodyBytes), noStore())
+
+	g.GET("/keys", handleListKeys(history))
+	g.POST("/keys", handleCreateKey)
+	g.PATCH("/keys/{id}", handleChangeKey)
+	g.POST("/keys/{id}/roll", handleRollKey)
+	g.POST("/keys/{id}/revoke", handleRevokeKey)
+	g.POST("/keys/{id}/lift-ban", handleLiftBan)
+	g.GET("/keys/{id}/usage", handleUsage(history))
+}
+
+// noStore keeps answers, new keys among them, out of every cache.
+func noStore() *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id: "petstoreStaffNoStore",
+		Func: func(e *core.RequestEvent) error {
+			e.Response.Header().Set("Cache-Control", "no-store")
+			return e.Next()
+		},
+	}
+}
