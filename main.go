@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/pocketbase/pocketbase"
+	"github.com/pocketbase/pocketbase/cmd"
 	"github.com/spf13/cobra"
 
 	"petstore/hooks"
@@ -20,9 +21,7 @@ import (
 func main() {
 	// Not pocketbase.New(): under `go run` it turns on dev mode, which prints
 	// SQL on stdout, where `keys create` prints the new key.
-	// PocketBase's banner names only /api/ and /_/; hooks prints a fuller one.
 	app := pocketbase.NewWithConfig(pocketbase.Config{
-		HideStartBanner:  true,
 		DBConnect:        database.Connect,
 		DataMaxIdleConns: database.ReadPoolIdleConns,
 	})
@@ -33,6 +32,14 @@ func main() {
 	app.RootCmd.SetErr(os.Stderr)
 
 	opts := &hooks.Options{Banner: os.Stdout}
+	// PocketBase's own commands, made here rather than by app.Start, so that
+	// serve can have flags of petstore's. Without PocketBase's banner, which
+	// names only /api/ and /_/: hooks prints a fuller one.
+	serve := cmd.NewServeCommand(app, false)
+	app.RootCmd.AddCommand(cmd.NewSuperuserCommand(app), serve)
+	serve.PersistentFlags().StringVar(&opts.PublicURL, "public-url", "",
+		"the base URL clients use, ending in /v1, when a reverse proxy is in front (https://shop.example.org/api/v1): Link, Location and the served documents name it (env PETSTORE_PUBLIC_URL)")
+
 	flags := app.RootCmd.PersistentFlags()
 	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",
 		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB, or Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; env PETSTORE_RATELIMIT_REDIS)")
@@ -42,10 +49,11 @@ func main() {
 		if opts.Limits.RedisURL == "" {
 			opts.Limits.RedisURL = os.Getenv("PETSTORE_RATELIMIT_REDIS")
 		}
-		if serve, _, err := app.RootCmd.Find([]string{"serve"}); err == nil {
-			https, _ := serve.Flags().GetString("https")
-			opts.HTTPS = https != ""
+		if opts.PublicURL == "" {
+			opts.PublicURL = os.Getenv("PETSTORE_PUBLIC_URL")
 		}
+		https, _ := serve.Flags().GetString("https")
+		opts.HTTPS = https != ""
 	})
 	flags.StringVar(&opts.Limits.Prefix, "ratelimit-prefix", limits.DefaultPrefix,
 		"prefix of the rate-limit counters, to let several deployments share one Redis")
@@ -65,7 +73,7 @@ func main() {
 	keys := apikeys.NewCommand(app)
 	app.RootCmd.AddCommand(keys.Command)
 
-	if err := app.Start(); err != nil {
+	if err := app.Execute(); err != nil {
 		log.Fatal(err)
 	}
 	if keys.Err() != nil || service.Err() != nil {

@@ -12,7 +12,7 @@ import (
 
 // bindBanner prints where everything is once serve listens, in place of
 // PocketBase's banner (main hides it), which names only /api/ and /_/.
-func bindBanner(app core.App, opts *Options) {
+func bindBanner(app core.App, opts *Options, s *Service) {
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreBanner",
 		Func: func(se *core.ServeEvent) error {
@@ -20,17 +20,22 @@ func bindBanner(app core.App, opts *Options) {
 			if err := se.Next(); err != nil || opts.Banner == nil {
 				return err
 			}
-			printBanner(opts.Banner, baseURL(se.Server.Addr, opts.HTTPS))
+			printBanner(opts.Banner, baseURL(se.Server.Addr, opts.HTTPS), s.base.Public())
 			return nil
 		},
 	})
 }
 
-func printBanner(w io.Writer, base string) {
+// printBanner names the addresses under base, the server's, and the public
+// URL of /v1 when there is one.
+func printBanner(w io.Writer, base, public string) {
 	date := new(strings.Builder)
 	log.New(date, "", log.LstdFlags).Print()
 	fmt.Fprintf(w, "%s Server started at %s\n", strings.TrimSpace(date.String()), base)
 	fmt.Fprintf(w, "├─ API:         %s/v1\n", base)
+	if public != "" {
+		fmt.Fprintf(w, "├─ Public API:  %s (Link, Location, the served documents)\n", public)
+	}
 	fmt.Fprintf(w, "├─ Reference:   %s/docs/\n", base)
 	fmt.Fprintf(w, "├─ Staff page:  %s/staff/ (API keys)\n", base)
 	fmt.Fprintf(w, "├─ Dashboard:   %s/_/\n", base)

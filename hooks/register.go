@@ -24,7 +24,6 @@ import (
 	"petstore/internal/staff"
 	"petstore/internal/usage"
 	"petstore/limits"
-	"petstore/openapi"
 	pbpublic "petstore/pb_public"
 )
 
@@ -35,8 +34,11 @@ type Options struct {
 	// the dashboard are); nil prints none.
 	Banner io.Writer
 	HTTPS  bool // serve --https: the banner's addresses are https
-	Limits limits.Config
-	Server ServerConfig
+	// PublicURL is the base URL clients use, ending in /v1 (serve
+	// --public-url); empty when clients reach the server directly.
+	PublicURL string
+	Limits    limits.Config
+	Server    ServerConfig
 	// Now is the service's clock for dates it acts on (getPet's sunset);
 	// time.Now when nil. Only tests set it.
 	Now func() time.Time
@@ -46,7 +48,8 @@ type Options struct {
 
 // Service is what Register bound; Err tells why serving could not start.
 type Service struct {
-	err error
+	err  error
+	base api.BaseURL // Options.PublicURL, checked
 }
 
 // Err is the error that stopped `serve` from starting, if any. PocketBase
@@ -59,15 +62,19 @@ func Register(app core.App, opts *Options) *Service {
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreServe",
 		Func: func(se *core.ServeEvent) error {
-			if err := serve(se, opts); err != nil {
-				s.err = err
-				return err
+			base, err := api.ParseBaseURL(opts.PublicURL)
+			if err != nil {
+				err = fmt.Errorf("invalid --public-url (or PETSTORE_PUBLIC_URL) %q: %w; e.g. https://shop.example.org/api/v1", opts.PublicURL, err)
+			} else {
+				s.base = base
+				err = serve(se, opts, base)
 			}
-			return nil
+			s.err = err
+			return err
 		},
 	})
 	bindServer(app, &opts.Server)
-	bindBanner(app, opts)
+	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
 	idempotency.BindPurge(app)
@@ -75,8 +82,8 @@ func Register(app core.App, opts *Options) *Service {
 }
 
 // serve builds the service's parts, each stopped at shutdown, and routes
-// requests to them.
-func serve(se *core.ServeEvent, opts *Options) error {
+// requests to them; clients reach /v1 at base.
+func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 	app := se.App
 	limiter, err := limits.New(opts.Limits, keyLedger{app}, app.Logger())
 	if err != nil {
@@ -123,15 +130,16 @@ func serve(se *core.ServeEvent, opts *Options) error {
 	if now == nil {
 		now = time.Now
 	}
+	documents := api.NewDocuments(base)
 	api.AddRoutes(se.Router.Group("/v1"), api.Deps{
 		Limiter: limiter, Keys: keys, Version: version, Pets: petReads, PetWrites: petWrites,
-		RequestLog: reqlog, Usage: history, Now: now,
+		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents,
 	})
 	staff.AddRoutes(se.Router, history)
 	// The reference page's copy of the contract, outside /v1 and so not
 	// counted: the page renders for visitors whose address is over its
 	// keyless limit (behind a shared NAT, everyone's).
-	se.Router.GET("/docs/openapi.json", api.ServeDocument(openapi.JSON, "application/json"))
+	se.Router.GET("/docs/openapi.json", documents.JSON.Serve)
 	// Method-less, or it would conflict with the method-less /v1 routes.
 	se.Router.Route("", "/{path...}", pbpublic.Handler())
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -22,8 +23,14 @@ import (
 
 const chromium = "/usr/bin/chromium" // Debian's package
 
+// placeholderHost matches the hosts documentation uses as stand-ins, which
+// no client should ever be sent to.
+var placeholderHost = regexp.MustCompile(`(?i)\bexample\.(com|org|net)\b`)
+
 // The reference page, reached from the home page, renders the served
-// contract in a real browser without anything from outside the service.
+// contract in a real browser without anything from outside the service. Each
+// operation names the service's own address as its first server and has a
+// copyable curl example that calls it; no placeholder host appears.
 func TestReferencePageInChromium(t *testing.T) {
 	requireChromium(t)
 	s := apptest.Start(t, "")
@@ -71,6 +78,41 @@ func TestReferencePageInChromium(t *testing.T) {
 	}
 	if !slices.EqualFunc(plans, want, slices.Equal) {
 		t.Errorf("plans table %q, want %q", plans, want)
+	}
+
+	base := s.URL + "/v1"
+	for _, op := range append(operations, "getOpenAPIDocument", "getOpenAPIDocumentYAML") {
+		section := `[data-section-id="operation/` + op + `"]`
+		// Redoc lists the servers under the operation's method and path,
+		// shown on a click, and the samples in tabs.
+		endpoint := section + ` button:has(.http-verb)`
+		curlTab := chromedp.JSPath(`[...document.querySelectorAll('` + section + ` [role="tab"]')].find(t => t.innerText.trim() == "curl")`)
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.CSS(endpoint)), chromedp.Click(chromedp.CSS(endpoint)),
+			chromedp.WaitVisible(chromedp.CSS(endpoint+` + * [role="button"]`)),
+			chromedp.Click(curlTab), chromedp.WaitVisible(chromedp.CSS(section+` [role="tabpanel"] pre`))); err != nil {
+			t.Fatalf("%s: the servers or the curl sample do not show: %v", op, err)
+		}
+		shown, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+			Servers []string
+			Sample  string
+			Copy    bool
+		}](fmt.Sprintf("(%s)(%q)", readOperation, section)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(shown.Servers) == 0 || !strings.HasPrefix(shown.Servers[0], base+"/") {
+			t.Errorf("%s: servers %q; want %s first", op, shown.Servers, base)
+		}
+		if !strings.HasPrefix(shown.Sample, "curl ") || !strings.Contains(shown.Sample, `"`+base+"/") || !shown.Copy {
+			t.Errorf("%s: curl sample %q (a Copy button: %v); want one calling %s, with a Copy button", op, shown.Sample, shown.Copy, base)
+		}
+	}
+	html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := placeholderHost.FindString(html); m != "" {
+		t.Errorf("the page names %s", m)
 	}
 
 	// The screenshot shows getPet, its deprecation, and the operations in the
@@ -136,6 +178,19 @@ func requireChromium(t *testing.T) {
 		t.Skipf("%v: install Debian's chromium to run this test (CI requires it)", err)
 	}
 }
+
+// readOperation reads, in an operation's section that shows its servers and
+// its curl sample, the servers' addresses, the sample and whether a Copy
+// button is beside it.
+const readOperation = `(selector) => {
+	const s = document.querySelector(selector);
+	const panel = s.querySelector('[role="tabpanel"]:has(pre)');
+	return {
+		servers: [...s.querySelector('button:has(.http-verb)').nextElementSibling.querySelectorAll('[role="button"]')].map(e => e.textContent.trim()),
+		sample: panel.querySelector('pre').innerText,
+		copy: [...panel.querySelectorAll('button')].some(b => b.innerText.trim() == 'Copy'),
+	};
+}`
 
 // waitForOperations waits until the operations' headings render.
 func waitForOperations(operations []string) []chromedp.Action[chromedp.Void] {

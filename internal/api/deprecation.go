@@ -16,10 +16,7 @@ var (
 	getPetSunset       = time.Date(2030, time.December, 5, 0, 0, 0, 0, time.UTC)
 )
 
-const (
-	getPetSuccessor   = "/v1/pets"
-	getPetReplacement = "getPet was removed on 5 December 2030: use listPets (GET /v1/pets) with its status filter instead."
-)
+const getPetReplacement = "getPet was removed on 5 December 2030: use listPets (GET /v1/pets) with its status filter instead."
 
 // sunsetMiddlewarePriority puts the sunset after requireKey (0) and so after
 // the rate limit: a request to a removed operation is still counted, and a
@@ -27,16 +24,20 @@ const (
 const sunsetMiddlewarePriority = 1
 
 // deprecated marks every response of a route, errors included, with the
-// Deprecation (RFC 9745), Sunset (RFC 8594) and successor Link headers.
+// Deprecation (RFC 9745), Sunset (RFC 8594) and successor Link headers;
+// successor is the address of the replacement.
 func deprecated(at, sunset time.Time, successor string) *hook.Handler[*core.RequestEvent] {
+	deprecation := "@" + strconv.FormatInt(at.Unix(), 10)
+	sunsetDate := sunset.UTC().Format(http.TimeFormat)
+	link := "<" + successor + `>; rel="successor-version"`
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstoreDeprecated",
 		Priority: errorBodyOuterPriority + 1, // before anything can answer
 		Func: func(e *core.RequestEvent) error {
 			h := e.Response.Header()
-			h.Set("Deprecation", "@"+strconv.FormatInt(at.Unix(), 10))
-			h.Set("Sunset", sunset.UTC().Format(http.TimeFormat))
-			h.Add("Link", "<"+successor+`>; rel="successor-version"`)
+			h.Set("Deprecation", deprecation)
+			h.Set("Sunset", sunsetDate)
+			h.Add("Link", link)
 			return e.Next()
 		},
 	}

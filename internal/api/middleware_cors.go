@@ -55,3 +55,57 @@ func preflightHeaders(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 		},
 	}
 }
+
+// preflightAllows makes a CORS preflight allow exactly allow, a route's
+// methods as its Allow header lists them ("" for none). PocketBase's CORS
+// middleware decides whether the origin may call (serve --origins) and
+// answers the preflight, but lists the same methods for every path; this
+// puts the route's own in their place as the answer is written. With none,
+// a browser still sends the methods CORS always allows (GET, HEAD, POST), so
+// that its client reads the 404.
+func preflightAllows(allow string) *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       "petstorePreflightAllows",
+		Priority: apis.DefaultCorsMiddlewarePriority - 1,
+		Func: func(e *core.RequestEvent) error {
+			if e.Request.Method != http.MethodOptions {
+				return e.Next()
+			}
+			w := e.Response
+			e.Response = &preflightWriter{ResponseWriter: w, allow: allow}
+			defer func() { e.Response = w }()
+			return e.Next()
+		},
+	}
+}
+
+// preflightWriter replaces Access-Control-Allow-Methods, when the answer has
+// it, before the answer's header is written.
+type preflightWriter struct {
+	http.ResponseWriter
+	allow string
+}
+
+func (w *preflightWriter) WriteHeader(status int) {
+	w.setAllowMethods()
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *preflightWriter) Write(b []byte) (int, error) {
+	w.setAllowMethods()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *preflightWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *preflightWriter) setAllowMethods() {
+	h := w.Header()
+	const name = "Access-Control-Allow-Methods"
+	switch {
+	case h.Get(name) == "":
+	case w.allow == "":
+		h.Del(name)
+	default:
+		h.Set(name, w.allow)
+	}
+}

@@ -5,29 +5,99 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/openapi"
 )
 
 // documentCacheControl lets clients reuse the document for a few minutes,
 // then revalidate it with If-None-Match (a 304 costs no body).
 const documentCacheControl = "public, max-age=300"
 
-// ServeDocument serves a fixed document (the OpenAPI contract) with a strong
-// ETag; net/http's ServeContent answers If-None-Match (304), HEAD and ranges.
-func ServeDocument(body []byte, contentType string) func(*core.RequestEvent) error {
-	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	return func(e *core.RequestEvent) error {
-		if err := noQuery(e.Request.URL.RawQuery); err != nil {
-			return err
-		}
-		h := e.Response.Header()
-		h.Set("ETag", etag)
-		h.Set("Cache-Control", documentCacheControl)
-		h.Set("Content-Type", contentType)
-		http.ServeContent(e.Response, e.Request, "", time.Time{}, bytes.NewReader(body))
-		return nil
+// maxDocumentCopies bounds the copies of a document kept for the base URLs
+// requests reached. The Host header is the client's to choose: beyond the
+// bound, a copy is made for its request alone.
+const maxDocumentCopies = 16
+
+// Documents are the OpenAPI document's served forms, which name the
+// service's base URL as their server (package openapi makes them).
+type Documents struct {
+	JSON, YAML *Document
+}
+
+// NewDocuments serves the document's forms for base.
+func NewDocuments(base BaseURL) Documents {
+	return Documents{
+		JSON: newDocument(openapi.ServedJSON, "application/json", base),
+		YAML: newDocument(openapi.ServedYAML, "application/yaml", base),
 	}
+}
+
+// Document serves one form of the document with a strong ETag per copy;
+// net/http's ServeContent answers If-None-Match (304), HEAD and ranges. With
+// a public URL there is one copy, made at start-up; otherwise each base URL
+// requested has its own, made once.
+type Document struct {
+	contentType string
+	makeCopy    func(base string) []byte
+	base        BaseURL
+
+	mu     sync.RWMutex
+	copies map[string]documentCopy
+}
+
+type documentCopy struct {
+	body []byte
+	etag string
+}
+
+func newDocument(makeCopy func(string) []byte, contentType string, base BaseURL) *Document {
+	d := &Document{contentType: contentType, makeCopy: makeCopy, base: base, copies: map[string]documentCopy{}}
+	if public := base.Public(); public != "" {
+		d.copies[public] = newDocumentCopy(makeCopy(public))
+	}
+	return d
+}
+
+func newDocumentCopy(body []byte) documentCopy {
+	sum := sha256.Sum256(body)
+	return documentCopy{body: body, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+}
+
+// copyFor is the copy for a base URL, made and kept on its first request.
+func (d *Document) copyFor(base string) documentCopy {
+	d.mu.RLock()
+	c, ok := d.copies[base]
+	d.mu.RUnlock()
+	if ok {
+		return c
+	}
+	c = newDocumentCopy(d.makeCopy(base))
+	d.mu.Lock()
+	if len(d.copies) < maxDocumentCopies {
+		d.copies[base] = c
+	}
+	d.mu.Unlock()
+	return c
+}
+
+// Serve answers GET and HEAD with the copy for the request's base URL.
+func (d *Document) Serve(e *core.RequestEvent) error {
+	if err := noQuery(e.Request.URL.RawQuery); err != nil {
+		return err
+	}
+	base, forwarded := d.base.of(e)
+	c := d.copyFor(base)
+	h := e.Response.Header()
+	if forwarded {
+		h.Add("Vary", "X-Forwarded-Host, X-Forwarded-Proto")
+	}
+	h.Set("ETag", c.etag)
+	h.Set("Cache-Control", documentCacheControl)
+	h.Set("Content-Type", d.contentType)
+	http.ServeContent(e.Response, e.Request, "", time.Time{}, bytes.NewReader(c.body))
+	return nil
 }

@@ -2,7 +2,10 @@ package api_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,21 +17,22 @@ import (
 // The contract is served without an API key, revalidated with its ETag.
 func TestOpenAPIDocumentIsServed(t *testing.T) {
 	s := apptest.Start(t, "")
+	base := s.URL + "/v1"
 	etags := map[string]bool{}
 	for _, tt := range []struct {
 		path, contentType string
 		body              []byte
 	}{
-		{"/v1/openapi.json", "application/json", openapi.JSON},
-		{"/v1/openapi.yaml", "application/yaml", openapi.YAML},
+		{"/v1/openapi.json", "application/json", openapi.ServedJSON(base)},
+		{"/v1/openapi.yaml", "application/yaml", openapi.ServedYAML(base)},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			// No key, or one that is not valid: the document needs none.
 			for _, key := range []string{"", "not-a-key"} {
 				r := s.Do(t, http.MethodGet, tt.path, key, nil)
 				if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != tt.contentType || !bytes.Equal(r.Body, tt.body) {
-					t.Fatalf("key %q: %d %q, %d bytes; want 200 %s with the embedded document",
-						key, r.StatusCode, r.Header.Get("Content-Type"), len(r.Body), tt.contentType)
+					t.Fatalf("key %q: %d %q, %d bytes; want 200 %s with the document for %s",
+						key, r.StatusCode, r.Header.Get("Content-Type"), len(r.Body), tt.contentType, base)
 				}
 			}
 			r := s.Do(t, http.MethodHead, tt.path, "", nil)
@@ -63,6 +67,122 @@ func TestOpenAPIDocumentIsServed(t *testing.T) {
 	}
 }
 
+// placeholderHost matches the hosts documentation uses as stand-ins, which
+// no client should ever be sent to.
+var placeholderHost = regexp.MustCompile(`(?i)\bexample\.(com|org|net)\b`)
+
+// Without a public URL, the served document's only server is the address it
+// was requested from, and it names no placeholder host. Each address has its
+// own copy and ETag; X-Forwarded-Host and X-Forwarded-Proto count only once
+// PocketBase trusts proxy headers, and then the answer says it varies on
+// them.
+func TestOpenAPIDocumentNamesTheAddressRequested(t *testing.T) {
+	s := apptest.Start(t, "")
+	port := s.URL[strings.LastIndexByte(s.URL, ':')+1:]
+	// get sends header's pairs, Host as the request's host.
+	get := func(t *testing.T, path string, header ...string) (server string, r *apptest.Response) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, s.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			if header[i] == "Host" {
+				req.Host = header[i+1]
+			} else {
+				req.Header.Set(header[i], header[i+1])
+			}
+		}
+		r = s.Send(t, req)
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s %q: %d %s", path, header, r.StatusCode, r.Body)
+		}
+		if m := placeholderHost.Find(r.Body); m != nil {
+			t.Errorf("GET %s names %s", path, m)
+		}
+		return firstServer(t, r.Body, path), r
+	}
+
+	etags := map[string]string{}
+	for _, path := range []string{"/v1/openapi.json", "/docs/openapi.json"} {
+		for _, tt := range []struct {
+			name   string
+			header []string
+			want   string
+		}{
+			{"as requested", nil, s.URL + "/v1"},
+			{"another name of the host", []string{"Host", "LocalHost:" + port}, "http://localhost:" + port + "/v1"},
+			{"forwarded headers, untrusted", []string{"X-Forwarded-Host", "shop.test", "X-Forwarded-Proto", "https"}, s.URL + "/v1"},
+			{"a host that is no DNS name", []string{"Host", "a!b"}, "/v1"},
+		} {
+			server, r := get(t, path, tt.header...)
+			if server != tt.want {
+				t.Errorf("%s, %s: first server %q, want %q", path, tt.name, server, tt.want)
+			}
+			if v := r.Header.Values("Vary"); strings.Contains(strings.Join(v, ","), "X-Forwarded") {
+				t.Errorf("%s, %s: Vary %q names headers that were not read", path, tt.name, v)
+			}
+			if seen, ok := etags[tt.want]; ok && seen != r.Header.Get("ETag") || !ok && containsValue(etags, r.Header.Get("ETag")) {
+				t.Errorf("%s, %s: ETag %q; ETags so far %v: one per address", path, tt.name, r.Header.Get("ETag"), etags)
+			}
+			etags[tt.want] = r.Header.Get("ETag")
+		}
+	}
+	// The ETag of one address's copy does not validate another's.
+	if _, r := get(t, "/v1/openapi.json", "Host", "localhost:"+port, "If-None-Match", etags[s.URL+"/v1"]); r.Header.Get("ETag") == etags[s.URL+"/v1"] {
+		t.Errorf("another address's copy has the same ETag")
+	}
+
+	s.App.Settings().TrustedProxy.Headers = []string{"X-Forwarded-For"}
+	for _, tt := range []struct {
+		name     string
+		leftmost bool
+		header   []string
+		want     string
+	}{
+		{"trusted", false, []string{"X-Forwarded-Host", "Shop.test", "X-Forwarded-Proto", "HTTPS"}, "https://shop.test/v1"},
+		{"host only", false, []string{"X-Forwarded-Host", "shop.test:8443"}, "http://shop.test:8443/v1"},
+		{"rightmost of a list", false, []string{"X-Forwarded-Host", "evil.test, shop.test", "X-Forwarded-Proto", "http, https"}, "https://shop.test/v1"},
+		{"leftmost of a list", true, []string{"X-Forwarded-Host", "shop.test, inner.test", "X-Forwarded-Proto", "https, http"}, "https://shop.test/v1"},
+		{"unknown scheme", false, []string{"X-Forwarded-Proto", "gopher"}, s.URL + "/v1"},
+		{"a forwarded host that is no DNS name", false, []string{"X-Forwarded-Host", "shop.test/evil"}, "/v1"},
+		{"IPv6", false, []string{"X-Forwarded-Host", "[::1]:8090"}, "http://[::1]:8090/v1"},
+	} {
+		s.App.Settings().TrustedProxy.UseLeftmostIP = tt.leftmost
+		server, r := get(t, "/docs/openapi.json", tt.header...)
+		if server != tt.want {
+			t.Errorf("%s: first server %q, want %q", tt.name, server, tt.want)
+		}
+		if v := strings.Join(r.Header.Values("Vary"), ", "); !strings.Contains(v, "X-Forwarded-Host") || !strings.Contains(v, "X-Forwarded-Proto") {
+			t.Errorf("%s: Vary %q does not name the forwarded headers", tt.name, v)
+		}
+	}
+}
+
+// firstServer decodes a JSON document and returns its only server's URL.
+func firstServer(t *testing.T, doc []byte, what string) string {
+	t.Helper()
+	var d struct {
+		Servers []struct{ URL string }
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if len(d.Servers) != 1 {
+		t.Fatalf("%s: servers %+v, want the service alone", what, d.Servers)
+	}
+	return d.Servers[0].URL
+}
+
+func containsValue(m map[string]string, v string) bool {
+	for _, x := range m {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
 // The reference page's copy of the contract is the served document, outside
 // /v1 and uncounted: it stays available to an address over its limit.
 func TestReferencePageCopyIsUncounted(t *testing.T) {
@@ -71,9 +191,10 @@ func TestReferencePageCopyIsUncounted(t *testing.T) {
 	if r := s.Do(t, http.MethodGet, "/v1/openapi.json", "", nil); r.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("second keyless request: %d, want 429", r.StatusCode)
 	}
+	served := openapi.ServedJSON(s.URL + "/v1")
 	for range 3 {
 		r := s.Do(t, http.MethodGet, "/docs/openapi.json", "", nil)
-		if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "application/json" || !bytes.Equal(r.Body, openapi.JSON) {
+		if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "application/json" || !bytes.Equal(r.Body, served) {
 			t.Fatalf("/docs/openapi.json: %d %q, %d bytes; want 200 with the served document", r.StatusCode, r.Header.Get("Content-Type"), len(r.Body))
 		}
 		if r.Header.Get("X-RateLimit-Limit") != "" {

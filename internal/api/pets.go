@@ -13,8 +13,10 @@ import (
 	"petstore/internal/pets"
 )
 
-// handleListPets serves listPets: a page of pets, and the Link to the next.
-func handleListPets(reads *pets.Reads, version *dataversion.Watch) func(*core.RequestEvent) error {
+// handleListPets serves listPets: a page of pets, and the Link to the next,
+// under petsURL, the address of listPets.
+func handleListPets(reads *pets.Reads, version *dataversion.Watch, petsURL string) func(*core.RequestEvent) error {
+	nextPage := "<" + petsURL + "?cursor="
 	return func(e *core.RequestEvent) error {
 		q, qerr := parseListQuery(e.Request.URL.RawQuery)
 		if qerr != nil {
@@ -29,26 +31,29 @@ func handleListPets(reads *pets.Reads, version *dataversion.Watch) func(*core.Re
 			return err
 		}
 		if page.Next != "" {
-			e.Response.Header().Set("Link", nextPageLink(q, page.Next))
+			e.Response.Header().Set("Link", nextPageLink(nextPage, q, page.Next))
 		}
 		return writeJSONBytes(e.Response, http.StatusOK, page.JSON)
 	}
 }
 
 // nextPageLink is the Link header of the page after the pet with id last:
-// the same query from the next cursor (parameters in name order).
-func nextPageLink(q pets.Query, last string) string {
-	link := "</v1/pets?cursor=" + encodeCursor(last) + "&limit=" + strconv.Itoa(q.Limit)
+// the same query from the next cursor (parameters in name order). prefix is
+// the header up to the cursor's value.
+func nextPageLink(prefix string, q pets.Query, last string) string {
+	link := prefix + encodeCursor(last) + "&limit=" + strconv.Itoa(q.Limit)
 	if q.Status != "" {
 		link += "&status=" + q.Status
 	}
 	return link + `>; rel="next"`
 }
 
-// handleCreatePet serves createPet. With an Idempotency-Key, the pet and the
+// handleCreatePet serves createPet; the new pet's Location is under
+// petsURL, the address of listPets. With an Idempotency-Key, the pet and the
 // answer are stored in one transaction (package idempotency); without one,
 // the path does nothing more than create the pet.
-func handleCreatePet(writes *pets.Writes) func(*core.RequestEvent) error {
+func handleCreatePet(writes *pets.Writes, petsURL string) func(*core.RequestEvent) error {
+	location := petLocation(petsURL + "/")
 	return func(e *core.RequestEvent) error {
 		if err := noQuery(e.Request.URL.RawQuery); err != nil {
 			return err
@@ -65,7 +70,7 @@ func handleCreatePet(writes *pets.Writes) func(*core.RequestEvent) error {
 			return err
 		}
 		if idemKey != "" {
-			return createPetOnce(e, writes, idemKey, body)
+			return createPetOnce(e, writes, location, idemKey, body)
 		}
 
 		np, derr := decodeNewPet(body)
@@ -76,14 +81,14 @@ func handleCreatePet(writes *pets.Writes) func(*core.RequestEvent) error {
 		if err != nil {
 			return err
 		}
-		e.Response.Header().Set("Location", petLocation(pet))
+		e.Response.Header().Set("Location", location.of(pet))
 		return writeJSON(e.Response, http.StatusCreated, pet)
 	}
 }
 
 // createPetOnce is createPet for a request with an Idempotency-Key: the
 // 201, or the 400 for the body, is remembered and replayed to retries.
-func createPetOnce(e *core.RequestEvent, writes *pets.Writes, idemKey string, body []byte) error {
+func createPetOnce(e *core.RequestEvent, writes *pets.Writes, location petLocation, idemKey string, body []byte) error {
 	var bodyErr *Error
 	answer, outcome, err := idempotency.Do(e.App, apiKeyID(e), idemKey, body, time.Now(),
 		func(tx core.App) (idempotency.Answer, error) {
@@ -98,7 +103,7 @@ func createPetOnce(e *core.RequestEvent, writes *pets.Writes, idemKey string, bo
 				return idempotency.Answer{}, err
 			}
 			data, err := encodeJSON(pet)
-			return idempotency.Answer{Status: http.StatusCreated, Body: data, Location: petLocation(pet)}, err
+			return idempotency.Answer{Status: http.StatusCreated, Body: data, Location: location.of(pet)}, err
 		})
 	switch {
 	case err != nil:
@@ -117,7 +122,10 @@ func createPetOnce(e *core.RequestEvent, writes *pets.Writes, idemKey string, bo
 	return writeJSONBytes(e.Response, answer.Status, answer.Body)
 }
 
-func petLocation(p pets.Pet) string { return "/v1/pets/" + strconv.FormatInt(p.ID, 10) }
+// petLocation is the address of each pet: the prefix of its id.
+type petLocation string
+
+func (l petLocation) of(p pets.Pet) string { return string(l) + strconv.FormatInt(p.ID, 10) }
 
 // handleGetPet serves the deprecated getPet.
 func handleGetPet(reads *pets.Reads, version *dataversion.Watch) func(*core.RequestEvent) error {

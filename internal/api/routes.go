@@ -19,7 +19,6 @@ import (
 	"petstore/internal/requestlog"
 	"petstore/internal/usage"
 	"petstore/limits"
-	"petstore/openapi"
 )
 
 // maxBodyBytes bounds every /v1 request body (413 beyond).
@@ -35,6 +34,8 @@ type Deps struct {
 	RequestLog *requestlog.Logger
 	Usage      *usage.Recorder
 	Now        func() time.Time // the service's clock for dates it acts on (getPet's sunset)
+	Base       BaseURL          // where clients reach /v1: Link and Location are under it
+	Documents  Documents        // the OpenAPI document, naming Base
 }
 
 // AddRoutes is the whole /v1 surface: every route with its middleware.
@@ -61,26 +62,35 @@ func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version), rateLimit(d.Limiter, d.Usage),
 		apis.BodyLimit(maxBodyBytes))
 
-	v1.GET("/pets", handleListPets(d.Pets, d.Version)).Bind(requireKey())
-	v1.POST("/pets", handleCreatePet(d.PetWrites)).Bind(requireKey())
+	petsURL := d.Base.links() + "/pets"
+	v1.GET("/pets", handleListPets(d.Pets, d.Version, petsURL)).Bind(requireKey())
+	v1.POST("/pets", handleCreatePet(d.PetWrites, petsURL)).Bind(requireKey())
 	v1.GET("/pets/{petId}", handleGetPet(d.Pets, d.Version)).Bind(requireKey(),
-		deprecated(getPetDeprecatedAt, getPetSunset, getPetSuccessor),
+		deprecated(getPetDeprecatedAt, getPetSunset, petsURL),
 		removedAfter(getPetSunset, d.Now, getPetReplacement))
 	// The contract itself needs no API key.
-	v1.GET("/openapi.json", ServeDocument(openapi.JSON, "application/json"))
-	v1.GET("/openapi.yaml", ServeDocument(openapi.YAML, "application/yaml"))
+	v1.GET("/openapi.json", d.Documents.JSON.Serve)
+	v1.GET("/openapi.yaml", d.Documents.YAML.Serve)
 
-	// Known paths with another method: 405 with Allow. Anything else: 404.
-	v1.Any("/pets", methodNotAllowed(http.MethodGet, http.MethodHead, http.MethodPost))
-	v1.Any("/pets/{petId}", methodNotAllowed(http.MethodGet, http.MethodHead))
-	v1.Any("/openapi.json", methodNotAllowed(http.MethodGet, http.MethodHead))
-	v1.Any("/openapi.yaml", methodNotAllowed(http.MethodGet, http.MethodHead))
-	v1.Any("", notFound)
-	v1.Any("/{path...}", notFound).Bind(sentURL()) // also paths refused before routing (uncleanPathGuard)
+	// Known paths with another method: 405 with Allow; a CORS preflight
+	// allows the same methods. Anything else: 404, and a preflight allows
+	// no method.
+	knownPath(v1, "/pets", http.MethodGet, http.MethodHead, http.MethodPost)
+	knownPath(v1, "/pets/{petId}", http.MethodGet, http.MethodHead)
+	knownPath(v1, "/openapi.json", http.MethodGet, http.MethodHead)
+	knownPath(v1, "/openapi.yaml", http.MethodGet, http.MethodHead)
+	v1.Any("", notFound).Bind(preflightAllows(""))
+	v1.Any("/{path...}", notFound).Bind(sentURL(), preflightAllows("")) // also paths refused before routing (uncleanPathGuard)
 }
 
-func methodNotAllowed(allowed ...string) func(*core.RequestEvent) error {
+// knownPath answers the methods of path other than allowed with 405 and
+// Allow, and makes a CORS preflight for path allow exactly allowed.
+func knownPath(v1 *router.RouterGroup[*core.RequestEvent], path string, allowed ...string) {
 	allow := strings.Join(allowed, ", ")
+	v1.Any(path, methodNotAllowed(allow)).Bind(preflightAllows(allow))
+}
+
+func methodNotAllowed(allow string) func(*core.RequestEvent) error {
 	return func(e *core.RequestEvent) error {
 		e.Response.Header().Set("Allow", allow)
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,

@@ -36,6 +36,9 @@ type Server struct {
 	App    core.App
 	Client *http.Client // checks every /v1 exchange against the OpenAPI document (internal/contract)
 	Dir    string
+	// PetsURL is the address of listPets as Location and Link headers name
+	// it: under Config.PublicURL, or /v1/pets.
+	PetsURL string
 
 	done chan error
 }
@@ -47,6 +50,7 @@ type Config struct {
 	Server     hooks.ServerConfig
 	Now        func() time.Time // the service's clock (hooks.Options.Now); time.Now when nil
 	RequestLog requestlog.Mode
+	PublicURL  string // serve --public-url
 	// Middleware is bound on the whole router: with a priority above
 	// BodyLimit's (-990), it runs inside the /v1 chain, just before the
 	// handler (tests inject panics there).
@@ -75,7 +79,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 		t.Fatalf("migrations: %v", err)
 	}
 	service := hooks.Register(app, &hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
-		Now: cfg.Now, RequestLog: cfg.RequestLog})
+		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -96,6 +100,10 @@ func StartWith(t testing.TB, cfg Config) *Server {
 		Client: &http.Client{Timeout: 30 * time.Second, Transport: contract.NewTransport(t, http.DefaultTransport)},
 		Dir:    dir,
 		done:   make(chan error, 1),
+	}
+	s.PetsURL = "/v1/pets"
+	if cfg.PublicURL != "" {
+		s.PetsURL = cfg.PublicURL + "/pets"
 	}
 	go func() { s.done <- apis.Serve(app, apis.ServeConfig{HttpAddr: ln.Addr().String()}) }()
 	t.Cleanup(func() { s.Stop(t) })
@@ -325,7 +333,7 @@ func (s *Server) CreatePet(t testing.TB, key string, body any) pets.Pet {
 	}
 	var p pets.Pet
 	r.JSON(t, &p)
-	if got, want := r.Header.Get("Location"), "/v1/pets/"+strconv.FormatInt(p.ID, 10); got != want {
+	if got, want := r.Header.Get("Location"), s.PetsURL+"/"+strconv.FormatInt(p.ID, 10); got != want {
 		t.Fatalf("Location %q, want %q", got, want)
 	}
 	return p
