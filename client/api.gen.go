@@ -478,7 +478,8 @@ type MethodNotAllowedErrorStatus int
 // NewPet An animal to add. Fields other than these (`id` included) are refused, as are repeated
 // fields and anything after the object.
 type NewPet struct {
-	// CategoryId Identifier of the animal's category, written without fraction or exponent.
+	// CategoryId Identifier of the animal's category: an integer, in any JSON notation (`7`, `7.0` and
+	// `0.7e1` are the same integer, as in JSON Schema); a fractional part is refused.
 	CategoryId int64 `json:"categoryId"`
 
 	// Name The animal's name; surrounding spaces are trimmed, and what remains must not be empty or hold control characters.
@@ -648,6 +649,8 @@ type CreatePetParams struct {
 	// visible ASCII characters, bare (`abc`) or as a Structured Field string (`"abc"`, the
 	// same key). Use a new random value, such as a UUID, per animal to add. Sent empty, too
 	// long, with other characters or more than once, the request is refused with `400`.
+	// The schema describes the bare form, which clients send; a quoted key may have up to 255
+	// characters between its quotes.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
