@@ -1,21 +1,12 @@
-// Package client is a Go client of the petstore /v1 API.
-//
-// The typed operations and models (Pet, NewPet, ErrorCode and its constants,
-// ClientWithResponses, ...) are generated from openapi/openapi.yaml by
-// oapi-codegen into api.gen.go. On top of them, Petstore adds what the
-// specification asks of clients: it pages with ListPets, creates with an
-// Idempotency-Key per logical create, and retries 429, 503 and network
-// errors, waiting for Retry-After when given and backing off exponentially
-// with full jitter otherwise. Failures are *Error values.
 package client
-
-//go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2 -config oapi-codegen.yaml ../openapi/openapi.yaml
 
 import (
 	"context"
-	"crypto/rand"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"iter"
+	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,7 +15,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 )
 
-// Options configure a Petstore; zero values take the defaults.
+// Options configure a Client; zero values take the defaults.
 type Options struct {
 	// HTTPClient sends each attempt. Default: a client with pooled
 	// connections and no timeout of its own (bound calls with their context).
@@ -42,142 +33,122 @@ type Options struct {
 	MaxRetryAfter time.Duration
 }
 
-// Petstore is a client of one service for one API key. It is safe for
+// Client is a client of one petstore service for one API key. It is safe for
 // concurrent use.
-type Petstore struct {
-	api  *ClientWithResponses
-	base *url.URL
+type Client struct {
+	base   string // the base URL with a final "/", which the request builders resolve "./pets" against
+	apiKey string
+	http   *retryablehttp.Client
 }
 
-// New returns a client of the service at baseURL (the base URL including
-// /v1, e.g. https://petstore.example.com/v1) that sends apiKey.
-func New(baseURL, apiKey string, opts Options) (*Petstore, error) {
-	base, err := url.Parse(strings.TrimSuffix(baseURL, "/") + "/")
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+// New returns a client of the service whose base URL is baseURL, the address
+// of the API's version segment (https://petstore.example.com/v1, or
+// https://shop.example.org/api/v1 behind a gateway), sending apiKey as its
+// bearer token.
+//
+// It refuses, with an error that says why, a base URL that is not an
+// absolute http(s) URL, has a query or fragment, or does not end in /v1, and
+// an empty apiKey. It sends no request.
+func New(baseURL, apiKey string, opts Options) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("petstore client: base URL %q is not an absolute http(s) URL", baseURL)
 	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return nil, fmt.Errorf("petstore client: base URL %q has a query or a fragment; it is the address of the API's version segment, such as %s", baseURL, withV1(u))
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = strings.TrimSuffix(u.RawPath, "/")
+	if !strings.HasSuffix(u.Path, "/v1") {
+		return nil, fmt.Errorf("petstore client: base URL %q does not end in /v1; it is the address of the API's version segment, such as %s", baseURL, withV1(u))
+	}
+	if apiKey == "" {
+		return nil, errors.New("petstore client: the API key is empty")
+	}
 	p := newPolicy(opts)
-	retrying := &retryablehttp.Client{
-		HTTPClient:   opts.HTTPClient,
-		RetryWaitMin: p.minBackoff,
-		RetryWaitMax: p.maxBackoff,
-		RetryMax:     p.maxAttempts - 1,
-		CheckRetry:   p.checkRetry,
-		Backoff:      p.backoff,
-		// The last answer goes back to the caller as it came, to be read as
-		// an Error, instead of retryablehttp's "giving up" error.
-		ErrorHandler: retryablehttp.PassthroughErrorHandler,
-	}
-	api, err := NewClientWithResponses(base.String(),
-		WithHTTPClient(doer{retrying}),
-		WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
-			req.Header.Set("Authorization", "Bearer "+apiKey)
-			return nil
-		}))
-	if err != nil {
-		return nil, err
-	}
-	return &Petstore{api: api, base: base}, nil
+	return &Client{
+		base:   u.String() + "/",
+		apiKey: apiKey,
+		http: &retryablehttp.Client{
+			HTTPClient:   opts.HTTPClient,
+			RetryWaitMin: p.minBackoff,
+			RetryWaitMax: p.maxBackoff,
+			RetryMax:     p.maxAttempts - 1,
+			CheckRetry:   p.checkRetry,
+			Backoff:      p.backoff,
+			// The last answer goes back as it came, to be read as an
+			// Error, instead of retryablehttp's "giving up" error.
+			ErrorHandler: retryablehttp.PassthroughErrorHandler,
+		},
+	}, nil
 }
 
-// doer sends the generated client's requests through retryablehttp, which
-// rewinds the body for every attempt.
-type doer struct{ c *retryablehttp.Client }
+// withV1 is the base URL to suggest for u in an error: u up to its /v1
+// segment when it has one (an operation's address), else with /v1 appended.
+func withV1(u *url.URL) string {
+	s := *u
+	s.RawQuery, s.ForceQuery, s.Fragment, s.RawFragment, s.RawPath = "", false, "", "", ""
+	if i := strings.Index(s.Path+"/", "/v1/"); i >= 0 {
+		s.Path = s.Path[:i+len("/v1")]
+	} else {
+		s.Path = strings.TrimSuffix(s.Path, "/") + "/v1"
+	}
+	return s.String()
+}
 
-func (d doer) Do(req *http.Request) (*http.Response, error) {
+// A CallOption asks one call for more than its result.
+type CallOption struct {
+	rateLimit *RateLimit
+}
+
+// ReportRateLimit makes the call store in *rl the rate-limit state of its
+// final answer, success or refusal (a zero RateLimit when no answer came).
+// ListPets stores it after each page.
+func ReportRateLimit(rl *RateLimit) CallOption { return CallOption{rateLimit: rl} }
+
+func report(opts []CallOption, rl RateLimit) {
+	for _, o := range opts {
+		if o.rateLimit != nil {
+			*o.rateLimit = rl
+		}
+	}
+}
+
+// maxAnswerBytes bounds the body read from an answer: the largest the API
+// sends, a page of 100 pets, is under 64 KiB.
+const maxAnswerBytes = 1 << 20
+
+// do sends req, built by package gen, with the key and the retry policy,
+// and decodes an answer with status want into out, which valid then checks.
+// Any other answer is an *Error; one that is not the API's JSON says so.
+func (c *Client) do(ctx context.Context, req *http.Request, want int, out any, valid func() bool) (*http.Response, RateLimit, error) {
+	req = req.WithContext(ctx)
+	req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	req.Header.Set("Accept", "application/json")
 	r, err := retryablehttp.FromRequest(req)
 	if err != nil {
-		return nil, err
+		return nil, RateLimit{}, err
 	}
-	return d.c.Do(r)
-}
-
-// ListOptions select the pets ListPets walks through.
-type ListOptions struct {
-	Status   PetStatus // empty: any status
-	PageSize int       // pets per request, 1 to 100; 0: the service's default (20)
-}
-
-// ListPets walks through every pet in ascending id order, a page at a time,
-// following each page's Link rel="next" until the last page. Each page is a
-// call with its own retries. On an error the walk yields it and stops.
-func (c *Petstore) ListPets(ctx context.Context, opts ListOptions) iter.Seq2[Pet, error] {
-	return func(yield func(Pet, error) bool) {
-		params := &ListPetsParams{}
-		if opts.Status != "" {
-			params.Status = &opts.Status
-		}
-		if opts.PageSize != 0 {
-			params.Limit = &opts.PageSize
-		}
-		var next *url.URL // nil: the first page, from params
-		for {
-			var editors []RequestEditorFn
-			if next != nil {
-				editors = append(editors, func(_ context.Context, req *http.Request) error {
-					req.URL = next
-					return nil
-				})
-			}
-			resp, err := c.api.ListPetsWithResponse(ctx, params, editors...)
-			if err != nil {
-				yield(Pet{}, err)
-				return
-			}
-			if resp.JSON200 == nil {
-				yield(Pet{}, errorFrom(resp.HTTPResponse, resp.Body))
-				return
-			}
-			for _, pet := range *resp.JSON200 {
-				if !yield(pet, nil) {
-					return
-				}
-			}
-			link := nextLink(resp.HTTPResponse.Header.Values("Link"))
-			if link == "" {
-				return
-			}
-			if next, err = resp.HTTPResponse.Request.URL.Parse(link); err != nil {
-				yield(Pet{}, fmt.Errorf("petstore client: Link %q: %w", link, err))
-				return
-			}
-		}
-	}
-}
-
-// CreatePet adds a pet. It sends a new Idempotency-Key and the same one on
-// every retry, so that a create whose answer was lost is not made twice.
-func (c *Petstore) CreatePet(ctx context.Context, pet NewPet) (Pet, error) {
-	return c.CreatePetWithKey(ctx, NewIdempotencyKey(), pet)
-}
-
-// CreatePetWithKey is CreatePet with the caller's Idempotency-Key, for a
-// caller that retries across its own restarts: the service answers every
-// request with this key and body as it answered the first, for 24 hours.
-func (c *Petstore) CreatePetWithKey(ctx context.Context, idempotencyKey string, pet NewPet) (Pet, error) {
-	resp, err := c.api.CreatePetWithResponse(ctx, &CreatePetParams{IdempotencyKey: &idempotencyKey}, pet)
+	resp, err := c.http.Do(r)
 	if err != nil {
-		return Pet{}, err
+		return nil, RateLimit{}, err
 	}
-	if resp.JSON201 == nil {
-		return Pet{}, errorFrom(resp.HTTPResponse, resp.Body)
-	}
-	return *resp.JSON201, nil
-}
-
-// GetPet fetches one pet. getPet is deprecated (see the OpenAPI document):
-// prefer ListPets.
-func (c *Petstore) GetPet(ctx context.Context, id int64) (Pet, error) {
-	resp, err := c.api.GetPetWithResponse(ctx, id)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
-		return Pet{}, err
+		return nil, RateLimit{}, fmt.Errorf("petstore client: %s %s: reading the answer: %w", req.Method, req.URL.Redacted(), err)
 	}
-	if resp.JSON200 == nil {
-		return Pet{}, errorFrom(resp.HTTPResponse, resp.Body)
+	rl := parseRateLimit(resp.Header, time.Now())
+	if resp.StatusCode != want {
+		return resp, rl, c.errorFrom(resp, body, rl)
 	}
-	return *resp.JSON200, nil
+	if !isJSON(resp.Header) || len(body) > maxAnswerBytes || json.Unmarshal(body, out) != nil || !valid() {
+		return resp, rl, c.notTheAPI(resp, body, rl)
+	}
+	return resp, rl, nil
 }
 
-// NewIdempotencyKey returns a new random Idempotency-Key (128 bits, 26
-// base32 characters).
-func NewIdempotencyKey() string { return rand.Text() }
+func isJSON(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ import (
 // newClient returns a client of s; unless opts has its own HTTPClient, its
 // exchanges go through apptest's transport, which checks each one against
 // the OpenAPI document.
-func newClient(t *testing.T, s *apptest.Server, baseURL, key string, opts client.Options) *client.Petstore {
+func newClient(t *testing.T, s *apptest.Server, baseURL, key string, opts client.Options) *client.Client {
 	t.Helper()
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Transport: s.Client.Transport}
@@ -33,71 +34,186 @@ func newClient(t *testing.T, s *apptest.Server, baseURL, key string, opts client
 	return c
 }
 
+// createPets adds n pets named "pet 0".. and returns them by ID.
+func createPets(t *testing.T, c *client.Client, n int) map[int64]client.Pet {
+	t.Helper()
+	created := map[int64]client.Pet{}
+	for i := range n {
+		np := client.NewPet{Name: fmt.Sprint("pet ", i), CategoryID: int64(i + 1)}
+		if i%5 == 0 {
+			np.Status = client.Sold
+		}
+		pet, err := c.CreatePet(context.Background(), np)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := client.Pet{ID: pet.ID, Name: np.Name, CategoryID: np.CategoryID, Status: np.Status}
+		if want.Status == "" {
+			want.Status = client.Available
+		}
+		if pet.ID <= 0 || pet != want {
+			t.Fatalf("created %+v from %+v", pet, np)
+		}
+		created[pet.ID] = pet
+	}
+	return created
+}
+
+// walk collects a ListPets walk, failing on an error or on a pet out of
+// ascending ID order.
+func walk(t *testing.T, c *client.Client, opts client.ListOptions) []client.Pet {
+	t.Helper()
+	var pets []client.Pet
+	for pet, err := range c.ListPets(context.Background(), opts) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(pets); n > 0 && pet.ID <= pets[n-1].ID {
+			t.Fatalf("id %d after %d", pet.ID, pets[n-1].ID)
+		}
+		pets = append(pets, pet)
+	}
+	return pets
+}
+
+// sameAs fails unless listed holds exactly the pets of want.
+func sameAs(t *testing.T, listed []client.Pet, want map[int64]client.Pet) {
+	t.Helper()
+	if len(listed) != len(want) {
+		t.Fatalf("listed %d pets, want %d", len(listed), len(want))
+	}
+	for _, pet := range listed {
+		if pet != want[pet.ID] {
+			t.Fatalf("listed %+v, created %+v", pet, want[pet.ID])
+		}
+	}
+}
+
 func TestCreateListGet(t *testing.T) {
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
 	c := newClient(t, s, s.URL+"/v1", key, client.Options{})
 	ctx := context.Background()
+	created := createPets(t, c, 25)
 
-	sold := client.Sold
-	created := map[int64]client.Pet{}
-	for i := range 25 {
-		np := client.NewPet{Name: fmt.Sprint("pet ", i), CategoryId: int64(i + 1)}
-		if i%5 == 0 {
-			np.Status = &sold
+	sameAs(t, walk(t, c, client.ListOptions{Limit: 7}), created)
+	sold := map[int64]client.Pet{}
+	for id, pet := range created {
+		if pet.Status == client.Sold {
+			sold[id] = pet
 		}
-		pet, err := c.CreatePet(ctx, np)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pet.Name != np.Name || pet.CategoryId != np.CategoryId || pet.Status == nil {
-			t.Fatalf("created %+v from %+v", pet, np)
-		}
-		created[pet.Id] = pet
 	}
-
-	// Every pet once, in ascending id order, through pages of 7.
-	var last int64
-	seen := 0
-	for pet, err := range c.ListPets(ctx, client.ListOptions{PageSize: 7}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pet.Id <= last {
-			t.Fatalf("id %d after %d", pet.Id, last)
-		}
-		last = pet.Id
-		if want := created[pet.Id]; pet.Name != want.Name || *pet.Status != *want.Status {
-			t.Fatalf("listed %+v, created %+v", pet, want)
-		}
-		seen++
-	}
-	if seen != len(created) {
-		t.Fatalf("listed %d pets, created %d", seen, len(created))
-	}
-
-	seen = 0
-	for pet, err := range c.ListPets(ctx, client.ListOptions{Status: client.Sold, PageSize: 2}) {
-		if err != nil || *pet.Status != client.Sold {
-			t.Fatalf("%+v %v", pet, err)
-		}
-		seen++
-	}
-	if seen != 5 {
-		t.Fatalf("listed %d sold pets, want 5", seen)
-	}
+	sameAs(t, walk(t, c, client.ListOptions{Status: client.Sold, Limit: 2}), sold)
 
 	// Stopping early stops paging.
-	for range c.ListPets(ctx, client.ListOptions{PageSize: 1}) {
+	for range c.ListPets(ctx, client.ListOptions{Limit: 1}) {
 		break
 	}
 
 	for id, want := range created {
 		got, err := c.GetPet(ctx, id)
-		if err != nil || got.Name != want.Name {
-			t.Fatalf("get %d: %+v %v", id, got, err)
+		if err != nil || got != want {
+			t.Fatalf("get %d: %+v %v, want %+v", id, got, err, want)
 		}
 		break
+	}
+}
+
+// ListPage's cursors walk the same pets as ListPets, and ListPets starts at
+// any of them.
+func TestListPageCursors(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	c := newClient(t, s, s.URL+"/v1", key, client.Options{})
+	created := createPets(t, c, 11)
+	all := walk(t, c, client.ListOptions{})
+
+	var paged []client.Pet
+	opts := client.ListOptions{Limit: 3}
+	var cursors []string
+	for {
+		page, err := c.ListPage(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Pets) == 0 || len(page.Pets) > 3 {
+			t.Fatalf("a page of %d pets with limit 3", len(page.Pets))
+		}
+		paged = append(paged, page.Pets...)
+		if page.Next == "" {
+			break
+		}
+		cursors = append(cursors, page.Next)
+		opts.Cursor = page.Next
+	}
+	sameAs(t, paged, created)
+	if len(cursors) != 3 {
+		t.Fatalf("%d cursors for 11 pets in pages of 3", len(cursors))
+	}
+	for i, cursor := range cursors {
+		rest := walk(t, c, client.ListOptions{Limit: 3, Cursor: cursor})
+		if len(rest) != len(all)-3*(i+1) || rest[0] != all[3*(i+1)] {
+			t.Fatalf("from cursor %d: %d pets from %+v", i+1, len(rest), rest[0])
+		}
+	}
+}
+
+// prefixProxy serves the service under /shop/api/v1, as a gateway does. link
+// rewrites each Link header the service sends.
+func prefixProxy(t *testing.T, s *apptest.Server, link func(publicURL, target string) string) *httptest.Server {
+	t.Helper()
+	upstream, _ := url.Parse(s.URL)
+	var srv *httptest.Server
+	srv = httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(upstream)
+			r.Out.URL.Path = strings.Replace(r.In.URL.Path, "/shop/api/v1", "/v1", 1)
+			r.Out.URL.RawPath = ""
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if v := resp.Header.Get("Link"); v != "" {
+				target, rest, _ := strings.Cut(strings.TrimPrefix(v, "<"), ">")
+				resp.Header.Set("Link", "<"+link(srv.URL+"/shop/api/v1", target)+">"+rest)
+			}
+			return nil
+		},
+	})
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Behind a gateway that maps another path to /v1, the walk reaches every
+// pet whether the Link is root-relative as the service writes it without a
+// public URL, absolute under the public URL, or absolute on another host
+// (which never sees a request, nor the key).
+func TestPagingBehindAPathPrefix(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	created := createPets(t, newClient(t, s, s.URL+"/v1", key, client.Options{}), 9)
+
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		http.Error(w, "not here", http.StatusTeapot)
+	}))
+	t.Cleanup(other.Close)
+
+	for name, link := range map[string]func(publicURL, target string) string{
+		"root-relative": func(_, target string) string { return target },
+		"absolute": func(publicURL, target string) string {
+			return publicURL + strings.TrimPrefix(target, "/v1")
+		},
+		"relative to the page": func(_, target string) string { return "." + strings.TrimPrefix(target, "/v1") },
+		"another host":         func(_, target string) string { return other.URL + target },
+	} {
+		t.Run(name, func(t *testing.T) {
+			proxy := prefixProxy(t, s, link)
+			c := newClient(t, s, proxy.URL+"/shop/api/v1", key, client.Options{HTTPClient: &http.Client{}})
+			sameAs(t, walk(t, c, client.ListOptions{Limit: 2}), created)
+		})
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("the other host got %d requests", n)
 	}
 }
 
@@ -105,23 +221,38 @@ func TestErrorsCarryTheCatalogue(t *testing.T) {
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
 	ctx := context.Background()
+	c := newClient(t, s, s.URL+"/v1", key, client.Options{})
 	var e *client.Error
 
-	_, err := newClient(t, s, s.URL+"/v1", key, client.Options{}).CreatePet(ctx, client.NewPet{Name: " ", CategoryId: 1})
-	if !errors.As(err, &e) || e.StatusCode != 400 || e.Code != client.ErrorCodeInvalidRequest || e.Message == "" {
+	_, err := c.CreatePet(ctx, client.NewPet{Name: " ", CategoryID: 1})
+	if !errors.As(err, &e) || e.StatusCode != 400 || e.Code != client.CodeInvalidRequest || e.Message == "" {
 		t.Fatalf("blank name: %v", err)
 	}
-	_, err = newClient(t, s, s.URL+"/v1", key, client.Options{}).GetPet(ctx, 100000000000000)
-	if !errors.As(err, &e) || e.Code != client.ErrorCodeNotFound {
+	_, err = c.GetPet(ctx, 100000000000000)
+	if !errors.As(err, &e) || e.Code != client.CodeNotFound {
 		t.Fatalf("unknown pet: %v", err)
 	}
+	_, err = c.ListPage(ctx, client.ListOptions{Limit: 101})
+	if !errors.As(err, &e) || e.Code != client.CodeInvalidRequest || !strings.Contains(e.Message, "limit") {
+		t.Fatalf("limit 101: %v", err)
+	}
+	_, err = c.ListPage(ctx, client.ListOptions{Cursor: "not a cursor"})
+	if !errors.As(err, &e) || e.Code != client.CodeInvalidRequest || !strings.Contains(e.Message, "cursor") {
+		t.Fatalf("a bad cursor: %v", err)
+	}
+	n := 0
 	for _, err := range newClient(t, s, s.URL+"/v1", "pet_wrong", client.Options{}).ListPets(ctx, client.ListOptions{}) {
-		if !errors.As(err, &e) || e.StatusCode != 401 || e.Code != client.ErrorCodeUnauthorized {
+		var le *client.ListError
+		if !errors.As(err, &le) || le.Cursor != "" || !errors.As(err, &e) || e.StatusCode != 401 || e.Code != client.CodeUnauthorized {
 			t.Fatalf("wrong key: %v", err)
 		}
+		n++
 	}
-	_, err = newClient(t, s, s.URL+"/v1", key, client.Options{}).CreatePetWithKey(ctx, "a key", client.NewPet{Name: "Rex", CategoryId: 1})
-	if !errors.As(err, &e) || e.Code != client.ErrorCodeInvalidRequest {
+	if n != 1 {
+		t.Fatalf("a walk with a wrong key yielded %d times, want one error", n)
+	}
+	_, err = c.CreatePetWithKey(ctx, "a key", client.NewPet{Name: "Rex", CategoryID: 1})
+	if !errors.As(err, &e) || e.Code != client.CodeInvalidRequest {
 		t.Fatalf("malformed Idempotency-Key: %v", err)
 	}
 }
@@ -133,17 +264,17 @@ func TestCreatePetWithKeyReplays(t *testing.T) {
 	c := newClient(t, s, s.URL+"/v1", key, client.Options{})
 	ctx := context.Background()
 	idem := client.NewIdempotencyKey()
-	first, err := c.CreatePetWithKey(ctx, idem, client.NewPet{Name: "Rex", CategoryId: 1})
+	first, err := c.CreatePetWithKey(ctx, idem, client.NewPet{Name: "Rex", CategoryID: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := c.CreatePetWithKey(ctx, idem, client.NewPet{Name: "Rex", CategoryId: 1})
-	if err != nil || again.Id != first.Id {
+	again, err := c.CreatePetWithKey(ctx, idem, client.NewPet{Name: "Rex", CategoryID: 1})
+	if err != nil || again != first {
 		t.Fatalf("retry: %+v %v; first %+v", again, err, first)
 	}
-	_, err = c.CreatePetWithKey(ctx, idem, client.NewPet{Name: "Tom", CategoryId: 1})
+	_, err = c.CreatePetWithKey(ctx, idem, client.NewPet{Name: "Tom", CategoryID: 1})
 	var e *client.Error
-	if !errors.As(err, &e) || e.StatusCode != 422 || e.Code != client.ErrorCodeIdempotencyKeyReused {
+	if !errors.As(err, &e) || e.StatusCode != 422 || e.Code != client.CodeIdempotencyKeyReused {
 		t.Fatalf("other pet, same key: %v", err)
 	}
 	if n, _ := s.App.CountRecords("pets"); n != 1 {
@@ -151,9 +282,71 @@ func TestCreatePetWithKeyReplays(t *testing.T) {
 	}
 }
 
+// checkWindows fails unless rl reports a key's two windows with these
+// quotas, the binding one with remaining requests, and resets ahead.
+func checkWindows(t *testing.T, rl client.RateLimit, perMinute, perDay, remaining int64) {
+	t.Helper()
+	now := time.Now()
+	if rl.Limit != perMinute || rl.Remaining != remaining || rl.Reset.Before(now.Add(-time.Second)) || rl.Reset.After(now.Add(61*time.Second)) {
+		t.Fatalf("rate limit %+v, want %d remaining of %d a minute", rl, remaining, perMinute)
+	}
+	if len(rl.Windows) != 2 {
+		t.Fatalf("windows %+v, want a minute and a day", rl.Windows)
+	}
+	minute, day := rl.Windows[0], rl.Windows[1]
+	if minute.Name != "minute" || minute.Limit != perMinute || minute.Period != time.Minute || minute.Remaining != remaining ||
+		minute.Reset.Before(now.Add(-time.Second)) || minute.Reset.After(now.Add(61*time.Second)) {
+		t.Fatalf("minute window %+v", minute)
+	}
+	if day.Name != "day" || day.Limit != perDay || day.Period != 24*time.Hour || day.Remaining != perDay-(perMinute-remaining) ||
+		day.Reset.Before(now.Add(-time.Second)) || day.Reset.After(now.Add(24*time.Hour+time.Second)) {
+		t.Fatalf("day window %+v", day)
+	}
+}
+
+// Each call reports the rate-limit state of its answer, counting down.
+func TestRateLimitIsReported(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "pro"})
+	c := newClient(t, s, s.URL+"/v1", key, client.Options{})
+	ctx := context.Background()
+	var rl client.RateLimit
+
+	pet, err := c.CreatePet(ctx, client.NewPet{Name: "Rex", CategoryID: 1}, client.ReportRateLimit(&rl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWindows(t, rl, 300, 10000, 299)
+	if _, err := c.GetPet(ctx, pet.ID, client.ReportRateLimit(&rl)); err != nil {
+		t.Fatal(err)
+	}
+	checkWindows(t, rl, 300, 10000, 298)
+	page, err := c.ListPage(ctx, client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWindows(t, page.RateLimit, 300, 10000, 297)
+	for _, err := range c.ListPets(ctx, client.ListOptions{}, client.ReportRateLimit(&rl)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkWindows(t, rl, 300, 10000, 296)
+
+	// A refusal reports it too, in the Error and through ReportRateLimit.
+	rl = client.RateLimit{}
+	_, err = c.CreatePet(ctx, client.NewPet{Name: "", CategoryID: 1}, client.ReportRateLimit(&rl))
+	var e *client.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("blank name: %v", err)
+	}
+	checkWindows(t, e.RateLimit, 300, 10000, 295)
+	checkWindows(t, rl, 300, 10000, 295)
+}
+
 // A 503 with Retry-After (from a proxy in front of the service) is waited
 // for and retried; a 429 whose Retry-After ends after the context's deadline
-// is returned at once.
+// is returned at once, with its Retry-After and rate-limit state.
 func TestRetryAfterAndDeadline(t *testing.T) {
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 2})
@@ -179,7 +372,7 @@ func TestRetryAfterAndDeadline(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	c := newClient(t, s, srv.URL+"/v1", key, client.Options{HTTPClient: &http.Client{}})
-	if _, err := c.CreatePet(context.Background(), client.NewPet{Name: "Rex", CategoryId: 1}); err != nil {
+	if _, err := c.CreatePet(context.Background(), client.NewPet{Name: "Rex", CategoryID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if waited := sentAt[1].Sub(sentAt[0]); waited < time.Second {
@@ -189,24 +382,98 @@ func TestRetryAfterAndDeadline(t *testing.T) {
 	// The key's second request of the minute passes; the third is a 429
 	// with a Retry-After of about a minute, beyond the deadline.
 	direct := newClient(t, s, s.URL+"/v1", key, client.Options{})
-	if _, err := direct.CreatePet(context.Background(), client.NewPet{Name: "Tom", CategoryId: 1}); err != nil {
+	if _, err := direct.CreatePet(context.Background(), client.NewPet{Name: "Tom", CategoryID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	began := time.Now()
-	_, err := direct.CreatePet(ctx, client.NewPet{Name: "Ada", CategoryId: 1})
+	_, err := direct.CreatePet(ctx, client.NewPet{Name: "Ada", CategoryID: 1})
 	var e *client.Error
-	if !errors.As(err, &e) || e.StatusCode != 429 || e.Code != client.ErrorCodeRateLimitExceeded || e.RetryAfter <= 5*time.Second {
+	if !errors.As(err, &e) || e.StatusCode != 429 || e.Code != client.CodeRateLimitExceeded || e.RetryAfter <= 5*time.Second {
 		t.Fatalf("over the limit: %v", err)
 	}
 	if took := time.Since(began); took > time.Second {
 		t.Fatalf("returned after %v, want at once", took)
 	}
+	if rl := e.RateLimit; rl.Limit != 2 || rl.Remaining != 0 || rl.Reset.Before(time.Now().Add(e.RetryAfter-2*time.Second)) {
+		t.Fatalf("429's rate limit %+v, Retry-After %v", rl, e.RetryAfter)
+	}
 }
 
-func TestNewRefusesRelativeURL(t *testing.T) {
-	if _, err := client.New("/v1", "k", client.Options{}); err == nil {
-		t.Fatal("a relative base URL was accepted")
+func TestNewRefusesMisconfiguration(t *testing.T) {
+	for _, tc := range []struct{ baseURL, key, says string }{
+		{"http://127.0.0.1:8090", "k", `does not end in /v1; it is the address of the API's version segment, such as http://127.0.0.1:8090/v1`},
+		{"http://127.0.0.1:8090/", "k", "such as http://127.0.0.1:8090/v1"},
+		{"https://shop.example.org/api", "k", "such as https://shop.example.org/api/v1"},
+		{"http://127.0.0.1:8090/v1/pets", "k", "does not end in /v1; it is the address of the API's version segment, such as http://127.0.0.1:8090/v1"},
+		{"http://127.0.0.1:8090/v2", "k", "does not end in /v1"},
+		{"http://127.0.0.1:8090/v1?x=1", "k", "has a query or a fragment; it is the address of the API's version segment, such as http://127.0.0.1:8090/v1"},
+		{"http://127.0.0.1:8090/v1#top", "k", "has a query or a fragment"},
+		{"/v1", "k", "not an absolute http(s) URL"},
+		{"127.0.0.1:8090/v1", "k", "not an absolute http(s) URL"},
+		{"ftp://127.0.0.1/v1", "k", "not an absolute http(s) URL"},
+		{"http://127.0.0.1:8090/v1", "", "API key is empty"},
+	} {
+		c, err := client.New(tc.baseURL, tc.key, client.Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("New(%q, %q) = %v, %v; want an error saying %q", tc.baseURL, tc.key, c, err, tc.says)
+		}
+	}
+	for _, ok := range []string{"http://127.0.0.1:8090/v1", "http://127.0.0.1:8090/v1/", "https://shop.example.org/api/v1"} {
+		if _, err := client.New(ok, "k", client.Options{}); err != nil {
+			t.Errorf("New(%q): %v", ok, err)
+		}
+	}
+}
+
+// Answers that are not the API's say so, and name the base URL when it is
+// the likely cause.
+func TestAnswersThatAreNotTheAPIs(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	ctx := context.Background()
+	var e *client.Error
+
+	// PocketBase's own API is under /api: its 404 is not an Error body.
+	base := s.URL + "/api/v1"
+	_, err := newClient(t, s, base, key, client.Options{}).ListPage(ctx, client.ListOptions{})
+	if !errors.As(err, &e) || e.StatusCode != 404 || e.Code != "" ||
+		!strings.Contains(e.Message, "not the API's JSON") || !strings.Contains(e.Message, "is "+base+" the API's base URL?") {
+		t.Fatalf("a PocketBase 404: %v", err)
+	}
+
+	// A web site: 200 with a page.
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<!doctype html>\n<title>Welcome</title>")
+	}))
+	t.Cleanup(site.Close)
+	c := newClient(t, s, site.URL+"/v1", key, client.Options{HTTPClient: &http.Client{}})
+	_, err = c.CreatePet(ctx, client.NewPet{Name: "Rex", CategoryID: 1})
+	if !errors.As(err, &e) || e.StatusCode != 200 || e.Code != "" ||
+		e.Error() != `petstore: POST `+site.URL+`/v1/pets answered 200 OK (text/html; charset=utf-8), which is not the API's JSON: <!doctype html> <title>Welcome</title>; is `+site.URL+`/v1 the API's base URL?` {
+		t.Fatalf("a web page: %v", err)
+	}
+
+	// JSON of another shape.
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"items": []}`)
+	}))
+	t.Cleanup(other.Close)
+	_, err = newClient(t, s, other.URL+"/v1", key, client.Options{HTTPClient: &http.Client{}}).ListPage(ctx, client.ListOptions{})
+	if !errors.As(err, &e) || e.Code != "" || !strings.Contains(e.Message, "not the API's JSON") {
+		t.Fatalf("JSON of another shape: %v", err)
+	}
+
+	// A gateway's 502 page is not about the base URL.
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream connect error", http.StatusBadGateway)
+	}))
+	t.Cleanup(gateway.Close)
+	_, err = newClient(t, s, gateway.URL+"/v1", key, client.Options{HTTPClient: &http.Client{}}).ListPage(ctx, client.ListOptions{})
+	if !errors.As(err, &e) || e.StatusCode != 502 || e.Code != "" || !strings.HasSuffix(e.Message, ": upstream connect error") {
+		t.Fatalf("a gateway's 502: %v", err)
 	}
 }

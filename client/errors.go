@@ -6,75 +6,100 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+
+	"petstore/client/internal/gen"
 )
 
-// Error is a refusal or failure answered by the service. Code is one of the
-// ErrorCode constants (the service's code catalogue), or empty when the
-// answer was not the service's Error body (e.g. a proxy's 502 page).
+// Error is an answer a call could not use. Most are the service's refusals,
+// with its Error body: Code is then one of the Code constants. Code is empty
+// when the answer is not the API's: a proxy's error page, or what a wrong
+// base URL leads to; Message then says what came, and asks about the base
+// URL when that is the likely cause.
+//
+// Network failures and the context's errors are not Errors: they come back
+// as they are (errors.Is(err, context.DeadlineExceeded) works).
 type Error struct {
-	StatusCode int
-	Code       ErrorCode
+	StatusCode int       // the answer's HTTP status
+	Code       ErrorCode // the Error body's code; empty when the answer is not the API's
 	Message    string
-	// RetryAfter is the answer's Retry-After (429, 503), 0 when absent: the
-	// call did not wait for it (see Options.MaxRetryAfter), or ran out of
+	// RetryAfter is the answer's Retry-After (429, 503), 0 when absent. A
+	// call returns an Error with one when it may not wait that long (see
+	// Options.MaxRetryAfter and the context's deadline) or has run out of
 	// attempts.
 	RetryAfter time.Duration
+	// RateLimit is the rate-limit state the answer reported; zero when it
+	// reported none (an answer that is not the API's).
+	RateLimit RateLimit
 }
 
 func (e *Error) Error() string {
 	if e.Code == "" {
-		return fmt.Sprintf("petstore: %d %s", e.StatusCode, e.Message)
+		return "petstore: " + e.Message
 	}
 	return fmt.Sprintf("petstore: %d %s: %s", e.StatusCode, e.Code, e.Message)
 }
 
-// errorFrom reads a non-success answer.
-func errorFrom(resp *http.Response, body []byte) *Error {
-	e := &Error{StatusCode: resp.StatusCode}
-	e.RetryAfter, _ = retryAfter(resp, time.Now())
-	var shaped struct {
-		Code    ErrorCode `json:"code"`
-		Message string    `json:"message"`
-	}
-	if json.Unmarshal(body, &shaped) == nil && shaped.Code.Valid() {
-		e.Code, e.Message = shaped.Code, shaped.Message
+// ErrorCode is the code of an Error body, one of the service's catalogue
+// (docs/api.md, "Error codes").
+type ErrorCode string
+
+// The catalogue of error codes.
+const (
+	CodeInvalidRequest       ErrorCode = "invalid_request"        // 400: a parameter, the body or the Idempotency-Key breaks a rule; Message says which
+	CodeUnauthorized         ErrorCode = "unauthorized"           // 401: the API key is missing, unknown, revoked or expired
+	CodeNotFound             ErrorCode = "not_found"              // 404: no pet has the id
+	CodeMethodNotAllowed     ErrorCode = "method_not_allowed"     // 405: not sent by this client
+	CodeGone                 ErrorCode = "gone"                   // 410: GetPet after its sunset, 5 December 2030
+	CodePayloadTooLarge      ErrorCode = "payload_too_large"      // 413: a body over 64 KiB
+	CodeUnsupportedMediaType ErrorCode = "unsupported_media_type" // 415: not sent by this client
+	CodeIdempotencyKeyReused ErrorCode = "idempotency_key_reused" // 422: the Idempotency-Key was used with another pet
+	CodeRateLimitExceeded    ErrorCode = "rate_limit_exceeded"    // 429: over a rate limit; see RetryAfter
+	CodeAPIKeyBanned         ErrorCode = "api_key_banned"         // 429: the key is banned for a while; see RetryAfter
+	CodeInternalError        ErrorCode = "internal_error"         // 500: a failure inside the service
+)
+
+// errorFrom reads an answer whose status is not the one asked for.
+func (c *Client) errorFrom(resp *http.Response, body []byte, rl RateLimit) *Error {
+	var shaped gen.Error
+	if isJSON(resp.Header) && json.Unmarshal(body, &shaped) == nil &&
+		shaped.Code != "" && shaped.Message != "" && shaped.Status == resp.StatusCode {
+		e := &Error{StatusCode: resp.StatusCode, Code: ErrorCode(shaped.Code), Message: shaped.Message, RateLimit: rl}
+		e.RetryAfter, _ = retryAfter(resp, time.Now())
 		return e
 	}
-	e.Message = http.StatusText(resp.StatusCode)
-	if text := strings.TrimSpace(string(body)); text != "" && len(text) <= 200 {
-		e.Message += ": " + text
+	return c.notTheAPI(resp, body, rl)
+}
+
+// notTheAPI is the Error for an answer that is not the API's JSON: it names
+// the request, the status, the media type and the start of the body, and
+// asks about the base URL when the answer is a success or a 404, which a
+// wrong base URL gives.
+func (c *Client) notTheAPI(resp *http.Response, body []byte, rl RateLimit) *Error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s answered %s", resp.Request.Method, resp.Request.URL.Redacted(), resp.Status)
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		fmt.Fprintf(&b, " (%s)", ct)
 	}
+	b.WriteString(", which is not the API's JSON")
+	if text := snippet(body); text != "" {
+		b.WriteString(": " + text)
+	}
+	if resp.StatusCode < 300 || resp.StatusCode == http.StatusNotFound {
+		fmt.Fprintf(&b, "; is %s the API's base URL?", strings.TrimSuffix(c.base, "/"))
+	}
+	e := &Error{StatusCode: resp.StatusCode, Message: b.String(), RateLimit: rl}
+	e.RetryAfter, _ = retryAfter(resp, time.Now())
 	return e
 }
 
-// nextLink is the target of the rel="next" link of Link header values
-// (RFC 8288), or "". The service sends one link; this reads any number.
-func nextLink(values []string) string {
-	for _, v := range values {
-		for v != "" {
-			start, end := strings.IndexByte(v, '<'), strings.IndexByte(v, '>')
-			if start < 0 || end < start {
-				break
-			}
-			target := v[start+1 : end]
-			params, rest, _ := strings.Cut(v[end+1:], ",")
-			for param := range strings.SplitSeq(params, ";") {
-				name, value, _ := strings.Cut(strings.TrimSpace(param), "=")
-				if strings.EqualFold(name, "rel") && relHasNext(strings.Trim(value, `"`)) {
-					return target
-				}
-			}
-			v = rest
-		}
+// snippet is the start of a body, on one line of printable characters, for
+// an error message.
+func snippet(body []byte) string {
+	const max = 120
+	text := strings.Join(strings.FieldsFunc(string(body), func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }), " ")
+	if r := []rune(text); len(r) > max {
+		text = string(r[:max]) + "…"
 	}
-	return ""
-}
-
-func relHasNext(rel string) bool {
-	for r := range strings.FieldsSeq(rel) {
-		if strings.EqualFold(r, "next") {
-			return true
-		}
-	}
-	return false
+	return text
 }

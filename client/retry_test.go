@@ -61,19 +61,3 @@ func TestRetryAfterIsWaitedFor(t *testing.T) {
 		}
 	}
 }
-
-func TestNextLink(t *testing.T) {
-	for header, want := range map[string]string{
-		`</v1/pets?cursor=MTo0&limit=20>; rel="next"`:    "/v1/pets?cursor=MTo0&limit=20",
-		`</a>; rel="prev", </b>; rel="next"`:             "/b",
-		`</a>; rel="prev next"`:                          "/a",
-		`</v1/pets>; rel="successor-version"`:            "",
-		`<https://x.example/p?a=1>; title="x"; REL=next`: "https://x.example/p?a=1",
-		``:        "",
-		`garbage`: "",
-	} {
-		if got := nextLink([]string{header}); got != want {
-			t.Errorf("Link %q: next %q, want %q", header, got, want)
-		}
-	}
-}

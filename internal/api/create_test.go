@@ -58,13 +58,18 @@ func TestCreatePetRejectsBadBodies(t *testing.T) {
 		{"name control character", `{"name": "R\u0000x", "categoryId": 1}`, "name"},
 		{"categoryId missing", `{"name": "Rex"}`, "categoryId"},
 		{"categoryId null", `{"name": "Rex", "categoryId": null}`, "categoryId"},
-		{"categoryId fraction", `{"name": "Rex", "categoryId": 1.5}`, "categoryId"},
-		{"categoryId exponent", `{"name": "Rex", "categoryId": 1e2}`, "categoryId"},
-		{"categoryId trailing zero fraction", `{"name": "Rex", "categoryId": 1.0}`, "categoryId"},
-		{"categoryId zero", `{"name": "Rex", "categoryId": 0}`, "categoryId"},
-		{"categoryId negative", `{"name": "Rex", "categoryId": -1}`, "categoryId"},
-		{"categoryId 2^53", `{"name": "Rex", "categoryId": 9007199254740992}`, "categoryId"},
-		{"categoryId over int64", `{"name": "Rex", "categoryId": 99999999999999999999}`, "categoryId"},
+		{"categoryId fraction", `{"name": "Rex", "categoryId": 1.5}`, "categoryId must be an integer"},
+		{"categoryId fraction by exponent", `{"name": "Rex", "categoryId": 15e-1}`, "categoryId must be an integer"},
+		{"categoryId fraction beyond float64", `{"name": "Rex", "categoryId": 1.0000000000000001}`, "categoryId must be an integer"},
+		{"categoryId tiny", `{"name": "Rex", "categoryId": 1e-400}`, "categoryId must be an integer"},
+		{"categoryId zero", `{"name": "Rex", "categoryId": 0}`, "categoryId must be from 1"},
+		{"categoryId zero with exponent", `{"name": "Rex", "categoryId": 0.0e5}`, "categoryId must be from 1"},
+		{"categoryId negative", `{"name": "Rex", "categoryId": -1}`, "categoryId must be from 1"},
+		{"categoryId negative with fraction", `{"name": "Rex", "categoryId": -1.0}`, "categoryId must be from 1"},
+		{"categoryId 2^53", `{"name": "Rex", "categoryId": 9007199254740992}`, "categoryId must be from 1"},
+		{"categoryId 2^53 with exponent", `{"name": "Rex", "categoryId": 9.007199254740992e15}`, "categoryId must be from 1"},
+		{"categoryId over int64", `{"name": "Rex", "categoryId": 99999999999999999999}`, "categoryId must be from 1"},
+		{"categoryId huge exponent", `{"name": "Rex", "categoryId": 1e999999999999999999999}`, "categoryId must be from 1"},
 		{"categoryId string", `{"name": "Rex", "categoryId": "5"}`, "categoryId"},
 		{"categoryId boolean", `{"name": "Rex", "categoryId": true}`, "categoryId"},
 		{"status unknown", `{"name": "Rex", "categoryId": 1, "status": "lost"}`, "status"},
@@ -110,6 +115,34 @@ func TestCreatePetAcceptsEdgeValues(t *testing.T) {
 			tt.want.ID = p.ID
 			if p != tt.want {
 				t.Errorf("created %+v, want %+v", p, tt.want)
+			}
+		})
+	}
+}
+
+// categoryId is read as JSON Schema reads "integer": any number without a
+// fractional part, however it is written (docs/api.md).
+func TestCreatePetAcceptsIntegersInAnyNotation(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+
+	for number, want := range map[string]int64{
+		"1.0":                                  1,
+		"1e2":                                  100,
+		"1E+2":                                 100,
+		"0.7e1":                                7,
+		"700e-2":                               7,
+		"7.000":                                7,
+		"0.0000001e7":                          1,
+		"9007199254740991.0":                   1<<53 - 1,
+		"9.007199254740991e15":                 1<<53 - 1,
+		"90071992547409910e-1":                 1<<53 - 1,
+		"1" + strings.Repeat("0", 15) + "e-15": 1,
+	} {
+		t.Run(number, func(t *testing.T) {
+			p := s.CreatePet(t, key, `{"name": "Rex", "categoryId": `+number+`}`)
+			if p.CategoryID != want {
+				t.Errorf("categoryId %s: created %d, want %d", number, p.CategoryID, want)
 			}
 		})
 	}

@@ -174,8 +174,6 @@ func readBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-var jsonInteger = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
-
 // decodeNewPet reads createPet's body strictly: one JSON object, no unknown,
 // repeated or server-assigned fields, nothing after it.
 func decodeNewPet(body []byte) (pets.NewPet, *Error) {
@@ -222,11 +220,11 @@ func decodeNewPet(body []byte) (pets.NewPet, *Error) {
 	if !ok || string(raw) == "null" {
 		return np, invalidRequest("categoryId is required.")
 	}
-	if !jsonInteger.Match(raw) {
-		return np, invalidRequest("categoryId must be an integer, written without fraction or exponent.")
-	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil || n < 1 || n > pets.MaxCategoryID {
+	n, integer, inRange := integerValue(raw, pets.MaxCategoryID)
+	switch {
+	case !integer:
+		return np, invalidRequest("categoryId must be an integer.")
+	case !inRange:
 		return np, invalidRequest("categoryId must be from 1 to %d.", pets.MaxCategoryID)
 	}
 	np.CategoryID = n
@@ -237,6 +235,55 @@ func decodeNewPet(body []byte) (pets.NewPet, *Error) {
 		}
 	}
 	return np, nil
+}
+
+// integerValue reads a JSON value as the integer it denotes, as JSON Schema
+// does: a number without a fractional part, however it is written (7, 7.0,
+// 0.7e1 and 700e-2 are all 7). integer is false for anything else; inRange
+// is whether an integer is from 1 to largest. The value is computed exactly from
+// its decimal digits, never through a float: 1.0000000000000001 is not an
+// integer, and an exponent of any size costs nothing.
+func integerValue(raw []byte, largest int64) (n int64, integer, inRange bool) {
+	num := string(raw)
+	if num == "" || (num[0] != '-' && (num[0] < '0' || num[0] > '9')) {
+		return 0, false, false // not a number (the decoder checked the JSON grammar)
+	}
+	negative := num[0] == '-'
+	mantissa, exponent := strings.TrimPrefix(num, "-"), ""
+	if i := strings.IndexAny(mantissa, "eE"); i >= 0 {
+		mantissa, exponent = mantissa[:i], mantissa[i+1:]
+	}
+	whole, fraction, _ := strings.Cut(mantissa, ".")
+	// The value is digits × 10^scale.
+	digits := strings.TrimLeft(whole+fraction, "0")
+	scale := -int64(len(fraction))
+	if exponent != "" {
+		e, err := strconv.ParseInt(exponent, 10, 64)
+		if err != nil { // beyond int64: as good as infinite either way
+			e = math.MaxInt32
+			if exponent[0] == '-' {
+				e = math.MinInt32
+			}
+		}
+		scale += e
+	}
+	if digits == "" {
+		return 0, true, false // zero
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	scale += int64(len(digits) - len(trimmed))
+	digits = trimmed
+	if scale < 0 {
+		return 0, false, false // its last non-zero digit is after the point
+	}
+	if negative || int64(len(digits))+scale > int64(len(strconv.FormatInt(largest, 10))) {
+		return 0, true, false
+	}
+	n, err := strconv.ParseInt(digits+strings.Repeat("0", int(scale)), 10, 64)
+	if err != nil || n > largest {
+		return 0, true, false
+	}
+	return n, true, true
 }
 
 // decodeObject splits a JSON object into its members' raw values, refusing

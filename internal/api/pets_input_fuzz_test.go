@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"math/big"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -41,6 +42,16 @@ func FuzzDecodeNewPet(f *testing.F) {
 		`{"name":"Rex","categoryId":1e3}`,
 		`{"name":"Rex","categoryId":-0}`,
 		`{"name":"Rex","categoryId":1.0}`,
+		`{"name":"Rex","categoryId":1e2}`,
+		`{"name":"Rex","categoryId":0.7e1}`,
+		`{"name":"Rex","categoryId":700E-2}`,
+		`{"name":"Rex","categoryId":1.5}`,
+		`{"name":"Rex","categoryId":1.0000000000000001}`,
+		`{"name":"Rex","categoryId":9.007199254740991e15}`,
+		`{"name":"Rex","categoryId":9.007199254740992e15}`,
+		`{"name":"Rex","categoryId":1e-400}`,
+		`{"name":"Rex","categoryId":-0.0e1}`,
+		`{"name":"Rex","categoryId":1e99999999999999999999}`,
 		`{"name":"Rex","categoryId":9007199254740992}`,
 		`{"name":"a\u0000b","categoryId":1}`,
 		`{"name":"\u00e9\u0301","categoryId":1}`,
@@ -75,6 +86,53 @@ func FuzzDecodeNewPet(f *testing.F) {
 		}
 		if status, _ := loose["status"].(string); status != np.Status {
 			t.Fatalf("status %q, body says %q", np.Status, status)
+		}
+		// Every accepted categoryId is below 2^53, so a float64 holds it
+		// exactly, and the lenient decoder's correctly rounded reading must
+		// be that integer.
+		if category, _ := loose["categoryId"].(float64); category != float64(np.CategoryID) {
+			t.Fatalf("categoryId %d, body says %v", np.CategoryID, loose["categoryId"])
+		}
+	})
+}
+
+// FuzzIntegerValue checks categoryId's reading of JSON numbers against exact
+// rational arithmetic (math/big), for numbers whose exponent big.Rat can
+// afford.
+func FuzzIntegerValue(f *testing.F) {
+	for _, seed := range []string{
+		"1", "1.0", "1e2", "1E+2", "0.7e1", "700e-2", "1.5", "15e-1", "0", "-0", "-0.0e1", "-1", "-1.0",
+		"9007199254740991", "9007199254740992", "9.007199254740991e15", "90071992547409910e-1",
+		"1.0000000000000001", "1e-400", "1e400", "0.0000001e7", "00", "1.", ".5", "1e", "+1", "\"1\"", "true", "",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, num string) {
+		n, integer, inRange := integerValue([]byte(num), pets.MaxCategoryID)
+		if !json.Valid([]byte(num)) || num != strings.TrimSpace(num) {
+			return // the decoder hands integerValue valid JSON values without surrounding space
+		}
+		if num[0] != '-' && (num[0] < '0' || num[0] > '9') {
+			if integer || inRange {
+				t.Fatalf("integerValue(%q) = %d, %v, %v; want not an integer", num, n, integer, inRange)
+			}
+			return
+		}
+		if i := strings.IndexAny(num, "eE"); i >= 0 {
+			if e, err := strconv.Atoi(num[i+1:]); err != nil || e > 1000 || e < -1000 {
+				return // beyond what big.Rat computes quickly
+			}
+		}
+		exact, ok := new(big.Rat).SetString(num)
+		if !ok {
+			t.Fatalf("big.Rat cannot read %q", num)
+		}
+		if integer != exact.IsInt() {
+			t.Fatalf("integerValue(%q): integer %v, exactly %v", num, integer, exact.RatString())
+		}
+		want := integer && exact.Sign() > 0 && exact.Num().IsInt64() && exact.Num().Int64() <= pets.MaxCategoryID
+		if inRange != want || (inRange && n != exact.Num().Int64()) {
+			t.Fatalf("integerValue(%q) = %d, %v, %v; exactly %v", num, n, integer, inRange, exact.RatString())
 		}
 	})
 }

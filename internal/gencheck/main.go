@@ -1,11 +1,11 @@
-// Command gencheck is CI's check of the generated Go client: oapi-codegen
-// v2.8.2, run once with the client's own configuration, must make of
-// openapi/openapi.yaml exactly the committed client/api.gen.go (a change to
-// the document without `go generate ./client` fails here), and every error
-// schema of the served document must keep typed fields there: code a string
-// type and status an integer type. A schema that loses its types (a const
-// without a type, say) makes them interface{}, and the check fails to
-// compile.
+// Command gencheck is CI's check of the Go client's generated code:
+// oapi-codegen v2.8.2, run once with the configuration of package
+// client/internal/gen, must make of openapi/openapi.yaml exactly the
+// committed client/internal/gen/api.gen.go (a change to the document without
+// `go generate ./client/...` fails here), and every error schema of the
+// served document must keep typed fields there: code a string type and
+// status an integer type. A schema that loses its types (a const without a
+// type, say) makes them interface{}, and the check fails to compile.
 //
 // It runs in CI only: the generator comes from the Go module proxy the first
 // time, and `go test ./...` stays offline.
@@ -41,7 +41,7 @@ func run() error {
 		return err
 	}
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	clientDir := filepath.Join(root, "client")
+	genDir := filepath.Join(root, "client", "internal", "gen")
 	dir, err := os.MkdirTemp("", "petstore-gencheck-")
 	if err != nil {
 		return err
@@ -49,14 +49,12 @@ func run() error {
 	defer os.RemoveAll(dir)
 
 	// Generate in a copy of the configuration, leaving the committed file be.
-	for _, name := range []string{"oapi-codegen.yaml", "overlay.yaml"} {
-		data, err := os.ReadFile(filepath.Join(clientDir, name))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
+	config, err := os.ReadFile(filepath.Join(genDir, "oapi-codegen.yaml"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "oapi-codegen.yaml"), config, 0o644); err != nil {
+		return err
 	}
 	if err := goCommand(dir, "run", generator, "-config", "oapi-codegen.yaml", filepath.Join(root, "openapi", "openapi.yaml")); err != nil {
 		return err
@@ -65,15 +63,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	committed, err := os.ReadFile(filepath.Join(clientDir, "api.gen.go"))
+	committed, err := os.ReadFile(filepath.Join(genDir, "api.gen.go"))
 	if err != nil {
 		return err
 	}
 	if !bytes.Equal(fresh, committed) {
-		return fmt.Errorf("client/api.gen.go is not what openapi/openapi.yaml generates: run `go generate ./client` and commit the result")
+		return fmt.Errorf("client/internal/gen/api.gen.go is not what openapi/openapi.yaml generates: run `go generate ./client/...` and commit the result")
 	}
 
-	// The typed check compiles inside package client through an overlay:
+	// The typed check compiles inside package gen through an overlay:
 	// nothing is written into the work tree.
 	schemas, err := errorSchemas(openapi.JSON)
 	if err != nil {
@@ -83,7 +81,7 @@ func run() error {
 	if err := os.WriteFile(check, []byte(typedCheck(schemas)), 0o644); err != nil {
 		return err
 	}
-	overlay, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(clientDir, "zz_typed_check.go"): check}})
+	overlay, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(genDir, "zz_typed_check.go"): check}})
 	if err != nil {
 		return err
 	}
@@ -91,10 +89,10 @@ func run() error {
 	if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
 		return err
 	}
-	if err := goCommand(root, "vet", "-overlay", overlayFile, "./client"); err != nil {
+	if err := goCommand(root, "vet", "-overlay", overlayFile, "./client/internal/gen"); err != nil {
 		return err
 	}
-	fmt.Printf("gencheck: client/api.gen.go is current; code and status are typed in %s\n", strings.Join(schemas, ", "))
+	fmt.Printf("gencheck: client/internal/gen/api.gen.go is current; code and status are typed in %s\n", strings.Join(schemas, ", "))
 	return nil
 }
 
@@ -138,24 +136,15 @@ func errorSchemas(doc []byte) ([]string, error) {
 	return names, nil
 }
 
-// goName is a schema's Go type in package client: client/overlay.yaml
-// renames Error to ErrorBody.
-func goName(schema string) string {
-	if schema == "Error" {
-		return "ErrorBody"
-	}
-	return schema
-}
-
 func typedCheck(schemas []string) string {
 	var b strings.Builder
-	b.WriteString("package client\n\n")
+	b.WriteString("package gen\n\n")
 	b.WriteString("// Each call compiles only if the field has a string (or integer) type.\n")
 	b.WriteString("func typedString[T ~string](T)            {}\n")
 	b.WriteString("func typedInt[T ~int | ~int32 | ~int64](T) {}\n\n")
 	b.WriteString("func _() {\n")
 	for _, s := range schemas {
-		fmt.Fprintf(&b, "\ttypedString(%s{}.Code)\n\ttypedInt(%s{}.Status)\n", goName(s), goName(s))
+		fmt.Fprintf(&b, "\ttypedString(%s{}.Code)\n\ttypedInt(%s{}.Status)\n", s, s)
 	}
 	b.WriteString("}\n")
 	return b.String()

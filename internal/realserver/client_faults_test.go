@@ -3,12 +3,17 @@ package realserver_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,7 +60,7 @@ func (r *recorder) exchanges() []exchange {
 	return append([]exchange(nil), r.log...)
 }
 
-func newClient(t *testing.T, baseURL, key string, rt http.RoundTripper) *client.Petstore {
+func newClient(t *testing.T, baseURL, key string, rt http.RoundTripper) *client.Client {
 	t.Helper()
 	c, err := client.New(baseURL, key, client.Options{
 		HTTPClient: &http.Client{Transport: rt},
@@ -69,10 +74,10 @@ func newClient(t *testing.T, baseURL, key string, rt http.RoundTripper) *client.
 }
 
 // countNamed is how many pets have name, walking every page with the client.
-func countNamed(t *testing.T, c *client.Petstore, name string) int {
+func countNamed(t *testing.T, c *client.Client, name string) int {
 	t.Helper()
 	n := 0
-	for pet, err := range c.ListPets(context.Background(), client.ListOptions{PageSize: 100}) {
+	for pet, err := range c.ListPets(context.Background(), client.ListOptions{Limit: 100}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +146,7 @@ func TestLostCreateResponseIsRetriedOnce(t *testing.T) {
 	c := newClient(t, srv.URL+"/v1", key, rec)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pet, err := c.CreatePet(ctx, client.NewPet{Name: "Lost", CategoryId: 1})
+	pet, err := c.CreatePet(ctx, client.NewPet{Name: "Lost", CategoryID: 1})
 	if err != nil {
 		t.Fatalf("create through the lossy proxy: %v", err)
 	}
@@ -152,8 +157,8 @@ func TestLostCreateResponseIsRetriedOnce(t *testing.T) {
 		upstream[0].header.Get("Idempotent-Replayed") != "" || upstream[1].header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("the server answered %+v; want a 201, then its replay", upstream)
 	}
-	if got := upstream[1].header.Get("Location"); got != "/v1/pets/"+strconv.FormatInt(pet.Id, 10) {
-		t.Fatalf("replayed Location %q for pet %d", got, pet.Id)
+	if got := upstream[1].header.Get("Location"); got != "/v1/pets/"+strconv.FormatInt(pet.ID, 10) {
+		t.Fatalf("replayed Location %q for pet %d", got, pet.ID)
 	}
 	if n := countNamed(t, newClient(t, p.URL+"/v1", key, newRecorder(t)), "Lost"); n != 1 {
 		t.Fatalf("%d pets named Lost, want 1", n)
@@ -162,7 +167,8 @@ func TestLostCreateResponseIsRetriedOnce(t *testing.T) {
 
 // TestRateLimitStormIsWaitedOut drives a free key to its limit, then makes
 // three creates and a listing at once. Every 429 has a Retry-After, the
-// client never sends again before it has passed, and every call succeeds.
+// client never sends again before it has passed, every call succeeds, and
+// each reports the rate-limit state of its successful answer.
 func TestRateLimitStormIsWaitedOut(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -185,12 +191,13 @@ func TestRateLimitStormIsWaitedOut(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	recs := make([]*recorder, 4)
+	rls := make([]client.RateLimit, len(recs))
 	for i := range recs {
 		recs[i] = newRecorder(t)
 		c := newClient(t, p.URL+"/v1", key, recs[i])
 		wg.Go(func() {
 			if i == 3 {
-				for _, err := range c.ListPets(ctx, client.ListOptions{PageSize: 1}) {
+				for _, err := range c.ListPets(ctx, client.ListOptions{Limit: 1}, client.ReportRateLimit(&rls[i])) {
 					if err != nil {
 						t.Errorf("list: %v", err)
 					}
@@ -198,12 +205,22 @@ func TestRateLimitStormIsWaitedOut(t *testing.T) {
 				}
 				return
 			}
-			if _, err := c.CreatePet(ctx, client.NewPet{Name: "Storm", CategoryId: int64(i + 1)}); err != nil {
+			if _, err := c.CreatePet(ctx, client.NewPet{Name: "Storm", CategoryID: int64(i + 1)}, client.ReportRateLimit(&rls[i])); err != nil {
 				t.Errorf("create %d: %v", i, err)
 			}
 		})
 	}
 	wg.Wait()
+	for i, rl := range rls {
+		// The successful answer came in a new minute window: it and at most
+		// the other three calls' count in it.
+		if rl.Limit != 60 || rl.Remaining < 60-4 || rl.Remaining > 60-1 || len(rl.Windows) != 2 ||
+			rl.Windows[0].Name != "minute" || rl.Windows[0].Limit != 60 || rl.Windows[0].Period != time.Minute ||
+			rl.Windows[1].Name != "day" || rl.Windows[1].Limit != 1000 || rl.Windows[1].Period != 24*time.Hour ||
+			rl.Windows[1].Remaining >= rl.Windows[0].Remaining+1000-60 {
+			t.Errorf("call %d: rate limit %+v", i, rl)
+		}
+	}
 
 	limited := 0
 	for i, rec := range recs {
@@ -234,6 +251,104 @@ func TestRateLimitStormIsWaitedOut(t *testing.T) {
 	}
 }
 
+// TestWalkResumesFromItsCursor walks the pets through a reverse proxy that
+// fails the third page with a 502 (which the client does not retry): the
+// walk stops with a *ListError, more pets are added, and a walk from the
+// error's cursor yields the rest, so that every pet that existed when the
+// walk began comes once and no pet twice. Every page reports the key's
+// rate-limit state, counting down.
+func TestWalkResumesFromItsCursor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key, _ := createKey(t, dir, "--plan", "pro")
+	p := start(t, dir)
+	ctx := context.Background()
+	seed := newClient(t, p.URL+"/v1", key, newRecorder(t))
+	before := map[int64]bool{}
+	for i := range 10 {
+		pet, err := seed.CreatePet(ctx, client.NewPet{Name: fmt.Sprint("Walker ", i), CategoryID: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[pet.ID] = true
+	}
+
+	// The proxy's exchanges with the server are checked against the
+	// document; its own 502 is not the API's, and is not.
+	upstream, _ := url.Parse(p.URL)
+	checked := contract.NewTransport(t, &http.Transport{})
+	var pages atomic.Int32
+	proxy := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(upstream) },
+		Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && req.URL.Path == "/v1/pets" && pages.Add(1) == 3 {
+				return &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{"Content-Type": {"text/html"}},
+					Body: io.NopCloser(strings.NewReader("<h1>502 Bad Gateway</h1>")), Request: req}, nil
+			}
+			return checked.RoundTrip(req)
+		}),
+	})
+	t.Cleanup(proxy.Close)
+	c := newClient(t, proxy.URL+"/v1", key, &http.Transport{})
+
+	seen := map[int64]int{}
+	var rl client.RateLimit
+	// walk walks from opts, checking that each page reports one request
+	// fewer remaining than the one before.
+	walk := func(opts client.ListOptions) error {
+		remaining := int64(300)
+		for pet, err := range c.ListPets(ctx, opts, client.ReportRateLimit(&rl)) {
+			if err != nil {
+				return err
+			}
+			seen[pet.ID]++
+			if rl.Limit != 300 || rl.Remaining > remaining || len(rl.Windows) != 2 || rl.Windows[1].Name != "day" || rl.Windows[1].Limit != 10000 {
+				t.Fatalf("after pet %d: rate limit %+v, want at most %d of 300 remaining", len(seen), rl, remaining)
+			}
+			if rl.Remaining < remaining-1 && remaining != 300 {
+				t.Fatalf("after pet %d: %d remaining after %d: a page counted twice", len(seen), rl.Remaining, remaining)
+			}
+			remaining = rl.Remaining
+		}
+		return nil
+	}
+	err := walk(client.ListOptions{Limit: 3})
+	var stopped *client.ListError
+	var e *client.Error
+	if !errors.As(err, &stopped) || stopped.Cursor == "" || !errors.As(err, &e) || e.StatusCode != http.StatusBadGateway || e.Code != "" {
+		t.Fatalf("the walk ended with %v; want a ListError with a cursor around the proxy's 502", err)
+	}
+	if e.RateLimit.Limit != 0 || rl.Limit != 0 {
+		t.Fatalf("the proxy's 502 reported a rate limit: %+v, %+v", e.RateLimit, rl)
+	}
+	if len(seen) != 6 {
+		t.Fatalf("%d pets before the failed third page of 3", len(seen))
+	}
+
+	for i := range 3 { // added between the failure and the resumption
+		if _, err := seed.CreatePet(ctx, client.NewPet{Name: fmt.Sprint("Latecomer ", i), CategoryID: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := walk(client.ListOptions{Limit: 3, Cursor: stopped.Cursor}); err != nil {
+		t.Fatalf("resumed from %q: %v", stopped.Cursor, err)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("pet %d came %d times", id, n)
+		}
+	}
+	for id := range before {
+		if seen[id] != 1 {
+			t.Fatalf("pet %d was missed", id)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
 // TestReplayAfterKill: a createPet is answered 201, the server is killed
 // with SIGKILL at once and restarted on the same --dir; the same request
 // (same Idempotency-Key and body) replays that pet.
@@ -242,7 +357,7 @@ func TestReplayAfterKill(t *testing.T) {
 	key, _ := createKey(t, dir, "--plan", "business")
 	p := start(t, dir)
 	idem := client.NewIdempotencyKey()
-	np := client.NewPet{Name: "Survivor", CategoryId: 7}
+	np := client.NewPet{Name: "Survivor", CategoryID: 7}
 
 	first, err := newClient(t, p.URL+"/v1", key, newRecorder(t)).CreatePetWithKey(context.Background(), idem, np)
 	if err != nil {
@@ -268,9 +383,9 @@ func TestReplayAfterKill(t *testing.T) {
 	}
 
 	// Another body under the key is refused, across the restart too.
-	_, err = c.CreatePetWithKey(context.Background(), idem, client.NewPet{Name: "Other", CategoryId: 7})
+	_, err = c.CreatePetWithKey(context.Background(), idem, client.NewPet{Name: "Other", CategoryID: 7})
 	var e *client.Error
-	if !errors.As(err, &e) || e.Code != client.ErrorCodeIdempotencyKeyReused {
+	if !errors.As(err, &e) || e.Code != client.CodeIdempotencyKeyReused {
 		t.Fatalf("another body: %v", err)
 	}
 }

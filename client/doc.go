@@ -1,0 +1,104 @@
+// Package client is a Go client of the petstore API (/v1): it lists, adds
+// and fetches pets, pages with cursors that resume, retries what is safe to
+// retry, and reports the rate-limit state of each call.
+//
+// This program adds a pet and lists the sold ones, reading the service's
+// base URL and an API key from PETSTORE_URL and PETSTORE_KEY (in a
+// main function; Example runs it):
+//
+//	c, err := client.New(os.Getenv("PETSTORE_URL"), os.Getenv("PETSTORE_KEY"), client.Options{})
+//	if err != nil {
+//		log.Fatal(err) // a base URL that does not end in /v1, or an empty key
+//	}
+//	// The deadline bounds every call, its retries and waits included.
+//	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+//	defer cancel()
+//
+//	rex, err := c.CreatePet(ctx, client.NewPet{Name: "Rex", CategoryID: 1})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	fmt.Println("added", rex.Name, rex.Status)
+//
+//	// Every sold pet, page after page.
+//	for pet, err := range c.ListPets(ctx, client.ListOptions{Status: client.Sold}) {
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		fmt.Println("sold:", pet.Name)
+//	}
+//
+// A Client is safe for concurrent use. Every call takes a context: its
+// deadline bounds the call's attempts and the waits between them.
+//
+// # Paging
+//
+// Pets come in ascending ID order, a page at a time. ListPets walks through
+// every page as an iterator; ListPage fetches one, with the cursor of the
+// next in Page.Next. A walk can start at a cursor (ListOptions.Cursor), and
+// a walk that fails reports where to resume: its error is a *ListError
+// whose Cursor starts the walk again at the first pet it did not yield.
+// Resuming misses no pet and repeats none, and a walk visits every pet that
+// existed when it began, even while others are added.
+//
+// The client reads the cursor from the service's Link header, whether its
+// target is absolute or relative, and asks its own base URL for the next
+// page: paging works behind a gateway that serves the API under another
+// path, and the API key goes to no other address.
+//
+// # Retries
+//
+// A call retries a 429, a 503 and a network error (except those a retry
+// cannot mend, such as an untrusted certificate), at most
+// Options.MaxAttempts attempts in all. It waits for Retry-After when the
+// answer has one, otherwise a random time between 0 and
+// min(MaxBackoff, MinBackoff × 2^attempt) ("full jitter"). It does not wait
+// for a Retry-After longer than Options.MaxRetryAfter or ending after the
+// context's deadline: it returns the *Error at once, with RetryAfter set.
+// Other answers are not retried: a 4xx will not change, and a 500 is the
+// caller's to judge.
+//
+// # Idempotency
+//
+// CreatePet sends a new Idempotency-Key and the same key on each retry of
+// that call: a create whose answer was lost on the way back is retried, and
+// the service answers with the pet the first attempt made instead of adding
+// a second. CreatePetWithKey takes the caller's key (NewIdempotencyKey makes
+// one), for a caller that retries across its own restarts: the service
+// remembers a key's answer for 24 hours. The same key with another pet is
+// refused with CodeIdempotencyKeyReused.
+//
+// # Errors
+//
+// Each method's documentation lists its errors. An answer a call cannot use
+// is an *Error: the service's refusals have a Code from the catalogue
+// (CodeInvalidRequest, CodeNotFound, ...) and the service's Message; an
+// answer that is not the API's (a proxy's error page, or the page a wrong
+// base URL leads to) has no Code, and its Message says what came and asks
+// about the base URL when that is the likely cause. Network failures and
+// the context's errors come back as they are. Match them with errors.As
+// and errors.Is:
+//
+//	var e *client.Error
+//	if errors.As(err, &e) && e.Code == client.CodeRateLimitExceeded {
+//		log.Printf("still limited after the retries; try again in %v", e.RetryAfter)
+//	}
+//
+// New refuses a base URL that does not end in /v1, the version segment, so
+// that a missing segment is not met later as a puzzling 404.
+//
+// # Rate limits
+//
+// Each key has quotas per minute and per day, and every answer reports
+// their state. A RateLimit holds it, parsed: the binding window's Limit,
+// Remaining and Reset, and every window with its quota, period, remaining
+// requests and reset. ListPage returns it in Page.RateLimit; the other
+// methods store it where ReportRateLimit says; a refusal carries it in
+// Error.RateLimit:
+//
+//	var rl client.RateLimit
+//	_, err := c.CreatePet(ctx, pet, client.ReportRateLimit(&rl))
+//	if err == nil && rl.Remaining < 10 {
+//		log.Printf("%d requests left until %v", rl.Remaining, rl.Reset)
+//	}
+package client

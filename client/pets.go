@@ -1,0 +1,114 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+
+	"petstore/client/internal/gen"
+)
+
+// Pet is an animal as the service returns it.
+type Pet struct {
+	ID         int64  `json:"id"` // assigned by the service: random, 15 digits
+	Name       string `json:"name"`
+	CategoryID int64  `json:"categoryId"`
+	Status     Status `json:"status,omitempty"`
+}
+
+// NewPet is an animal to add. Name (1 to 100 characters once trimmed of
+// surrounding spaces) and CategoryID (1 to 2^53-1) are required.
+type NewPet struct {
+	Name       string `json:"name"`
+	CategoryID int64  `json:"categoryId"`
+	Status     Status `json:"status,omitempty"` // empty: the service makes the pet Available
+}
+
+// Status is a pet's availability.
+type Status string
+
+// The statuses a pet can have.
+const (
+	Available Status = "available"
+	Pending   Status = "pending"
+	Sold      Status = "sold"
+)
+
+func petFrom(p gen.Pet) Pet {
+	pet := Pet{ID: p.Id, Name: p.Name, CategoryID: p.CategoryId}
+	if p.Status != nil {
+		pet.Status = Status(*p.Status)
+	}
+	return pet
+}
+
+// CreatePet adds a pet and returns it as the service stored it. It sends a
+// new Idempotency-Key, and the same one on every retry, so that a create
+// whose answer was lost is made once.
+//
+// Errors: an *Error with CodeInvalidRequest when the service refuses the pet
+// (Message says which field and rule), CodeUnauthorized for the API key,
+// CodeRateLimitExceeded or CodeAPIKeyBanned when the wait is longer than the
+// call may wait (RetryAfter says how long), and any other code the service
+// answers; an *Error without Code when the answer is not the API's; a
+// network or context error when no answer came after the retries.
+func (c *Client) CreatePet(ctx context.Context, pet NewPet, opts ...CallOption) (Pet, error) {
+	return c.CreatePetWithKey(ctx, NewIdempotencyKey(), pet, opts...)
+}
+
+// CreatePetWithKey is CreatePet with the caller's Idempotency-Key (1 to 255
+// visible ASCII characters; NewIdempotencyKey makes one), for a caller that
+// retries across its own restarts: for 24 hours the service answers every
+// request with this key and this pet as it answered the first, and adds the
+// pet once.
+//
+// Errors: those of CreatePet, and an *Error with CodeIdempotencyKeyReused
+// when the key was used before with another pet (nothing is added), or
+// CodeInvalidRequest when the key is malformed.
+func (c *Client) CreatePetWithKey(ctx context.Context, idempotencyKey string, pet NewPet, opts ...CallOption) (Pet, error) {
+	body := gen.NewPet{Name: pet.Name, CategoryId: pet.CategoryID}
+	if pet.Status != "" {
+		status := gen.PetStatus(pet.Status)
+		body.Status = &status
+	}
+	req, err := gen.NewCreatePetRequest(c.base, &gen.CreatePetParams{IdempotencyKey: &idempotencyKey}, body)
+	if err != nil {
+		return Pet{}, err
+	}
+	var created gen.Pet
+	_, rl, err := c.do(ctx, req, http.StatusCreated, &created, func() bool { return created.Id > 0 })
+	report(opts, rl)
+	if err != nil {
+		return Pet{}, err
+	}
+	return petFrom(created), nil
+}
+
+// GetPet fetches the pet with id.
+//
+// Errors: an *Error with CodeNotFound when no pet has id, CodeGone from
+// 5 December 2030, CodeUnauthorized for the API key, CodeRateLimitExceeded or
+// CodeAPIKeyBanned when the wait is longer than the call may wait; an *Error
+// without Code when the answer is not the API's; a network or context error
+// when no answer came after the retries.
+//
+// Deprecated: the service removes getPet on 5 December 2030, and from then
+// GetPet fails with CodeGone. Use ListPets or ListPage, with a Status
+// filter, instead.
+func (c *Client) GetPet(ctx context.Context, id int64, opts ...CallOption) (Pet, error) {
+	req, err := gen.NewGetPetRequest(c.base, id)
+	if err != nil {
+		return Pet{}, err
+	}
+	var got gen.Pet
+	_, rl, err := c.do(ctx, req, http.StatusOK, &got, func() bool { return got.Id > 0 })
+	report(opts, rl)
+	if err != nil {
+		return Pet{}, err
+	}
+	return petFrom(got), nil
+}
+
+// NewIdempotencyKey returns a new random Idempotency-Key (128 bits, 26
+// base32 characters).
+func NewIdempotencyKey() string { return rand.Text() }
