@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/client"
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 	"petstore/internal/pets"
@@ -124,6 +126,34 @@ func TestBehindAPrefixProxy(t *testing.T) {
 	for id := range created {
 		if seen[id] != 1 {
 			t.Errorf("pet %d seen %d times through the proxy, want once", id, seen[id])
+		}
+	}
+
+	// The Go client, given the public URL, creates through the proxy and
+	// walks every page behind it.
+	c, err := client.New(public, key, client.Options{HTTPClient: proxy.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	made, err := c.CreatePet(ctx, client.NewPet{Name: "through the client", CategoryID: 2})
+	if err != nil {
+		t.Fatalf("the client's create through the proxy: %v", err)
+	}
+	created[made.ID] = true
+	walked := map[int64]int{}
+	for p, err := range c.ListPets(ctx, client.ListOptions{Limit: 4}) {
+		if err != nil {
+			t.Fatalf("the client's walk through the proxy: %v", err)
+		}
+		walked[p.ID]++
+	}
+	if len(walked) != len(created) {
+		t.Errorf("the client walked %d pets through the proxy, want %d", len(walked), len(created))
+	}
+	for id := range created {
+		if walked[id] != 1 {
+			t.Errorf("the client saw pet %d %d times, want once", id, walked[id])
 		}
 	}
 
