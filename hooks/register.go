@@ -17,6 +17,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
+	"petstore/internal/database"
 	"petstore/internal/dataversion"
 	"petstore/internal/idempotency"
 	"petstore/internal/pets"
@@ -78,6 +79,7 @@ func Register(app core.App, opts *Options) *Service {
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
 	idempotency.BindPurge(app)
+	database.BindDailyOptimize(app)
 	return s
 }
 

@@ -2,6 +2,8 @@
 // pragmas with a page cache that bounds memory, and the read pool's size.
 // main and the test app pass both to PocketBase's configuration
 // (DBConnect, DataMaxIdleConns), so tests run with what production runs.
+// BindDailyOptimize keeps PocketBase's daily checkpoint from blocking writes
+// under Litestream.
 package database
 
 import (

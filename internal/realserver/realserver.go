@@ -100,6 +100,7 @@ type Process struct {
 	Addr string // 127.0.0.1:PORT
 
 	cmd    *exec.Cmd
+	group  bool // cmd leads a process group of its own (StartUnder)
 	output *syncBuffer
 	exited chan struct{}
 	client *http.Client
@@ -108,9 +109,18 @@ type Process struct {
 // Start runs `petstore serve --http 127.0.0.1:PORT --dir DIR ARGS` on a free
 // port and returns once it answers.
 func Start(bin, dir string, args ...string) (*Process, error) {
+	return StartUnder(nil, bin, dir, args...)
+}
+
+// StartUnder is Start with serve run by a supervisor: wrap gets serve's
+// command line and returns the supervisor's command (`litestream replicate
+// -exec ...`), which StartUnder starts as the leader of a new process group,
+// so that Kill ends the supervisor and serve together. A nil wrap runs serve
+// itself, as Start does.
+func StartUnder(wrap func(serve []string) *exec.Cmd, bin, dir string, args ...string) (*Process, error) {
 	var lastErr error
 	for range 3 { // the free port may be taken between the probe and the start
-		p, err := start(bin, dir, args)
+		p, err := start(wrap, bin, dir, args)
 		if err == nil {
 			return p, nil
 		}
@@ -119,7 +129,7 @@ func Start(bin, dir string, args ...string) (*Process, error) {
 	return nil, lastErr
 }
 
-func start(bin, dir string, args []string) (*Process, error) {
+func start(wrap func(serve []string) *exec.Cmd, bin, dir string, args []string) (*Process, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -137,7 +147,14 @@ func start(bin, dir string, args []string) (*Process, error) {
 			Transport: &http.Transport{MaxIdleConnsPerHost: 256},
 		},
 	}
-	p.cmd = exec.Command(bin, append([]string{"serve", "--http", addr, "--dir", dir}, args...)...)
+	serve := append([]string{bin, "serve", "--http", addr, "--dir", dir}, args...)
+	if wrap == nil {
+		p.cmd = exec.Command(serve[0], serve[1:]...)
+	} else {
+		p.cmd = wrap(serve)
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		p.group = true
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
@@ -217,8 +234,18 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
 // Kill ends the process with SIGKILL, as a crash would, and waits for it.
+// Under a supervisor (StartUnder) it kills the whole process group at once,
+// supervisor and serve, as losing the machine would.
 func (p *Process) Kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.exited: // its process group id may be another's by now
+	default:
+		if p.group {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		} else {
+			_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		}
+	}
 	<-p.exited
 	p.client.CloseIdleConnections()
 }
