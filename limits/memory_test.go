@@ -3,34 +3,20 @@ package limits_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"petstore/limits"
 )
 
-// dayCountLedger keeps what the limiter saves in maps. What this file
-// measures is the limiter's own memory; the ledger is where the service
-// keeps bans and day counts (the api_keys records), outside the limiter.
-type dayCountLedger struct {
-	mu     sync.Mutex
-	counts map[string]limits.DayCount
-}
+// emptyLedger has no bans and nothing served: what this file measures is
+// the limiter's own memory.
+type emptyLedger struct{}
 
-func (l *dayCountLedger) SaveBan(string, time.Time) error { return nil }
-
-func (l *dayCountLedger) SaveDayCount(c limits.DayCount) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.counts[c.KeyID] = c
-	return nil
-}
-
-func (l *dayCountLedger) DayCounts() ([]limits.DayCount, error) { return nil, nil }
+func (emptyLedger) SaveBan(string, time.Time) error            { return nil }
+func (emptyLedger) Served(time.Time) (map[string]int64, error) { return nil, nil }
 
 func heapInUse() uint64 {
 	runtime.GC()
@@ -41,13 +27,12 @@ func heapInUse() uint64 {
 }
 
 // Memory per caller stays small and bounded: 100,000 distinct API keys and
-// 100,000 distinct client IPs, each counted once, through the in-memory
-// limiter. Run with -v for the figures quoted in docs/rate-limits.md.
+// 100,000 distinct client networks, each counted once, through the
+// in-memory limiter. Run with -v for the figures quoted in docs/rate-limits.md.
 func TestMemoryPerCaller(t *testing.T) {
 	const callers = 100_000
 	ctx := context.Background()
-	l, err := limits.New(limits.Config{}, &dayCountLedger{counts: map[string]limits.DayCount{}},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	l, err := limits.New(limits.Config{}, emptyLedger{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +54,7 @@ func TestMemoryPerCaller(t *testing.T) {
 	}
 	afterIPs := heapInUse()
 	for i, id := range keys {
-		if _, err := l.TakeKey(ctx, limits.Key{ID: id, Quota: quota}, "127.0.0.1"); err != nil {
+		if _, err := l.TakeKey(ctx, limits.Key{ID: id, Quota: quota}); err != nil {
 			t.Fatalf("key %d: %v", i, err)
 		}
 	}
@@ -77,7 +62,7 @@ func TestMemoryPerCaller(t *testing.T) {
 
 	perIP := float64(afterIPs-before) / callers
 	perKey := float64(afterKeys-afterIPs) / callers
-	t.Logf("heap: %.1f MB before, +%.1f MB for %d IPs (%.0f B each), +%.1f MB for %d keys (%.0f B each: minute and day counters and the key's mark for the day-count flush)",
+	t.Logf("heap: %.1f MB before, +%.1f MB for %d networks (%.0f B each), +%.1f MB for %d keys (%.0f B each: the counts of both windows and of rejections)",
 		float64(before)/(1<<20), float64(afterIPs-before)/(1<<20), callers, perIP, float64(afterKeys-afterIPs)/(1<<20), callers, perKey)
 
 	// The bounds leave room for map growth; a leak per request (a counter
@@ -91,7 +76,7 @@ func TestMemoryPerCaller(t *testing.T) {
 
 	// A caller counted again costs nothing more.
 	for i, id := range keys {
-		if _, err := l.TakeKey(ctx, limits.Key{ID: id, Quota: quota}, "127.0.0.1"); err != nil {
+		if _, err := l.TakeKey(ctx, limits.Key{ID: id, Quota: quota}); err != nil {
 			t.Fatalf("key %d again: %v", i, err)
 		}
 	}
