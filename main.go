@@ -58,7 +58,7 @@ func main() {
 	flags.StringVar(&opts.Limits.Prefix, "ratelimit-prefix", limits.DefaultPrefix,
 		"prefix of the rate-limit counters, to let several deployments share one Redis")
 	flags.Int64Var(&opts.Limits.AnonymousPerMinute, "ratelimit-anonymous", limits.DefaultAnonymousPerMinute,
-		"requests per minute per client IP without a valid API key")
+		"requests per minute without a valid API key, per client network (an IPv4 address, an IPv6 /64)")
 	flags.DurationVar(&opts.Server.ReadHeaderTimeout, "read-header-timeout", hooks.DefaultReadHeaderTimeout,
 		"close connections whose request headers take longer than this to arrive")
 	flags.DurationVar(&opts.Server.ShutdownTimeout, "shutdown-timeout", hooks.DefaultShutdownTimeout,

@@ -23,7 +23,7 @@ func TestDashboardCannotCreateKeys(t *testing.T) {
 	// What the dashboard's form sends: every field, key_hash left empty.
 	r := s.Do(t, http.MethodPost, "/api/collections/api_keys/records", token, map[string]any{
 		"name": "shop", "plan": plan.Id, "key_hash": "", "prefix": "", "revoked": false, "expires": "",
-		"per_minute": 0, "per_day": 0, "banned_until": "", "last_used": "", "day_used": 0, "day_resets": "",
+		"per_minute": 0, "per_day": 0, "banned_until": "", "last_used": "",
 	})
 	var e struct {
 		Message string `json:"message"`
@@ -100,7 +100,7 @@ func TestDashboardCollections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := keys.Fields.FieldNames()[:8], []string{"id", "name", "plan", "prefix", "revoked", "banned_until", "day_used", "last_used"}; !slices.Equal(got, want) {
+	if got, want := keys.Fields.FieldNames()[:7], []string{"id", "name", "plan", "prefix", "revoked", "banned_until", "last_used"}; !slices.Equal(got, want) {
 		t.Errorf("api_keys columns start %v, want %v", got, want)
 	}
 	help := func(collection, field string) string {
@@ -124,6 +124,7 @@ func TestDashboardCollections(t *testing.T) {
 		{"api_keys", "revoked", "REVOKED"},
 		{"api_keys", "banned_until", "petstore keys unban"},
 		{"api_keys", "key_hash", "edits here are ignored"},
+		{"api_key_usage", "limited", "requests minus limited"},
 		{"plans", "ban_after", "0 means the per-minute quota"},
 		{"plans", "ban_minutes", "0 disables bans"},
 		{"pets", "categoryId", "from 1 to 9007199254740991"},

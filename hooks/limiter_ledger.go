@@ -4,39 +4,35 @@ import (
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
-	"github.com/pocketbase/pocketbase/tools/types"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/usage"
 	"petstore/limits"
 )
 
-// keyLedger keeps the limiter's bans and day counts on the api_keys records,
-// where staff see them.
-type keyLedger struct{ app core.App }
+// keyLedger keeps the limiter's bans on the api_keys records, where staff see
+// them, and reads what keys were served each day from their usage history,
+// the one record of it: what staff see, what `keys list` shows, and what a
+// day window starts from after a restart.
+type keyLedger struct {
+	app     core.App
+	history *usage.Recorder
+}
+
+var _ limits.Ledger = keyLedger{}
 
 func (k keyLedger) SaveBan(keyID string, until time.Time) error {
 	return apikeys.SaveBan(k.app, keyID, until)
 }
 
-func (k keyLedger) SaveDayCount(c limits.DayCount) error {
-	count := apikeys.DayCount{ID: c.KeyID, Used: c.Used}
-	if !c.Resets.IsZero() {
-		var err error
-		if count.Resets, err = types.ParseDateTime(c.Resets); err != nil {
-			return err
-		}
-	}
-	return apikeys.SaveDayCount(k.app, count)
-}
-
-func (k keyLedger) DayCounts() ([]limits.DayCount, error) {
-	saved, err := apikeys.DayCounts(k.app)
+func (k keyLedger) Served(day time.Time) (map[string]int64, error) {
+	counts, err := k.history.Today(day)
 	if err != nil {
 		return nil, err
 	}
-	counts := make([]limits.DayCount, len(saved))
-	for i, c := range saved {
-		counts[i] = limits.DayCount{KeyID: c.ID, Used: c.Used, Resets: c.Resets.Time()}
+	served := make(map[string]int64, len(counts))
+	for id, c := range counts {
+		served[id] = c.Served()
 	}
-	return counts, nil
+	return served, nil
 }

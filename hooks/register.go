@@ -87,11 +87,16 @@ func Register(app core.App, opts *Options) *Service {
 // requests to them; clients reach /v1 at base.
 func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 	app := se.App
-	limiter, err := limits.New(opts.Limits, keyLedger{app}, app.Logger())
+	history, err := usage.Start(app, 0)
 	if err != nil {
 		return err
 	}
-	onTerminate(app, "petstoreLimiterClose", "Could not save rate-limit state at shutdown", limiter.Close)
+	onTerminate(app, "petstoreUsageClose", "Could not save the usage history of API keys at shutdown", history.Close)
+	limiter, err := limits.New(opts.Limits, keyLedger{app, history}, app.Logger())
+	if err != nil {
+		return err
+	}
+	onTerminate(app, "petstoreLimiterClose", "Could not release the rate-limit Redis at shutdown", limiter.Close)
 
 	// The reads every /v1 request makes (its API key, the pets) go to
 	// PocketBase's read pool, and are kept at its data version.
@@ -117,11 +122,6 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 		return err
 	}
 
-	history, err := usage.Start(app, 0)
-	if err != nil {
-		return err
-	}
-	onTerminate(app, "petstoreUsageClose", "Could not save the usage history of API keys at shutdown", history.Close)
 	reqlog, err := requestlog.Start(app, opts.RequestLog)
 	if err != nil {
 		return err

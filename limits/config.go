@@ -1,8 +1,10 @@
 // Package limits enforces /v1's rate limits: per-key quotas from plans in a
-// minute and a day window, per-IP limits for callers without a valid key,
-// temporary bans, and the headers that report them. Counters live in
-// memory (ulule/limiter's store), or in Redis, shared by several instances,
-// where one Lua script decides each request.
+// minute window and a UTC-day window, a per-network limit for callers
+// without a valid key, temporary bans, and the headers that report them.
+// Counters live in this process's memory, or in Redis, shared by several
+// instances, where one Lua script decides each request. While Redis fails,
+// each instance counts on in its memory from what it knew, and adds its
+// counts back once Redis answers again.
 package limits
 
 import "time"
@@ -17,19 +19,21 @@ type Config struct {
 	// Prefix namespaces the counters, e.g. to let staging and production
 	// share one Redis.
 	Prefix string
-	// AnonymousPerMinute limits requests without a valid API key, per client IP.
+	// AnonymousPerMinute limits requests without a valid API key, per client
+	// network (see Network).
 	AnonymousPerMinute int64
-	// MinuteWindow and DayWindow are the lengths of the two windows.
-	MinuteWindow, DayWindow time.Duration
-	// FlushEvery is how often day counts are written to the api_keys records.
-	FlushEvery time.Duration
+	// MinuteWindow is the length of the keys' and networks' short window.
+	// The long window is the UTC calendar day.
+	MinuteWindow time.Duration
+	// Now is the clock of API keys' windows; time.Now when nil. Only tests
+	// set it, to cross a UTC midnight.
+	Now func() time.Time
 }
 
 // Defaults.
 const (
 	DefaultPrefix             = "petstore"
 	DefaultAnonymousPerMinute = 60
-	DefaultFlushEvery         = 5 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -42,11 +46,8 @@ func (c Config) withDefaults() Config {
 	if c.MinuteWindow <= 0 {
 		c.MinuteWindow = time.Minute
 	}
-	if c.DayWindow <= 0 {
-		c.DayWindow = 24 * time.Hour
-	}
-	if c.FlushEvery <= 0 {
-		c.FlushEvery = DefaultFlushEvery
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return c
 }

@@ -5,25 +5,16 @@ import (
 	"time"
 )
 
-// While Redis fails, each instance counts in its own memory, starting from
-// the day counts last saved in the ledger: limits keep holding, per
-// instance, and every response keeps its headers. A background probe tries
-// Redis every redisRetryEvery; requests never wait on a Redis known to fail.
+// While Redis fails, each instance decides alone, from what it knows of
+// each key: the counts of Redis's last answer, and what it has admitted
+// since. One instance therefore never admits more than a quota, and N
+// instances at most N times a quota in a window that spans the outage. A
+// background probe tries Redis every redisRetryEvery; requests never wait on
+// a Redis known to fail. Once Redis answers, the instance gives it what it
+// admitted meanwhile before counting there again; what Redis lost (restarted
+// empty) comes back the same way, and with the next request of each key.
 
 const redisRetryEvery = time.Second
-
-// count decides in Redis while it answers, and in memory otherwise: when
-// Redis is known to fail, and when this call finds it failing.
-func (l *Limiter) count(inRedis, inMemory func() (Decision, error)) (Decision, error) {
-	if l.inRedis() {
-		d, err := inRedis()
-		if err == nil {
-			return d, nil
-		}
-		l.redisFailed(err)
-	}
-	return inMemory()
-}
 
 // redisFailed switches counting to memory after a failed Redis call, once.
 func (l *Limiter) redisFailed(err error) {
@@ -32,18 +23,18 @@ func (l *Limiter) redisFailed(err error) {
 	}
 	l.logger.Error("Rate-limit Redis failed; counting in this instance's memory until it answers again",
 		"redis", l.shared.where, "error", err)
-	if err := l.restoreDayCounts(); err != nil {
-		l.logger.Error("Could not read the saved day counts of API keys", "error", err)
-	}
 	l.work.Add(1)
 	go l.probeRedis()
 }
 
-// probeRedis switches counting back to Redis once it answers again, after
-// saving this instance's day counts and starting in Redis the day windows
-// it lost (when it was restarted empty).
+// probeRedis switches counting back to Redis once it answers again.
 func (l *Limiter) probeRedis() {
 	defer l.work.Done()
+	// What the other instances saved lately: a floor for keys this instance
+	// has not counted since it started.
+	if err := l.readLedger(l.cfg.Now()); err != nil {
+		l.logger.Error("Could not read what API keys were served today", "error", err)
+	}
 	tick := time.NewTicker(redisRetryEvery)
 	defer tick.Stop()
 	for {
@@ -55,29 +46,54 @@ func (l *Limiter) probeRedis() {
 		ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 		err := l.shared.ping(ctx)
 		cancel()
-		if err != nil {
-			continue
-		}
-		if err := l.flushDayCounts(); err != nil {
-			l.logger.Error("Could not save day counts of API keys", "error", err)
-		}
-		if err := l.seedRedis(); err != nil {
+		if err != nil || l.sendUnsent() != nil {
 			continue
 		}
 		l.shared.up.Store(true)
+		// Requests decided in memory while the switch happened: their keys'
+		// next requests would carry them too, this carries them at once.
+		if err := l.sendUnsent(); err != nil {
+			l.redisFailed(err)
+			return
+		}
 		l.logger.Info("Rate-limit Redis answers again; counting in Redis", "redis", l.shared.where)
 		return
 	}
 }
 
-// seedRedis starts in Redis the day windows saved in the ledger that Redis
-// does not have.
-func (l *Limiter) seedRedis() error {
-	counts, err := l.ledger.DayCounts()
-	if err != nil {
-		return err
+// sendUnsent gives Redis the counts of today that this instance admitted in
+// memory and Redis does not have, in one round trip.
+func (l *Limiter) sendUnsent() error {
+	now := l.cfg.Now()
+	day := dayOf(now)
+	var batch []unsent
+	var counts []*keyCounts
+	for i := range l.stripes {
+		s := &l.stripes[i]
+		s.mu.Lock()
+		for id, kc := range s.keys {
+			if kc.unsent && kc.day == day {
+				// The quota is of no matter here: only counts are added.
+				batch = append(batch, unsent{key: Key{ID: id}, known: kc.known()})
+				counts = append(counts, kc)
+			}
+		}
+		s.mu.Unlock()
+	}
+	if len(batch) == 0 {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return l.shared.seedDayCounts(ctx, counts, time.Now())
+	answers, err := l.shared.addCounts(ctx, l.instance, l.cfg, batch, now)
+	if err != nil {
+		return err
+	}
+	for i, r := range answers {
+		s := l.stripe(batch[i].key.ID)
+		s.mu.Lock()
+		counts[i].learn(batch[i].known, r)
+		s.mu.Unlock()
+	}
+	return nil
 }

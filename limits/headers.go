@@ -8,26 +8,45 @@ import (
 
 // Window is the state of one rate window after a request.
 type Window struct {
-	Name      string // "minute" or "day": the policy name in RateLimit fields
-	Period    time.Duration
-	Limit     int64
+	Name   string // "minute" or "day": the policy name in RateLimit fields
+	Period time.Duration
+	Limit  int64
+	// Remaining is how many more requests the window admits now.
 	Remaining int64
 	Reset     time.Time // when the count starts again
-	Reached   bool      // this request went over the limit
+	// Reached: the request was refused with this window at its limit (or,
+	// for a key's minute window, banned).
+	Reached bool
 }
 
-// newWindow is a window after count requests in it.
-func newWindow(name string, period time.Duration, limit, count int64, reset time.Time) Window {
-	return Window{Name: name, Period: period, Limit: limit, Remaining: max(limit-count, 0), Reached: count > limit, Reset: reset}
+// newWindow is a window holding count admitted requests after a request,
+// refused or not. Refused requests take nothing from any window.
+func newWindow(name string, period time.Duration, limit, count int64, reset time.Time, refused bool) Window {
+	return Window{Name: name, Period: period, Limit: limit, Remaining: max(limit-count, 0), Reset: reset,
+		Reached: refused && count >= limit}
 }
 
-// Decision is the outcome of counting one request.
+// Decision is the outcome of one request.
 type Decision struct {
+	At          time.Time // when it was decided: the time of its windows and its day
 	Windows     []Window
-	BannedUntil time.Time // non-zero: the key is banned until then
+	BannedUntil time.Time // after At: the key is banned until then
 }
 
-// Exceeded reports whether the request went over a window's limit.
+// banned is d with its key banned until until: the minute window admits
+// nothing more until the ban ends, so that every header says the same.
+func (d Decision) banned(until time.Time) Decision {
+	d.BannedUntil = until
+	m := &d.Windows[0]
+	m.Remaining, m.Reached = 0, true
+	if until.After(m.Reset) {
+		m.Reset = until
+	}
+	return d
+}
+
+// Exceeded reports whether the request was refused: over a window's limit,
+// or banned.
 func (d Decision) Exceeded() bool {
 	for _, w := range d.Windows {
 		if w.Reached {
@@ -37,8 +56,8 @@ func (d Decision) Exceeded() bool {
 	return false
 }
 
-// Banned reports whether the key is banned at now.
-func (d Decision) Banned(now time.Time) bool { return d.BannedUntil.After(now) }
+// Banned reports whether the request was refused for its key's ban.
+func (d Decision) Banned() bool { return d.BannedUntil.After(d.At) }
 
 // binding is the window that X-RateLimit-* report: the one with fewer
 // requests remaining; on a tie, the one that resets later.
@@ -52,16 +71,16 @@ func (d Decision) binding() Window {
 	return b
 }
 
-// RetryAfter is how many whole seconds a refused caller must wait: until its
-// ban ends, or until every window it exceeded has reset.
-func (d Decision) RetryAfter(now time.Time) int64 {
-	until := d.BannedUntil
+// RetryAfter is how many whole seconds a refused caller must wait: until
+// every window that refused it has reset (a ban holds the minute window).
+func (d Decision) RetryAfter() int64 {
+	var until time.Time
 	for _, w := range d.Windows {
 		if w.Reached && w.Reset.After(until) {
 			until = w.Reset
 		}
 	}
-	return secondsUntil(now, until)
+	return secondsUntil(d.At, until)
 }
 
 // HeaderNames are the response headers SetHeaders writes.
@@ -72,20 +91,15 @@ var HeaderNames = []string{
 
 // SetHeaders writes the rate-limit headers of d: the X-RateLimit-* trio for
 // the binding window, the IETF draft's RateLimit-Policy and RateLimit fields
-// for every window, and Retry-After when the request is refused.
-func (d Decision) SetHeaders(h http.Header, now time.Time) {
+// for every window, and Retry-After when the request is refused. All of them
+// are read from the same windows at the same time, so they agree: on a
+// refusal, the binding window has 0 remaining and resets when Retry-After
+// ends, and so does every window whose RateLimit item has r=0.
+func (d Decision) SetHeaders(h http.Header) {
 	b := d.binding()
-	remaining, reset := b.Remaining, b.Reset
-	refused := d.Banned(now) || d.Exceeded()
-	if d.Banned(now) {
-		remaining, reset = 0, d.BannedUntil
-	}
-	if refused {
-		remaining = 0
-	}
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(b.Limit, 10))
-	h.Set("X-RateLimit-Remaining", strconv.FormatInt(remaining, 10))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(reset), 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(b.Remaining, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(b.Reset), 10))
 
 	// Appended by hand, without fmt's reflection: this runs on every request.
 	var policy, state [128]byte
@@ -95,13 +109,13 @@ func (d Decision) SetHeaders(h http.Header, now time.Time) {
 			p, st = append(p, ", "...), append(st, ", "...)
 		}
 		p = appendItem(p, w.Name, ";q=", w.Limit, ";w=", int64(w.Period/time.Second))
-		st = appendItem(st, w.Name, ";r=", w.Remaining, ";t=", secondsUntil(now, w.Reset))
+		st = appendItem(st, w.Name, ";r=", w.Remaining, ";t=", secondsUntil(d.At, w.Reset))
 	}
 	h.Set("RateLimit-Policy", string(p))
 	h.Set("RateLimit", string(st))
 
-	if refused {
-		h.Set("Retry-After", strconv.FormatInt(d.RetryAfter(now), 10))
+	if d.Exceeded() {
+		h.Set("Retry-After", strconv.FormatInt(d.RetryAfter(), 10))
 	}
 }
 

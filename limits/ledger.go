@@ -1,20 +1,71 @@
 package limits
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
-// Ledger keeps what must outlive the limiter's counters: bans, and each key's
-// day count, for staff and for the restart of an instance counting in memory.
-// The caller implements it over its own records.
+// Ledger keeps what must outlive the limiter's counters: bans, and what each
+// key was served per UTC day. The caller implements it over its own records.
 type Ledger interface {
 	SaveBan(keyID string, until time.Time) error
-	SaveDayCount(c DayCount) error
-	// DayCounts returns the saved counts that are not zero.
-	DayCounts() ([]DayCount, error)
+	// Served returns the requests served to each key on day's UTC day, as
+	// saved so far by every instance: never more than the day windows
+	// counted. Keys without any may be left out.
+	Served(day time.Time) (map[string]int64, error)
 }
 
-// DayCount is a key's count in its current day window.
-type DayCount struct {
-	KeyID  string
-	Used   int64
-	Resets time.Time // zero when Used is 0
+// secondsPerDay: Unix time has no leap seconds, so every UTC day is as long.
+const secondsPerDay = 86400
+
+// dayOf is t's UTC day, in days since the Unix epoch.
+func dayOf(t time.Time) int64 {
+	s := t.Unix()
+	if s < 0 {
+		return (s - secondsPerDay + 1) / secondsPerDay
+	}
+	return s / secondsPerDay
+}
+
+// dayEnd is when day ends: the next 00:00 UTC.
+func dayEnd(day int64) time.Time { return time.Unix((day+1)*secondsPerDay, 0) }
+
+// served is the ledger's counts of one day: what a key's day window starts
+// from when this instance has not counted it yet.
+type served struct {
+	day    int64
+	counts map[string]int64
+}
+
+// ledgerCounts holds the last counts read from the ledger.
+type ledgerCounts struct{ last atomic.Pointer[served] }
+
+// of is what the ledger said key id was served on day.
+func (c *ledgerCounts) of(id string, day int64) int64 {
+	if s := c.last.Load(); s != nil && s.day == day {
+		return s.counts[id]
+	}
+	return 0
+}
+
+// readLedger reads the ledger's counts of now's day and raises what this
+// instance knows of the other instances' counts to match: a floor that
+// holds when Redis has lost the windows (restarted empty) and at the start
+// of an instance counting in memory.
+func (l *Limiter) readLedger(now time.Time) error {
+	counts, err := l.ledger.Served(now)
+	if err != nil {
+		return err
+	}
+	day := dayOf(now)
+	l.fromLedger.last.Store(&served{day: day, counts: counts})
+	for id, n := range counts {
+		s := l.stripe(id)
+		s.mu.Lock()
+		if kc := s.keys[id]; kc != nil && kc.day == day {
+			kc.dayCounts.others = max(kc.dayCounts.others, n-kc.dayCounts.mine)
+		}
+		s.mu.Unlock()
+	}
+	return nil
 }

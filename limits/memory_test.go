@@ -3,7 +3,6 @@ package limits_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime"
 	"testing"
@@ -12,16 +11,12 @@ import (
 	"petstore/limits"
 )
 
-// discardLedger keeps nothing. What this file measures is the limiter's own
-// memory: the ledger is where the service keeps bans and day counts (the
-// api_keys records), outside the limiter, and a ledger that kept the day
-// counts the limiter flushes in the background would grow the heap between
-// two measurements.
-type discardLedger struct{}
+// emptyLedger has no bans and nothing served: what this file measures is
+// the limiter's own memory.
+type emptyLedger struct{}
 
-func (discardLedger) SaveBan(string, time.Time) error       { return nil }
-func (discardLedger) SaveDayCount(limits.DayCount) error    { return nil }
-func (discardLedger) DayCounts() ([]limits.DayCount, error) { return nil, nil }
+func (emptyLedger) SaveBan(string, time.Time) error            { return nil }
+func (emptyLedger) Served(time.Time) (map[string]int64, error) { return nil, nil }
 
 func heapInUse() uint64 {
 	runtime.GC()
@@ -32,15 +27,12 @@ func heapInUse() uint64 {
 }
 
 // Memory per caller stays small and bounded: 100,000 distinct API keys and
-// 100,000 distinct client IPs, each counted once, through the in-memory
-// limiter. Run with -v for the figures quoted in docs/rate-limits.md.
+// 100,000 distinct client networks, each counted once, through the
+// in-memory limiter. Run with -v for the figures quoted in docs/rate-limits.md.
 func TestMemoryPerCaller(t *testing.T) {
 	const callers = 100_000
 	ctx := context.Background()
-	// No flush while measuring: a flush clears the keys' marks, which the
-	// second round would then add again.
-	l, err := limits.New(limits.Config{FlushEvery: time.Hour}, discardLedger{},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	l, err := limits.New(limits.Config{}, emptyLedger{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +54,7 @@ func TestMemoryPerCaller(t *testing.T) {
 	}
 	afterIPs := heapInUse()
 	for i, id := range keys {
-		if _, err := l.TakeKey(ctx, limits.Key{ID: id, Quota: quota}, "127.0.0.1"); err != nil {
+		if _, err := l.TakeKey(ctx, limits.Key{ID: id, Quota: quota}); err != nil {
 			t.Fatalf("key %d: %v", i, err)
 		}
 	}
@@ -70,7 +62,7 @@ func TestMemoryPerCaller(t *testing.T) {
 
 	perIP := float64(afterIPs-before) / callers
 	perKey := float64(afterKeys-afterIPs) / callers
-	t.Logf("heap: %.1f MB before, +%.1f MB for %d IPs (%.0f B each), +%.1f MB for %d keys (%.0f B each: minute and day counters and the key's mark for the day-count flush)",
+	t.Logf("heap: %.1f MB before, +%.1f MB for %d networks (%.0f B each), +%.1f MB for %d keys (%.0f B each: the counts of both windows and of rejections)",
 		float64(before)/(1<<20), float64(afterIPs-before)/(1<<20), callers, perIP, float64(afterKeys-afterIPs)/(1<<20), callers, perKey)
 
 	// The bounds leave room for map growth; a leak per request (a counter
@@ -84,7 +76,7 @@ func TestMemoryPerCaller(t *testing.T) {
 
 	// A caller counted again costs nothing more.
 	for i, id := range keys {
-		if _, err := l.TakeKey(ctx, limits.Key{ID: id, Quota: quota}, "127.0.0.1"); err != nil {
+		if _, err := l.TakeKey(ctx, limits.Key{ID: id, Quota: quota}); err != nil {
 			t.Fatalf("key %d again: %v", i, err)
 		}
 	}

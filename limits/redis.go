@@ -46,8 +46,10 @@ type redisCounter struct {
 	client redis.UniversalClient
 	where  string // for messages: an address, or a master name and its sentinels
 
-	// Key prefixes, e.g. "petstore:minute:", followed by a key id or an IP.
-	address, minute, day, rejected, ban string
+	// Key prefixes: "petstore:key:" followed by an API key's id and a UTC
+	// day, "petstore:anonymous:" followed by a client network.
+	key, address string
+	dayNames     dayNames
 
 	up atomic.Bool // false while Redis fails and the Limiter counts locally
 }
@@ -63,8 +65,7 @@ func newRedisCounter(rawURL, prefix string) (*redisCounter, error) {
 	}
 	r := &redisCounter{
 		client: client, where: where,
-		address: prefix + ":" + storeAnonymous + ":", minute: prefix + ":" + storeMinute + ":",
-		day: prefix + ":" + storeDay + ":", rejected: prefix + ":" + storeRejected + ":", ban: prefix + ":ban:",
+		key: prefix + ":key:", address: prefix + ":anonymous:",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -137,114 +138,146 @@ func unixMilli(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// takeKey is TakeKey in Redis; banned reports that this very request banned
-// the key (so that one instance, once, records the ban).
-func (r *redisCounter) takeKey(ctx context.Context, cfg Config, key Key, ip string, now time.Time) (d Decision, banned bool, err error) {
+// dayGrace is how long a key's day outlives it in Redis: an instance whose
+// clock is behind still counts in it, and it must not start again.
+const dayGrace = time.Hour
+
+// known is what an instance knows of a key's windows when it calls Redis.
+type known struct {
+	minuteEnd                int64 // ms since the epoch; 0: no window
+	minuteMine, minuteOthers int64
+	day                      int64 // the UTC day of the day counts
+	dayMine, dayOthers       int64
+}
+
+// redisCounts is take_key.lua's answer.
+type redisCounts struct {
+	admitted                           bool
+	minuteCount, minuteMine, minuteEnd int64
+	dayCount, dayMine                  int64
+	banLeft                            int64 // ms; 0 or less: no ban
+	banning                            bool  // this request banned the key
+}
+
+// keyCall is the keys and arguments of take_key.lua for one key on the day
+// of k: deciding a request (decide) or only adding this instance's counts.
+func (r *redisCounter) keyCall(instance string, cfg Config, key Key, k known, now time.Time, decide bool) ([]string, []any) {
 	q := key.Quota
-	inLedger := 0
-	if key.BannedUntil.After(now) {
-		inLedger = 1
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
 	}
-	res, err := takeKeyScript.Run(ctx, r.client,
-		[]string{r.address + ip, r.minute + key.ID, r.day + key.ID, r.rejected + key.ID, r.ban + key.ID},
-		cfg.AnonymousPerMinute, ms(cfg.MinuteWindow), q.PerMinute, ms(cfg.DayWindow), q.PerDay,
-		q.banAfter(), ms(q.BanFor), inLedger, now.UnixMilli(), unixMilli(key.BanLifted),
-	).Int64Slice()
+	return []string{r.key + key.ID + ":" + r.dayNames.of(k.day)},
+		[]any{instance, now.UnixMilli(), flag(decide),
+			ms(cfg.MinuteWindow), q.PerMinute, k.minuteEnd, k.minuteMine, k.minuteOthers,
+			ms(dayEnd(k.day).Add(dayGrace).Sub(now)), q.PerDay, k.dayMine, k.dayOthers,
+			q.banAfter(), ms(q.BanFor), flag(key.BannedUntil.After(now)), unixMilli(key.BanLifted)}
+}
+
+func parseCounts(res []int64) (redisCounts, error) {
+	if len(res) != 8 {
+		return redisCounts{}, fmt.Errorf("rate-limit script returned %d values", len(res))
+	}
+	return redisCounts{
+		admitted: res[0] == 1, minuteCount: res[1], minuteMine: res[2], minuteEnd: res[3],
+		dayCount: res[4], dayMine: res[5], banLeft: res[6], banning: res[7] == 1,
+	}, nil
+}
+
+// takeKey decides one request of key in Redis, telling it what this
+// instance knows.
+func (r *redisCounter) takeKey(ctx context.Context, instance string, cfg Config, key Key, k known, now time.Time) (redisCounts, error) {
+	keys, args := r.keyCall(instance, cfg, key, k, now, true)
+	res, err := takeKeyScript.Run(ctx, r.client, keys, args...).Int64Slice()
 	if err != nil {
-		return Decision{}, false, err
+		return redisCounts{}, err
 	}
-	if len(res) == 3 && res[0] == 1 {
-		return Decision{Windows: []Window{
-			newWindow("minute", cfg.MinuteWindow, cfg.AnonymousPerMinute, res[1], now.Add(time.Duration(res[2])*time.Millisecond)),
-		}}, false, nil
-	}
-	if len(res) != 7 {
-		return Decision{}, false, fmt.Errorf("rate-limit script returned %d values", len(res))
-	}
-	d = Decision{Windows: []Window{
-		newWindow("minute", cfg.MinuteWindow, q.PerMinute, res[1], now.Add(time.Duration(res[2])*time.Millisecond)),
-		newWindow("day", cfg.DayWindow, q.PerDay, res[3], now.Add(time.Duration(res[4])*time.Millisecond)),
-	}}
-	if inLedger == 1 {
-		d.BannedUntil = key.BannedUntil
-	}
-	// A ban another instance decided holds here at once, before its record
-	// in the ledger is read.
-	if until := now.Add(time.Duration(res[5]) * time.Millisecond); res[5] > 0 && until.After(d.BannedUntil) {
-		d.BannedUntil = until
-	}
-	return d, res[6] == 1, nil
+	return parseCounts(res)
 }
 
-// takeAddress is TakeAnonymous in Redis.
-func (r *redisCounter) takeAddress(ctx context.Context, cfg Config, ip string, now time.Time) (Decision, error) {
-	res, err := takeAddressScript.Run(ctx, r.client, []string{r.address + ip}, ms(cfg.MinuteWindow)).Int64Slice()
-	if err != nil {
-		return Decision{}, err
-	}
-	if len(res) != 2 {
-		return Decision{}, fmt.Errorf("rate-limit script returned %d values", len(res))
-	}
-	return Decision{Windows: []Window{
-		newWindow("minute", cfg.MinuteWindow, cfg.AnonymousPerMinute, res[0], now.Add(time.Duration(res[1])*time.Millisecond)),
-	}}, nil
+// unsent is one key's counts that Redis lacks.
+type unsent struct {
+	key   Key
+	known known
 }
 
-// peekAddress is PeekAnonymous in Redis: the address's window as it stands,
-// in one round trip.
-func (r *redisCounter) peekAddress(ctx context.Context, cfg Config, ip string, now time.Time) (Decision, error) {
+// addCounts gives Redis what this instance counted while Redis failed, for
+// every key in one round trip, and returns what Redis counts now.
+func (r *redisCounter) addCounts(ctx context.Context, instance string, cfg Config, counts []unsent, now time.Time) ([]redisCounts, error) {
 	pipe := r.client.Pipeline()
-	count := pipe.Get(ctx, r.address+ip)
-	ttl := pipe.PTTL(ctx, r.address+ip)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return Decision{}, err
+	cmds := make([]*redis.Cmd, len(counts))
+	for i, c := range counts {
+		keys, args := r.keyCall(instance, cfg, c.key, c.known, now, false)
+		// ping has just loaded the script: no NOSCRIPT fallback in a pipeline.
+		cmds[i] = takeKeyScript.EvalSha(ctx, pipe, keys, args...)
 	}
-	n, _ := count.Int64() // redis.Nil: no request from ip in this window
-	reset := now.Add(cfg.MinuteWindow)
-	if t := ttl.Val(); t > 0 {
-		reset = now.Add(t)
-	}
-	return Decision{Windows: []Window{newWindow("minute", cfg.MinuteWindow, cfg.AnonymousPerMinute, n, reset)}}, nil
-}
-
-// dayCounts reads the day windows of keys, in one round trip.
-func (r *redisCounter) dayCounts(ctx context.Context, keyIDs []string, now time.Time) ([]DayCount, error) {
-	pipe := r.client.Pipeline()
-	counts := make([]*redis.StringCmd, len(keyIDs))
-	ttls := make([]*redis.DurationCmd, len(keyIDs))
-	for i, id := range keyIDs {
-		counts[i] = pipe.Get(ctx, r.day+id)
-		ttls[i] = pipe.PTTL(ctx, r.day+id)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
-	result := make([]DayCount, len(keyIDs))
-	for i, id := range keyIDs {
-		result[i].KeyID = id
-		used, err := counts[i].Int64()
-		if errors.Is(err, redis.Nil) {
-			continue // the window is over: nothing used
+	result := make([]redisCounts, len(counts))
+	for i, cmd := range cmds {
+		res, err := cmd.Int64Slice()
+		if err == nil {
+			result[i], err = parseCounts(res)
 		}
 		if err != nil {
 			return nil, err
-		}
-		if ttl := ttls[i].Val(); used > 0 && ttl > 0 {
-			result[i].Used, result[i].Resets = used, now.Add(ttl)
 		}
 	}
 	return result, nil
 }
 
-// seedDayCounts starts the day windows that Redis does not have (it was
-// restarted empty, or is new) from counts saved in the ledger.
-func (r *redisCounter) seedDayCounts(ctx context.Context, counts []DayCount, now time.Time) error {
-	pipe := r.client.Pipeline()
-	for _, c := range counts {
-		if left := c.Resets.Sub(now); left > time.Millisecond && c.Used > 0 {
-			pipe.SetNX(ctx, r.day+c.KeyID, c.Used, left)
-		}
+// takeAddress counts one request without a valid key from network, unless
+// its window is at its limit (refused), and returns the window's count and
+// reset.
+func (r *redisCounter) takeAddress(ctx context.Context, cfg Config, network string, now time.Time) (count int64, reset time.Time, refused bool, err error) {
+	res, err := takeAddressScript.Run(ctx, r.client, []string{r.address + network},
+		cfg.AnonymousPerMinute, ms(cfg.MinuteWindow)).Int64Slice()
+	if err != nil {
+		return 0, time.Time{}, false, err
 	}
-	_, err := pipe.Exec(ctx)
-	return err
+	if len(res) != 3 {
+		return 0, time.Time{}, false, fmt.Errorf("rate-limit script returned %d values", len(res))
+	}
+	reset = now.Add(cfg.MinuteWindow)
+	if res[2] > 0 {
+		reset = now.Add(time.Duration(res[2]) * time.Millisecond)
+	}
+	return res[1], reset, res[0] == 0, nil
+}
+
+// peekAddress is network's window as it stands, in one round trip.
+func (r *redisCounter) peekAddress(ctx context.Context, cfg Config, network string, now time.Time) (int64, time.Time, error) {
+	pipe := r.client.Pipeline()
+	count := pipe.Get(ctx, r.address+network)
+	ttl := pipe.PTTL(ctx, r.address+network)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, time.Time{}, err
+	}
+	n, _ := count.Int64() // redis.Nil: no request from network in this window
+	reset := now.Add(cfg.MinuteWindow)
+	if t := ttl.Val(); t > 0 {
+		reset = now.Add(t)
+	}
+	return n, reset, nil
+}
+
+// dayNames names UTC days (YYYY-MM-DD) for the day windows' keys, keeping
+// the last name made: every request of a day needs the same one.
+type dayNames struct{ last atomic.Pointer[dayName] }
+
+type dayName struct {
+	day  int64
+	name string
+}
+
+func (d *dayNames) of(day int64) string {
+	if n := d.last.Load(); n != nil && n.day == day {
+		return n.name
+	}
+	n := &dayName{day, time.Unix(day*secondsPerDay, 0).UTC().Format(time.DateOnly)}
+	d.last.Store(n)
+	return n.name
 }

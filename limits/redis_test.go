@@ -26,8 +26,7 @@ func (k *redisTestLedger) SaveBan(keyID string, until time.Time) error {
 	return nil
 }
 
-func (*redisTestLedger) SaveDayCount(DayCount) error    { return nil }
-func (*redisTestLedger) DayCounts() ([]DayCount, error) { return nil, nil }
+func (*redisTestLedger) Served(time.Time) (map[string]int64, error) { return nil, nil }
 
 // roundTrips counts the commands and pipelines a go-redis client sends.
 type roundTrips struct{ n atomic.Int64 }
@@ -48,9 +47,9 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// Every counted request is one round trip to Redis, whatever it leads to:
-// a pass, a refusal, the ban, a banned key's refusal, an address over its
-// limit; and every key the limiter writes expires.
+// Every request is one round trip to Redis, whatever it leads to: a pass, a
+// refusal, the ban, a banned key's refusal, a network's request, a network
+// over its limit; and every key the limiter writes expires.
 func TestRedisOneRoundTripPerRequest(t *testing.T) {
 	srv := redistest.Start(t)
 	ledger := &redisTestLedger{}
@@ -76,38 +75,39 @@ func TestRedisOneRoundTripPerRequest(t *testing.T) {
 		return d
 	}
 	key := Key{ID: "k1", Quota: Quota{PerMinute: 2, PerDay: 100, BanFor: time.Minute}}
-	takeKey := func() (Decision, error) { return l.TakeKey(ctx, key, "192.0.2.1") }
+	takeKey := func() (Decision, error) { return l.TakeKey(ctx, key) }
 	for i := range 2 {
-		if d := take("within the quota", takeKey); d.Exceeded() || d.Banned(time.Now()) {
+		if d := take("within the quota", takeKey); d.Exceeded() || d.Banned() {
 			t.Fatalf("request %d refused: %+v", i, d)
 		}
 	}
-	if d := take("over the quota", takeKey); !d.Exceeded() || d.Banned(time.Now()) {
+	if d := take("over the quota", takeKey); !d.Exceeded() || d.Banned() {
 		t.Fatalf("3rd request: %+v, want refused, not banned", d)
 	}
-	if d := take("the ban", takeKey); !d.Banned(time.Now()) {
+	if d := take("the ban", takeKey); !d.Banned() {
 		t.Fatalf("4th request (2nd rejection): %+v, want banned", d)
 	}
-	if d := take("banned", takeKey); !d.Banned(time.Now()) {
+	if d := take("banned", takeKey); !d.Banned() {
 		t.Fatalf("5th request: %+v, want banned", d)
 	}
 	if len(ledger.bans) != 1 {
 		t.Fatalf("bans saved: %v, want one", ledger.bans)
 	}
 
-	for range 3 {
-		take("without a key", func() (Decision, error) { return l.TakeAnonymous(ctx, "192.0.2.2") })
+	anonymous := func() (Decision, error) { return l.TakeAnonymous(ctx, "192.0.2.2") }
+	for i := range 2 {
+		if d := take("without a key", anonymous); d.Exceeded() {
+			t.Fatalf("request %d without a key refused: %+v", i, d)
+		}
 	}
-	if d := take("an address over its limit, with a key", func() (Decision, error) {
-		return l.TakeKey(ctx, Key{ID: "k2", Quota: key.Quota}, "192.0.2.2")
-	}); !d.Exceeded() {
-		t.Fatalf("a key from an address over its limit: %+v, want refused", d)
+	if d := take("a network over its limit", anonymous); !d.Exceeded() {
+		t.Fatalf("3rd request without a key: %+v, want refused", d)
 	}
 
 	client := srv.Client(t)
 	keys, err := client.Keys(ctx, "*").Result()
-	if err != nil || len(keys) != 5 { // k1: minute, day, rejected, ban; the address of requests without a key
-		t.Fatalf("keys in Redis: %v (%v), want 5", keys, err)
+	if err != nil || len(keys) != 2 { // k1's day; the network of requests without a key
+		t.Fatalf("keys in Redis: %v (%v), want 2", keys, err)
 	}
 	for _, k := range keys {
 		if ttl := client.PTTL(ctx, k).Val(); ttl <= 0 {
@@ -126,13 +126,13 @@ func TestRedisScriptReloadedAfterRestart(t *testing.T) {
 	}
 	defer l.Close()
 	key := Key{ID: "k1", Quota: Quota{PerMinute: 10, PerDay: 100}}
-	if _, err := l.TakeKey(context.Background(), key, "192.0.2.1"); err != nil {
+	if _, err := l.TakeKey(context.Background(), key); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Client(t).ScriptFlush(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := l.TakeKey(context.Background(), key, "192.0.2.1")
+	d, err := l.TakeKey(context.Background(), key)
 	if err != nil || !l.inRedis() || d.Windows[0].Remaining != 8 {
 		t.Fatalf("after SCRIPT FLUSH: %+v, %v, in Redis %v; want 8 left, counted in Redis", d, err, l.inRedis())
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
@@ -33,11 +32,10 @@ func exposeHeaders() *hook.Handler[*core.RequestEvent] {
 
 // preflightHeaders gives OPTIONS requests the rate-limit headers without
 // counting them. PocketBase's CORS middleware answers every OPTIONS with 204
-// before the rate limit. Counting preflights would charge a browser client
-// twice for many of its calls, and against its address rather than its key
-// (a preflight never carries credentials): past 60 a minute its address
-// would be refused even with a valid key. So a preflight reports its
-// address's keyless window as it stands.
+// before the rate limit. A preflight never carries credentials: counting it
+// would charge a browser client's network for calls its key makes, and past
+// 60 a minute refuse the preflights, and so the calls, of every browser
+// there. So a preflight reports its network's keyless window as it stands.
 func preflightHeaders(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstorePreflightHeaders",
@@ -50,7 +48,7 @@ func preflightHeaders(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 			if err != nil {
 				return err
 			}
-			d.SetHeaders(e.Response.Header(), time.Now())
+			d.SetHeaders(e.Response.Header())
 			return e.Next()
 		},
 	}

@@ -18,10 +18,12 @@ const (
 	rateLimitMiddlewarePriority = identifyKeyMiddlewarePriority + 1 // needs the key; before the body limit (-990)
 )
 
-// rateLimit counts every /v1 request, whatever its outcome: against its API
-// key's quota when it has a valid one, else against its client IP's. Every
-// response carries the rate-limit headers. A key's request, refused or not,
-// goes into its usage history.
+// rateLimit decides every /v1 request: against its API key's quota when it
+// has a valid one, and then against nothing else; otherwise against its
+// client network's window for requests without a valid key. Refused
+// requests (429) count in no window. Every response carries the rate-limit
+// headers. A key's request goes into its usage history, served or refused,
+// on the UTC day its day window counted it in.
 func rateLimit(l *limits.Limiter, history *usage.Recorder) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       rateLimitMiddlewareId,
@@ -34,27 +36,26 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder) *hook.Handler[*core.R
 			var err error
 			key := apiKeyOf(e)
 			if key != nil {
-				d, err = l.TakeKey(ctx, limitsKey(key), e.RealIP())
+				d, err = l.TakeKey(ctx, limitsKey(key))
 			} else {
 				d, err = l.TakeAnonymous(ctx, e.RealIP())
 			}
 			if err != nil {
 				return err
 			}
-			now := time.Now()
-			d.SetHeaders(e.Response.Header(), now)
-			banned, exceeded := d.Banned(now), d.Exceeded()
+			d.SetHeaders(e.Response.Header())
+			refused := d.Exceeded()
 			if key != nil {
-				history.Record(key.ID, now, banned || exceeded)
+				history.Record(key.ID, d.At, refused)
 			}
 			switch {
-			case banned:
+			case d.Banned():
 				return newError(http.StatusTooManyRequests, CodeAPIKeyBanned,
 					"This API key is banned until %s for sending requests while rate limited.",
 					d.BannedUntil.UTC().Format(time.RFC3339))
-			case exceeded:
+			case refused:
 				return newError(http.StatusTooManyRequests, CodeRateLimitExceeded,
-					"Rate limit exceeded: retry after %d seconds.", d.RetryAfter(now))
+					"Rate limit exceeded: retry after %d seconds.", d.RetryAfter())
 			}
 			return e.Next()
 		},
@@ -62,7 +63,7 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder) *hook.Handler[*core.R
 }
 
 // countUncounted counts a request that failed before rateLimit could count
-// it (the key lookup's database failed) against its client IP, the one
+// it (the key lookup's database failed) against its client network, the one
 // caller it is known by, so that its 500 carries the rate-limit headers too.
 func countUncounted(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
@@ -74,7 +75,7 @@ func countUncounted(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 				return err
 			}
 			if d, takeErr := l.TakeAnonymous(context.WithoutCancel(e.Request.Context()), e.RealIP()); takeErr == nil {
-				d.SetHeaders(e.Response.Header(), time.Now())
+				d.SetHeaders(e.Response.Header())
 			}
 			return err
 		},

@@ -8,6 +8,8 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/spf13/cobra"
+
+	"petstore/internal/usage"
 )
 
 // Command is the `keys` command tree. PocketBase ignores the error that cobra
@@ -96,7 +98,7 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 func (c *Command) listCommand(app core.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List keys (never the keys themselves)",
+		Short: "List keys (never the keys themselves), with the requests served and refused today (UTC)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			records, err := List(app)
@@ -104,16 +106,24 @@ func (c *Command) listCommand(app core.App) *cobra.Command {
 				return err
 			}
 			now := time.Now()
+			// As the servers saved them, every few seconds: served requests are
+			// what the day quota counts.
+			today, err := usage.Saved(app, now)
+			if err != nil {
+				return err
+			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tNAME\tPREFIX\tPLAN\tSTATE\tEXPIRES\tLAST USED")
+			fmt.Fprintln(w, "ID\tNAME\tPREFIX\tPLAN\tSTATE\tEXPIRES\tLAST USED\tSERVED TODAY\tREFUSED TODAY")
 			for _, r := range records {
 				plan := ""
 				if p := r.ExpandedOne("plan"); p != nil {
 					plan = p.GetString("name")
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, orDash(r.GetString("name")),
+				counts := today[r.Id]
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Id, orDash(r.GetString("name")),
 					r.GetString("prefix")+"…", plan, State(r, now),
-					orDash(r.GetDateTime("expires").String()), orDash(r.GetDateTime("last_used").String()))
+					orDash(r.GetDateTime("expires").String()), orDash(r.GetDateTime("last_used").String()),
+					counts.Served(), counts.Limited)
 			}
 			return w.Flush()
 		},

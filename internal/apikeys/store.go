@@ -46,11 +46,11 @@ const (
 )
 
 // ServiceFields are the api_keys fields that only the service writes: the
-// key's hashes, the ban, the counts. The dashboard's edit form sends every
+// key's hashes, the ban, its last use. The dashboard's edit form sends every
 // field back as it was loaded, so its saves must leave these as stored.
 var ServiceFields = []string{
 	HashField, PrefixField, PreviousHashField, PreviousPrefixField, PreviousUntilField,
-	BannedUntilField, BanLiftedField, "last_used", "day_used", "day_resets",
+	BannedUntilField, BanLiftedField, "last_used",
 }
 
 // MaxGrace bounds how long a rolled key's previous secret may keep working.
@@ -308,27 +308,6 @@ func TouchLastUsed(app core.App, id string, now time.Time) error {
 // SaveBan bans the key with the given record id until until.
 func SaveBan(app core.App, id string, until time.Time) error {
 	return setColumns(app, id, dbx.Params{"banned_until": dateString(until)})
-}
-
-// DayCount is a key's count in its current day window.
-type DayCount struct {
-	ID     string         `db:"id"`
-	Used   int64          `db:"day_used"`
-	Resets types.DateTime `db:"day_resets"` // zero when Used is 0
-}
-
-// SaveDayCount mirrors a key's day window on its record, for staff and for
-// a restart.
-func SaveDayCount(app core.App, c DayCount) error {
-	return setColumns(app, c.ID, dbx.Params{"day_used": c.Used, "day_resets": c.Resets.String()})
-}
-
-// DayCounts returns the saved day counts that are not zero.
-func DayCounts(app core.App) ([]DayCount, error) {
-	var counts []DayCount
-	err := app.DB().Select("id", "day_used", "day_resets").From(Collection).
-		Where(dbx.NewExp("day_used > 0")).All(&counts)
-	return counts, err
 }
 
 // setColumns writes columns of one key directly, not the whole record: it

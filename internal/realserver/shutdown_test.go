@@ -15,12 +15,14 @@ import (
 
 	"petstore/internal/contract"
 	"petstore/internal/pets"
+	"petstore/internal/usage"
 )
 
 // TestSIGTERMLetsRequestsFinish sends SIGTERM while a createPet body is still
 // arriving, slowly enough that PocketBase's own 1-second shutdown would cut
 // it off: the listener closes at once, the request completes with 201, the
-// process exits 0, and the key's day count saved at exit includes it.
+// process exits 0, and the key's usage saved at exit (what its day window
+// starts from after a restart) includes it.
 func TestSIGTERMLetsRequestsFinish(t *testing.T) {
 	dir := t.TempDir()
 	key, keyID := createKey(t, dir, "--plan", "free")
@@ -98,12 +100,12 @@ func TestSIGTERMLetsRequestsFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.ResetBootstrapState()
-	record, err := app.FindRecordById("api_keys", keyID)
+	today, err := usage.Saved(app, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used := record.GetInt("day_used"); used != before+1 {
-		t.Fatalf("day_used saved at exit %d, want %d (the in-flight request included)", used, before+1)
+	if served := today[keyID].Served(); served != before+1 {
+		t.Fatalf("served today, saved at exit: %d, want %d (the in-flight request included)", served, before+1)
 	}
 }
 

@@ -146,6 +146,14 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Pause stops the process with SIGSTOP: it hangs, its connections open and
+// its data kept, answering nothing until Resume.
+func (s *Server) Pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume lets a paused process go on (SIGCONT): it answers what it was sent
+// meanwhile, to clients that may have stopped waiting.
+func (s *Server) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
+
 // Restart starts the process again on the same port, empty.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()

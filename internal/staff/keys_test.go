@@ -36,7 +36,6 @@ type key struct {
 	Expires     *time.Time `json:"expires"`
 	PerMinute   quota      `json:"perMinute"`
 	PerDay      quota      `json:"perDay"`
-	DayUsed     int64      `json:"dayUsed"`
 	Today       struct {
 		Requests int64 `json:"requests"`
 		Limited  int64 `json:"limited"`

@@ -22,14 +22,9 @@ type keyView struct {
 	PerMinute   quotaView  `json:"perMinute"`
 	PerDay      quotaView  `json:"perDay"`
 	// Today is the key's use on the current UTC day (in the list only).
-	Today usage.Counts `json:"today"`
-	// DayUsed is the count in the key's current day window, the one PerDay
-	// limits: 24 hours from its first request, saved every few seconds. 0
-	// once the window is over.
-	DayUsed   int64      `json:"dayUsed"`
-	DayResets *time.Time `json:"dayResets"`
-	LastUsed  *time.Time `json:"lastUsed"` // to the minute
-	Created   time.Time  `json:"created"`
+	Today    usage.Counts `json:"today"`
+	LastUsed *time.Time   `json:"lastUsed"` // to the minute
+	Created  time.Time    `json:"created"`
 	// Previous is the secret before the last roll, while it still works.
 	Previous *previousView `json:"previous"`
 }
@@ -62,9 +57,6 @@ func viewOf(r *core.Record, now time.Time) keyView {
 	}
 	if v.State == apikeys.StateBanned {
 		v.BannedUntil = timeOf(r, apikeys.BannedUntilField)
-	}
-	if resets := timeOf(r, "day_resets"); resets != nil && resets.After(now) {
-		v.DayUsed, v.DayResets = int64(r.GetInt("day_used")), resets
 	}
 	v.LastUsed = timeOf(r, "last_used")
 	if until := timeOf(r, apikeys.PreviousUntilField); until != nil && until.After(now) && v.State != apikeys.StateRevoked {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/core"
 )
 
 // Day is one key's use on one UTC day.
@@ -57,21 +58,11 @@ func (r *Recorder) History(keyID string, days int, now time.Time) ([]Day, error)
 // Today is each key's use on now's UTC day, with what this instance has
 // counted but not yet saved; keys without use are left out.
 func (r *Recorder) Today(now time.Time) (map[string]Counts, error) {
-	today := dayOf(now)
-	var rows []struct {
-		Key      string `db:"api_key"`
-		Requests int64  `db:"requests"`
-		Limited  int64  `db:"limited"`
-	}
-	err := r.app.DB().Select("api_key", "requests", "limited").From(Collection).
-		Where(dbx.HashExp{"day": dayString(today)}).All(&rows)
+	counts, err := Saved(r.app, now)
 	if err != nil {
 		return nil, err
 	}
-	counts := make(map[string]Counts, len(rows))
-	for _, row := range rows {
-		counts[row.Key] = Counts{Requests: row.Requests, Limited: row.Limited}
-	}
+	today := dayOf(now)
 	r.mu.Lock()
 	for e, c := range r.pending {
 		if e.day == today {
@@ -82,5 +73,25 @@ func (r *Recorder) Today(now time.Time) (map[string]Counts, error) {
 		}
 	}
 	r.mu.Unlock()
+	return counts, nil
+}
+
+// Saved is each key's use on day's UTC day as saved in app's table by every
+// instance (each saves every few seconds); keys without use are left out.
+func Saved(app core.App, day time.Time) (map[string]Counts, error) {
+	var rows []struct {
+		Key      string `db:"api_key"`
+		Requests int64  `db:"requests"`
+		Limited  int64  `db:"limited"`
+	}
+	err := app.DB().Select("api_key", "requests", "limited").From(Collection).
+		Where(dbx.HashExp{"day": dayString(dayOf(day))}).All(&rows)
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[string]Counts, len(rows))
+	for _, row := range rows {
+		counts[row.Key] = Counts{Requests: row.Requests, Limited: row.Limited}
+	}
 	return counts, nil
 }

@@ -1,5 +1,6 @@
-// Package usage keeps each API key's use per UTC day: requests made and
-// requests refused with 429. Requests are counted in memory and added to the
+// Package usage keeps each API key's use per UTC day: requests made, and of
+// those the ones refused with 429; the others, served, are what the key's
+// day quota counts. Requests are counted in memory and added to the
 // api_key_usage table every few seconds and at shutdown, so that several
 // instances sharing one data directory add up. Days older than Retention are
 // purged.
@@ -46,9 +47,13 @@ type entry struct {
 
 // Counts are one key's requests on one day.
 type Counts struct {
-	Requests int64 `json:"requests"`
-	Limited  int64 `json:"limited"` // refused with 429
+	Requests int64 `json:"requests"` // served and refused
+	Limited  int64 `json:"limited"`  // refused with 429 (rate limit or ban)
 }
+
+// Served is how many of the requests were served: what the key's day window
+// counts, as refused requests count in no window.
+func (c Counts) Served() int64 { return c.Requests - c.Limited }
 
 // Start returns a Recorder adding its counts to app's table every flushEvery
 // (DefaultFlushEvery when 0) until Close. It purges old days at once.
@@ -67,8 +72,9 @@ func Start(app core.App, flushEvery time.Duration) (*Recorder, error) {
 	return r, nil
 }
 
-// Record counts one request of the key with the given record id at now;
-// limited when it was refused with 429.
+// Record counts one request of the key with the given record id on now's
+// UTC day (the day its rate limit counted it in); limited when it was
+// refused with 429.
 func (r *Recorder) Record(keyID string, now time.Time, limited bool) {
 	e := entry{keyID, dayOf(now)}
 	r.mu.Lock()
