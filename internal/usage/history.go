@@ -54,17 +54,23 @@ func (r *Recorder) History(keyID string, days int, now time.Time) ([]Day, error)
 	return history, nil
 }
 
-// Today is each key's use on now's UTC day, with what this instance has
-// counted but not yet saved; keys without use are left out.
-func (r *Recorder) Today(now time.Time) (map[string]Counts, error) {
+// Today is the use of the keys with the given record ids on now's UTC day,
+// with what this instance has counted but not yet saved; keys without use
+// are left out.
+func (r *Recorder) Today(now time.Time, keyIDs []string) (map[string]Counts, error) {
 	today := dayOf(now)
 	var rows []struct {
 		Key      string `db:"api_key"`
 		Requests int64  `db:"requests"`
 		Limited  int64  `db:"limited"`
 	}
+	ids := make([]any, len(keyIDs))
+	wanted := make(map[string]bool, len(keyIDs))
+	for i, id := range keyIDs {
+		ids[i], wanted[id] = id, true
+	}
 	err := r.app.DB().Select("api_key", "requests", "limited").From(Collection).
-		Where(dbx.HashExp{"day": dayString(today)}).All(&rows)
+		Where(dbx.HashExp{"day": dayString(today), "api_key": ids}).All(&rows)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +80,7 @@ func (r *Recorder) Today(now time.Time) (map[string]Counts, error) {
 	}
 	r.mu.Lock()
 	for e, c := range r.pending {
-		if e.day == today {
+		if e.day == today && wanted[e.keyID] {
 			sum := counts[e.keyID]
 			sum.Requests += c.Requests
 			sum.Limited += c.Limited
