@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func settingsJSON(t *testing.T, app core.App) map[string]any {
 }
 
 // On a new install, petstore's migrations turn PocketBase's rate limiter
-// on, with its own rules, and change no other setting.
+// on for its auth routes alone, and change no other setting.
 func TestRateLimiterOnAndNothingElse(t *testing.T) {
 	app := newApp(t)
 	before := settingsJSON(t, app)
@@ -54,45 +55,69 @@ func TestRateLimiterOnAndNothingElse(t *testing.T) {
 	}
 	after := settingsJSON(t, app)
 
-	limits := after["rateLimits"].(map[string]any)
-	if limits["enabled"] != true {
-		t.Errorf("rate limits %v, want enabled", limits)
+	limits := app.Settings().RateLimits
+	if !limits.Enabled || len(limits.Rules) != 1 || limits.Rules[0] != (core.RateLimitRule{Label: "*:auth", MaxRequests: 2, Duration: 3}) {
+		t.Errorf("rate limits %+v, want on with PocketBase's *:auth rule alone, 2 per 3 s", limits)
 	}
-	limits["enabled"] = false
+	wasLimits, _ := json.Marshal(before["rateLimits"].(map[string]any)["excludedIPs"])
+	nowLimits, _ := json.Marshal(after["rateLimits"].(map[string]any)["excludedIPs"])
+	if string(wasLimits) != string(nowLimits) {
+		t.Errorf("excluded addresses %s, were %s", nowLimits, wasLimits)
+	}
+	delete(before, "rateLimits")
+	delete(after, "rateLimits")
 	got, _ := json.Marshal(after)
 	want, _ := json.Marshal(before)
 	if string(got) != string(want) {
-		t.Errorf("settings other than rateLimits.enabled changed:\n%s\nwere\n%s", got, want)
-	}
-	rule, ok := app.Settings().RateLimits.FindRateLimitRule([]string{"_superusers:authWithPassword", "*:authWithPassword", "*:auth"})
-	if !ok || rule.Label != "*:auth" || rule.MaxRequests != 2 || rule.Duration != 3 {
-		t.Errorf("the rule for the superuser password is %+v (%v), want PocketBase's *:auth, 2 per 3 s", rule, ok)
+		t.Errorf("settings other than the rate limits changed:\n%s\nwere\n%s", got, want)
 	}
 }
 
 // On an install whose staff already changed settings, the migrations keep
-// every change: their own rules (a stricter *:auth among them), the rest.
+// every change: their own rules (a stricter *:auth among them) and the
+// rest. A limiter staff had turned on keeps all its rules, PocketBase's
+// shipped ones included.
 func TestRateLimiterKeepsStaffSettings(t *testing.T) {
-	app := newApp(t)
-	if _, err := core.NewMigrationsRunner(app, migrationsBefore("1763683680")).Up(); err != nil {
-		t.Fatal(err)
-	}
-	settings := app.Settings()
-	settings.Meta.AppName = "The corner pet shop"
-	settings.RateLimits.Rules = []core.RateLimitRule{
-		{Label: "*:auth", MaxRequests: 1, Duration: 10},
-		{Label: "/api/", MaxRequests: 50, Duration: 10},
-	}
-	if err := app.Save(settings); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.RunAllMigrations(); err != nil {
-		t.Fatal(err)
-	}
-	got := app.Settings()
-	if got.Meta.AppName != "The corner pet shop" || !got.RateLimits.Enabled || len(got.RateLimits.Rules) != 2 ||
-		got.RateLimits.Rules[0] != settings.RateLimits.Rules[0] || got.RateLimits.Rules[1] != settings.RateLimits.Rules[1] {
-		t.Errorf("after the migrations: app name %q, rate limits %+v", got.Meta.AppName, got.RateLimits)
+	shipped := core.RateLimitRule{Label: "/api/", MaxRequests: 300, Duration: 10}
+	for _, c := range []struct {
+		name    string
+		enabled bool
+		rules   []core.RateLimitRule
+		want    []core.RateLimitRule
+	}{
+		{"off, own rules", false,
+			[]core.RateLimitRule{{Label: "*:auth", MaxRequests: 1, Duration: 10}, {Label: "/api/", MaxRequests: 50, Duration: 10},
+				{Label: "*:create", MaxRequests: 20, Duration: 5}},
+			[]core.RateLimitRule{{Label: "*:auth", MaxRequests: 1, Duration: 10}, {Label: "/api/", MaxRequests: 50, Duration: 10}}},
+		{"off, no auth rule", false,
+			[]core.RateLimitRule{{Label: "/api/batch", MaxRequests: 1, Duration: 1}},
+			[]core.RateLimitRule{{Label: "/api/batch", MaxRequests: 1, Duration: 1}, {Label: "*:auth", MaxRequests: 2, Duration: 3}}},
+		{"on", true,
+			[]core.RateLimitRule{shipped, {Label: "_superusers:auth", MaxRequests: 3, Duration: 60}},
+			[]core.RateLimitRule{shipped, {Label: "_superusers:auth", MaxRequests: 3, Duration: 60}, {Label: "*:auth", MaxRequests: 2, Duration: 3}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			app := newApp(t)
+			if _, err := core.NewMigrationsRunner(app, migrationsBefore("1763683680")).Up(); err != nil {
+				t.Fatal(err)
+			}
+			settings := app.Settings()
+			settings.Meta.AppName = "The corner pet shop"
+			settings.RateLimits.Enabled = c.enabled
+			settings.RateLimits.Rules = c.rules
+			settings.RateLimits.ExcludedIPs = []string{"10.0.0.7"}
+			if err := app.Save(settings); err != nil {
+				t.Fatal(err)
+			}
+			if err := app.RunAllMigrations(); err != nil {
+				t.Fatal(err)
+			}
+			got := app.Settings()
+			if got.Meta.AppName != "The corner pet shop" || !got.RateLimits.Enabled || !slices.Equal(got.RateLimits.Rules, c.want) ||
+				!slices.Equal(got.RateLimits.ExcludedIPs, []string{"10.0.0.7"}) {
+				t.Errorf("after the migrations: app name %q, rate limits %+v; want rules %+v", got.Meta.AppName, got.RateLimits, c.want)
+			}
+		})
 	}
 }
 
