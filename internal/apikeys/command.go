@@ -115,7 +115,7 @@ func (c *Command) listCommand(app core.App) *cobra.Command {
 				if p := r.ExpandedOne("plan"); p != nil {
 					plan = p.GetString("name")
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, orDash(Printable(r.GetString("name"))),
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, orDash(printable(r.GetString("name"))),
 					r.GetString("prefix")+"…", plan, State(r, now),
 					orDash(r.GetDateTime("expires").String()), orDash(r.GetDateTime("last_used").String()))
 			}
@@ -221,17 +221,17 @@ func parseTime(flag, value string) (time.Time, error) {
 	return t, nil
 }
 
-// Printable is s with what would act on a terminal instead of printing
-// (control and text-direction characters, see Unprintable) written as
+// printable is s with what would act on a terminal instead of printing
+// (control and text-direction characters, see unprintable) written as
 // \uXXXX escapes. Names are checked when saved, but a name saved before
 // that rule, or straight into the database, may still hold them.
-func Printable(s string) string {
-	if !strings.ContainsFunc(s, Unprintable) && utf8.ValidString(s) {
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unprintable) && utf8.ValidString(s) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if Unprintable(r) || r == utf8.RuneError {
+		if unprintable(r) || r == utf8.RuneError {
 			fmt.Fprintf(&b, "\\u%04X", r)
 		} else {
 			b.WriteRune(r)

@@ -16,11 +16,11 @@ import (
 // `keys` command, or the dashboard (through the record hooks, which call
 // CheckRecord).
 const (
-	// MaxNameLen bounds a name, in characters.
-	MaxNameLen = 100
-	// MaxPerMinute and MaxPerDay bound a key's own quotas: far above what
-	// one server serves (about 20,000 requests a second), so that "never
-	// binds" is expressible, and exact in PocketBase's number fields.
+	// maxNameLen bounds a name, in characters.
+	maxNameLen = 100
+	// MaxPerMinute and MaxPerDay bound a key's own quotas: far above what a
+	// server serves, so that "never binds" is expressible, and exact in
+	// PocketBase's number fields.
 	MaxPerMinute = 1_000_000_000
 	MaxPerDay    = 1_000_000_000_000
 )
@@ -69,36 +69,36 @@ func Field(err error) string {
 	return ""
 }
 
-// ErrRevocationFinal is the message for any attempt to clear `revoked`.
-const ErrRevocationFinal = "a revoked key stays revoked: revocation cannot be undone. Issue a new key on the staff page (/staff/) or with 'petstore keys create'"
+// revocationFinal is the message for any attempt to clear `revoked`.
+const revocationFinal = "a revoked key stays revoked: revocation cannot be undone. Issue a new key on the staff page (/staff/) or with 'petstore keys create'"
 
-// CheckName returns name as it is stored (without surrounding spaces), or
-// why it cannot be one: a name is required, at most MaxNameLen characters,
+// checkName returns name as it is stored (without surrounding spaces), or
+// why it cannot be one: a name is required, at most maxNameLen characters,
 // and free of control and text-direction characters, which would make it
 // print as something else in a terminal or a page.
-func CheckName(name string) (string, error) {
+func checkName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "":
 		return "", badSettings("name", "a name is required: who uses the key, e.g. the shop's website")
 	case !utf8.ValidString(name):
 		return "", badSettings("name", "a name must be UTF-8 text")
-	case utf8.RuneCountInString(name) > MaxNameLen:
-		return "", badSettings("name", "a name has at most %d characters", MaxNameLen)
+	case utf8.RuneCountInString(name) > maxNameLen:
+		return "", badSettings("name", "a name has at most %d characters", maxNameLen)
 	}
 	for _, r := range name {
-		if Unprintable(r) {
+		if unprintable(r) {
 			return "", badSettings("name", "a name cannot hold control or text-direction characters (it holds U+%04X)", r)
 		}
 	}
 	return name, nil
 }
 
-// Unprintable reports whether r would change how the text around it
+// unprintable reports whether r would change how the text around it
 // prints rather than print itself: a control character (NUL, ESC, newline
 // ...), a line or paragraph separator, or a bidirectional control (U+202E
 // and the like).
-func Unprintable(r rune) bool {
+func unprintable(r rune) bool {
 	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
 }
 
@@ -146,7 +146,7 @@ func CheckRecord(app core.App, r *core.Record) error {
 	normalizeRevoked(r)
 	stored := r.Original()
 	if !r.IsNew() && IsRevoked(stored) && !IsRevoked(r) {
-		return badState(RevokedField, ErrRevocationFinal)
+		return badState(RevokedField, revocationFinal)
 	}
 	perMinute, perDay := int64(r.GetInt("per_minute")), int64(r.GetInt("per_day"))
 	quotasChanged := r.IsNew() || r.GetString("plan") != stored.GetString("plan") ||
@@ -157,7 +157,7 @@ func CheckRecord(app core.App, r *core.Record) error {
 		}
 	}
 	if r.IsNew() || r.GetString("name") != stored.GetString("name") {
-		name, err := CheckName(r.GetString("name"))
+		name, err := checkName(r.GetString("name"))
 		if err != nil {
 			return err
 		}
