@@ -1,7 +1,11 @@
 package hooks
 
 import (
+	"errors"
+
+	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/router"
 
 	"petstore/internal/apikeys"
 )
@@ -12,20 +16,58 @@ const errCreateKeyInDashboard = "API keys are issued on the staff page, /staff/,
 	"'petstore keys create', which show the new key once. The dashboard cannot: only a key's hash is stored."
 
 // bindAPIKeyRecordHooks keeps the dashboard (PocketBase's records API) from
-// making or breaking keys. Its edit form sends every field back as it was
-// loaded, so a form opened before a ban, a roll or a use and saved later would
-// lift the ban, undo the roll or turn back the counts: a save there leaves the
-// fields only the service writes as they are stored. Lifting a ban is an
-// explicit act (apikeys.Unban: the staff page or `petstore keys unban`).
+// making or breaking keys, and every save of a key within the rules.
+//
+// The dashboard's edit form sends every field back as it was loaded, so a
+// form opened before a ban, a roll, a use or an expiry change and saved
+// later would lift the ban, undo the roll, turn back the counts or the
+// expiry: a save there leaves the fields only the service writes, and the
+// expiry, as they are stored. Lifting a ban and changing an expiry are
+// explicit acts (apikeys.Unban, apikeys.Change: the staff page or the `keys`
+// command). A save that would clear `revoked` is refused, whatever sent it:
+// revocation is final.
 func bindAPIKeyRecordHooks(app core.App) {
 	app.OnRecordCreateRequest(apikeys.Collection).BindFunc(func(e *core.RecordRequestEvent) error {
 		return e.BadRequestError(errCreateKeyInDashboard, nil)
 	})
 	app.OnRecordUpdateRequest(apikeys.Collection).BindFunc(func(e *core.RecordRequestEvent) error {
 		stored := e.Record.Original()
-		for _, field := range apikeys.ServiceFields {
+		for _, field := range append(apikeys.ServiceFields, apikeys.ExpiresField) {
 			e.Record.Set(field, stored.Get(field))
+		}
+		// Checked here too, for an answer that says what is wrong at the top,
+		// where the dashboard shows it.
+		if err := apikeys.CheckRecord(e.App, e.Record); err != nil {
+			return asFieldError(err)
 		}
 		return e.Next()
 	})
+	// Every save, the dashboard's and the service's alike.
+	app.OnRecordValidate(apikeys.Collection).BindFunc(func(e *core.RecordEvent) error {
+		if err := apikeys.CheckRecord(e.App, e.Record); err != nil {
+			return asFieldError(err)
+		}
+		return e.Next()
+	})
+	app.OnRecordValidate("plans").BindFunc(func(e *core.RecordEvent) error {
+		if err := apikeys.CheckPlan(e.App, e.Record); err != nil {
+			return asFieldError(err)
+		}
+		return e.Next()
+	})
+}
+
+// asFieldError is a rule's error as PocketBase answers a record it refuses:
+// 400 with the message, and under data the field it is about, where the
+// dashboard shows it beside the field. Other errors stay as they are.
+func asFieldError(err error) error {
+	field := apikeys.Field(err)
+	if field == "" && !errors.Is(err, apikeys.ErrBadSettings) && !errors.Is(err, apikeys.ErrState) {
+		return err
+	}
+	var data any
+	if field != "" {
+		data = validation.Errors{field: validation.NewError("validation_api_key_rule", err.Error())}
+	}
+	return router.NewBadRequestError(err.Error(), data)
 }

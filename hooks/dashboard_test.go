@@ -121,7 +121,8 @@ func TestDashboardCollections(t *testing.T) {
 	for _, c := range []struct{ collection, field, says string }{
 		{"api_keys", "per_minute", "0 or empty: the plan's"},
 		{"api_keys", "per_day", "0 or empty: the plan's"},
-		{"api_keys", "revoked", "REVOKED"},
+		{"api_keys", "revoked", "Revocation is final"},
+		{"api_keys", "expires", "petstore keys expire ID"},
 		{"api_keys", "banned_until", "petstore keys unban"},
 		{"api_keys", "key_hash", "edits here are ignored"},
 		{"api_key_usage", "limited", "requests minus limited"},

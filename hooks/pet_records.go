@@ -1,6 +1,10 @@
 package hooks
 
 import (
+	"errors"
+	"fmt"
+
+	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/pets"
@@ -18,4 +22,29 @@ func bindPetRecordHooks(app core.App) {
 		return normalize(e)
 	})
 	app.OnRecordUpdate(pets.Collection).BindFunc(normalize)
+	app.OnRecordValidate(pets.Collection).BindFunc(sayWhatToEnter)
+}
+
+// petFieldsToEnter says, for the pets fields a new record leaves empty,
+// what to enter. The dashboard's form shows an untouched number as 0, and
+// PocketBase's "Cannot be blank." beside a 0 tells staff nothing.
+var petFieldsToEnter = map[string]string{
+	"name":       fmt.Sprintf("Enter the animal's name: 1 to %d characters.", pets.MaxNameLen),
+	"categoryId": fmt.Sprintf("Enter the animal's category: a whole number from 1 to %d.", int64(pets.MaxCategoryID)),
+}
+
+// sayWhatToEnter replaces PocketBase's "Cannot be blank." for the fields
+// above with what to enter; every other error stays as it is.
+func sayWhatToEnter(e *core.RecordEvent) error {
+	err := e.Next()
+	var errs validation.Errors
+	if errors.As(err, &errs) {
+		for field, say := range petFieldsToEnter {
+			var fieldErr validation.Error
+			if errors.As(errs[field], &fieldErr) && fieldErr.Code() == validation.ErrRequired.Code() {
+				errs[field] = validation.NewError(fieldErr.Code(), say)
+			}
+		}
+	}
+	return err
 }

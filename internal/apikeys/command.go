@@ -3,8 +3,10 @@ package apikeys
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/spf13/cobra"
@@ -22,12 +24,13 @@ type Command struct {
 // Err is the error of the last run, if any: a failed command or a bad flag.
 func (c *Command) Err() error { return c.err }
 
-// NewCommand returns `keys create|list|revoke|roll|unban`, working on app's --dir.
+// NewCommand returns `keys create|list|revoke|roll|expire|unban`, working on
+// app's --dir.
 func NewCommand(app core.App) *Command {
 	c := &Command{}
 	c.Command = &cobra.Command{
 		Use:           "keys",
-		Short:         "Create, list, revoke, roll and unban /v1 API keys",
+		Short:         "Create, list, revoke, roll, expire and unban /v1 API keys",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -40,7 +43,8 @@ func NewCommand(app core.App) *Command {
 		},
 	}
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return c.fail(err) })
-	c.AddCommand(c.createCommand(app), c.listCommand(app), c.revokeCommand(app), c.rollCommand(app), c.unbanCommand(app))
+	c.AddCommand(c.createCommand(app), c.listCommand(app), c.revokeCommand(app), c.rollCommand(app),
+		c.expireCommand(app), c.unbanCommand(app))
 	// Every way a run can fail (arguments, then the run itself) goes through fail.
 	for _, sub := range append(c.Commands(), c.Command) {
 		run, args := sub.RunE, sub.Args
@@ -63,7 +67,7 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 	var nk NewKey
 	var expires string
 	cmd := &cobra.Command{
-		Use:   "create --plan PLAN",
+		Use:   "create --plan PLAN --name NAME",
 		Short: "Create a key and print it once (alone on stdout's first line)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -71,9 +75,9 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 				return errors.New("--plan is required: free, pro, business or enterprise")
 			}
 			if expires != "" {
-				t, err := time.Parse(time.RFC3339, expires)
+				t, err := parseTime("--expires", expires)
 				if err != nil {
-					return fmt.Errorf("--expires %q is not an RFC 3339 time such as 2027-01-31T00:00:00Z", expires)
+					return err
 				}
 				nk.Expires = t
 			}
@@ -88,7 +92,7 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&nk.Plan, "plan", "", "plan: free, pro, business or enterprise (required)")
-	cmd.Flags().StringVar(&nk.Name, "name", "", "a name to recognise the key by")
+	cmd.Flags().StringVar(&nk.Name, "name", "", "who uses the key, e.g. \"the shop's website\" (required)")
 	cmd.Flags().IntVar(&nk.PerMinute, "per-minute", 0, "per-minute quota overriding the plan's")
 	cmd.Flags().IntVar(&nk.PerDay, "per-day", 0, "per-day quota overriding the plan's")
 	cmd.Flags().StringVar(&expires, "expires", "", "expiry time, RFC 3339 (default: never)")
@@ -120,7 +124,7 @@ func (c *Command) listCommand(app core.App) *cobra.Command {
 					plan = p.GetString("name")
 				}
 				counts := today[r.Id]
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Id, orDash(r.GetString("name")),
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Id, orDash(printable(r.GetString("name"))),
 					r.GetString("prefix")+"…", plan, State(r, now),
 					orDash(r.GetDateTime("expires").String()), orDash(r.GetDateTime("last_used").String()),
 					counts.Served(), counts.Limited)
@@ -170,6 +174,40 @@ func (c *Command) rollCommand(app core.App) *cobra.Command {
 	return cmd
 }
 
+func (c *Command) expireCommand(app core.App) *cobra.Command {
+	var at string
+	var never bool
+	cmd := &cobra.Command{
+		Use:   "expire ID --at TIME|--never",
+		Short: "Set, move or remove a key's expiry (the one way to change it)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (at == "") == !never {
+				return errors.New("give either --at TIME (RFC 3339, in the future) or --never")
+			}
+			var expires time.Time
+			if !never {
+				var err error
+				if expires, err = parseTime("--at", at); err != nil {
+					return err
+				}
+			}
+			if _, err := Change(app, args[0], Changes{Expires: &expires}); err != nil {
+				return err
+			}
+			if never {
+				fmt.Fprintf(cmd.ErrOrStderr(), "API key %s never expires now.\n", args[0])
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "API key %s expires at %s.\n", args[0], expires.UTC().Format(time.RFC3339))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&at, "at", "", "the new expiry, RFC 3339, e.g. 2027-01-31T00:00:00Z")
+	cmd.Flags().BoolVar(&never, "never", false, "remove the expiry: the key never expires")
+	return cmd
+}
+
 func (c *Command) unbanCommand(app core.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "unban ID",
@@ -183,6 +221,33 @@ func (c *Command) unbanCommand(app core.App) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func parseTime(flag, value string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, value)
+	if err != nil {
+		return t, fmt.Errorf("%s %q is not an RFC 3339 time such as 2027-01-31T00:00:00Z", flag, value)
+	}
+	return t, nil
+}
+
+// printable is s with what would act on a terminal instead of printing
+// (control and text-direction characters, see unprintable) written as
+// \uXXXX escapes. Names are checked when saved, but a name saved before
+// that rule, or straight into the database, may still hold them.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unprintable) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unprintable(r) || r == utf8.RuneError {
+			fmt.Fprintf(&b, "\\u%04X", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func orDash(s string) string {

@@ -23,17 +23,6 @@ const HashField = "key_hash"
 // which, so that a guesser learns nothing either.
 var ErrInvalid = errors.New("invalid API key")
 
-// Errors that are the caller's mistake, not the store's: callers may show
-// their messages as they are.
-var (
-	// ErrNotFound: no key has the given record id.
-	ErrNotFound = errors.New("no API key")
-	// ErrUnknownPlan: no plan has the given name.
-	ErrUnknownPlan = errors.New("unknown plan")
-	// ErrBadSettings: a key's settings break a rule; the message says which.
-	ErrBadSettings = errors.New("bad API key settings")
-)
-
 // Fields of api_keys that the service writes and staff never edit (see
 // ServiceFields).
 const (
@@ -53,44 +42,27 @@ var ServiceFields = []string{
 	BannedUntilField, BanLiftedField, "last_used",
 }
 
+// ExpiresField is when a key stops working (empty: never). It changes only
+// through the explicit expiry action (Change with Expires: the staff page,
+// its PATCH route, `keys expire`), never through a record save, which may
+// come from a form loaded before the expiry changed.
+const ExpiresField = "expires"
+
 // MaxGrace bounds how long a rolled key's previous secret may keep working.
 const MaxGrace = 30 * 24 * time.Hour
 
-// maxQuota keeps quotas exact in PocketBase's number fields (float64).
-const maxQuota = 1<<53 - 1
-
 // NewKey describes a key to create.
 type NewKey struct {
-	Name      string
+	Name      string    // required
 	Plan      string    // a plans.name
 	PerMinute int       // 0: the plan's quota
 	PerDay    int       // 0: the plan's quota
 	Expires   time.Time // zero: never
 }
 
-// badSettings is an ErrBadSettings with its own message.
-func badSettings(format string, a ...any) error {
-	return settingsError(fmt.Sprintf(format, a...))
-}
-
-type settingsError string
-
-func (e settingsError) Error() string        { return string(e) }
-func (e settingsError) Is(target error) bool { return target == ErrBadSettings }
-
-func checkQuotas(perMinute, perDay int) error {
-	if perMinute < 0 || perDay < 0 {
-		return badSettings("quotas must be positive, or 0 for the plan's")
-	}
-	if perMinute > maxQuota || perDay > maxQuota {
-		return badSettings("quotas must be at most %d", maxQuota)
-	}
-	return nil
-}
-
 func findPlan(app core.App, name string) (*core.Record, error) {
 	if name == "" {
-		return nil, badSettings("a plan is required: free, pro, business or enterprise")
+		return nil, badSettings("plan", "a plan is required: free, pro, business or enterprise")
 	}
 	plan, err := app.FindFirstRecordByData("plans", "name", name)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -99,17 +71,19 @@ func findPlan(app core.App, name string) (*core.Record, error) {
 	return plan, err
 }
 
+// checkExpiry refuses an expiry that is not in the future (zero: never).
+func checkExpiry(t, now time.Time) error {
+	if !t.IsZero() && !t.After(now) {
+		return badSettings(ExpiresField, "the expiry must be in the future")
+	}
+	return nil
+}
+
 // Create stores a new key and returns it with its record. The returned key is
 // the only copy of it: only its hash is stored.
 func Create(app core.App, nk NewKey) (string, *core.Record, error) {
-	if err := checkQuotas(nk.PerMinute, nk.PerDay); err != nil {
+	if err := checkExpiry(nk.Expires, time.Now()); err != nil {
 		return "", nil, err
-	}
-	if !nk.Expires.IsZero() && !nk.Expires.After(time.Now()) {
-		return "", nil, badSettings("the expiry must be in the future")
-	}
-	if n := len([]rune(nk.Name)); n > maxNameLen {
-		return "", nil, badSettings("a name has at most %d characters", maxNameLen)
 	}
 	plan, err := findPlan(app, nk.Plan)
 	if err != nil {
@@ -126,14 +100,13 @@ func Create(app core.App, nk NewKey) (string, *core.Record, error) {
 	r.Set("plan", plan.Id)
 	r.Set(HashField, Hash(key))
 	r.Set(PrefixField, DisplayPrefix(key))
-	if nk.PerMinute > 0 {
-		r.Set("per_minute", nk.PerMinute)
-	}
-	if nk.PerDay > 0 {
-		r.Set("per_day", nk.PerDay)
-	}
+	r.Set("per_minute", nk.PerMinute)
+	r.Set("per_day", nk.PerDay)
 	if !nk.Expires.IsZero() {
-		r.Set("expires", nk.Expires)
+		r.Set(ExpiresField, nk.Expires)
+	}
+	if err := CheckRecord(app, r); err != nil {
+		return "", nil, err
 	}
 	if err := app.Save(r); err != nil {
 		return "", nil, err
@@ -157,7 +130,7 @@ type Key struct {
 // findKeySQL reads a key joined with its plan, by hash: its current secret's,
 // or its previous secret's during a roll's grace period. It is one
 // statement, prepared once (see Finder).
-const findKeySQL = `SELECT k.id, k.revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day,
+const findKeySQL = `SELECT k.id, k.revoked <> '' AS revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day,
 	p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes,
 	k.key_hash <> :hash AS by_previous, k.previous_until
 	FROM api_keys k JOIN plans p ON p.id = k.plan
@@ -281,9 +254,9 @@ const (
 // State tells whether a key is usable at now.
 func State(r *core.Record, now time.Time) string {
 	switch {
-	case r.GetBool("revoked"):
+	case IsRevoked(r):
 		return StateRevoked
-	case !r.GetDateTime("expires").IsZero() && !r.GetDateTime("expires").Time().After(now):
+	case expired(r, now):
 		return StateExpired
 	case r.GetDateTime("banned_until").Time().After(now):
 		return StateBanned
@@ -324,10 +297,10 @@ func dateString(t time.Time) string {
 	return d.String()
 }
 
-// Revoke marks the key with the given record id as revoked.
+// Revoke marks the key with the given record id as revoked, for good.
 func Revoke(app core.App, id string) error {
 	_, err := update(app, id, func(r *core.Record) error {
-		r.Set("revoked", true)
+		r.Set(RevokedField, RevokedValue)
 		return nil
 	})
 	return err
@@ -336,20 +309,26 @@ func Revoke(app core.App, id string) error {
 // Roll gives the key with the given record id a new secret and returns it.
 // Everything else stays: plan, quotas, counts, ban. The previous secret keeps
 // working for grace (none when 0); a roll during a grace period ends that
-// period's secret at once, as only one previous secret is kept.
+// period's secret at once, as only one previous secret is kept. A revoked or
+// expired key is not rolled (ErrState): its new secret would not work.
 func Roll(app core.App, id string, grace time.Duration) (string, *core.Record, error) {
 	if grace < 0 || grace > MaxGrace {
-		return "", nil, badSettings("the grace period must be from 0 to %d days", MaxGrace/(24*time.Hour))
+		return "", nil, badSettings("", "the grace period must be from 0 to %d days", MaxGrace/(24*time.Hour))
 	}
 	key := Generate()
 	r, err := update(app, id, func(r *core.Record) error {
-		if r.GetBool("revoked") {
-			return badSettings("a revoked key cannot be rolled")
+		now := time.Now()
+		if IsRevoked(r) {
+			return badState(RevokedField, "the key is revoked, so it cannot be rolled: issue a new key instead")
+		}
+		if expired(r, now) {
+			return badState(ExpiresField, "the key expired at %s, so it cannot be rolled: move its expiry first, or issue a new key",
+				r.GetDateTime(ExpiresField).Time().UTC().Format(time.RFC3339))
 		}
 		previousHash, previousPrefix, previousUntil := "", "", ""
 		if grace > 0 {
 			previousHash, previousPrefix = r.GetString(HashField), r.GetString(PrefixField)
-			previousUntil = dateString(time.Now().Add(grace))
+			previousUntil = dateString(now.Add(grace))
 		}
 		r.Set(PreviousHashField, previousHash)
 		r.Set(PreviousPrefixField, previousPrefix)
@@ -383,15 +362,19 @@ type Changes struct {
 	Plan      *string // a plans.name
 	PerMinute *int    // 0: the plan's quota
 	PerDay    *int    // 0: the plan's quota
+	// Expires sets, moves or removes (the zero time: never expires) the
+	// key's expiry, in the future. It is the one way to change an expiry,
+	// and it may bring an expired key back; a revoked key keeps its own.
+	Expires *time.Time
 }
 
-// Change applies c to the key with the given record id.
+// Change applies c to the key with the given record id, in one transaction:
+// all of it, or nothing when a part breaks a rule.
 func Change(app core.App, id string, c Changes) (*core.Record, error) {
-	if err := checkQuotas(deref(c.PerMinute), deref(c.PerDay)); err != nil {
-		return nil, err
-	}
-	if c.Name != nil && len([]rune(*c.Name)) > maxNameLen {
-		return nil, badSettings("a name has at most %d characters", maxNameLen)
+	if c.Expires != nil {
+		if err := checkExpiry(*c.Expires, time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	var plan *core.Record
 	if c.Plan != nil {
@@ -413,19 +396,19 @@ func Change(app core.App, id string, c Changes) (*core.Record, error) {
 		if c.PerDay != nil {
 			r.Set("per_day", *c.PerDay)
 		}
+		if c.Expires != nil {
+			if IsRevoked(r) {
+				return badState(ExpiresField, "the key is revoked: its expiry no longer matters, and does not change")
+			}
+			if c.Expires.IsZero() {
+				r.Set(ExpiresField, "")
+			} else {
+				r.Set(ExpiresField, *c.Expires)
+			}
+		}
 		return nil
 	})
 }
-
-func deref(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-// maxNameLen is the api_keys name field's bound.
-const maxNameLen = 100
 
 // update reads, edits and saves one key in a transaction, so that a ban or a
 // count the limiter writes meanwhile is not overwritten with what was read.
@@ -449,6 +432,9 @@ func update(app core.App, id string, edit func(*core.Record) error) (*core.Recor
 		if err := edit(r); err != nil {
 			return err
 		}
+		if err := CheckRecord(tx, r); err != nil {
+			return err
+		}
 		return tx.Save(r)
 	})
 	if err != nil {
@@ -470,16 +456,4 @@ func Get(app core.App, id string) (*core.Record, error) {
 		return nil, errs["plan"]
 	}
 	return r, nil
-}
-
-// List returns every key, newest first, with its plan expanded.
-func List(app core.App) ([]*core.Record, error) {
-	records, err := app.FindRecordsByFilter(Collection, "", "-created", 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	for _, err := range app.ExpandRecords(records, []string{"plan"}, nil) {
-		return nil, err
-	}
-	return records, nil
 }

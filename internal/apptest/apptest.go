@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
@@ -26,6 +28,7 @@ import (
 	"petstore/internal/database"
 	"petstore/internal/pets"
 	"petstore/internal/requestlog"
+	"petstore/internal/usage"
 	"petstore/limits"
 	_ "petstore/migrations"
 )
@@ -154,15 +157,31 @@ func (s *Server) Stop(t testing.TB) {
 	s.done = nil
 }
 
-// NewKey creates an API key on plan (with optional overrides) and returns it.
+// NewKey creates an API key on plan (with optional overrides) and returns
+// it; the plan defaults to free and the name to "test key". The quotas are
+// stored as given, even a per-minute quota above the per-day one, which
+// apikeys refuses: rate-limit tests make the day window bind first, as it
+// does for keys saved before that rule.
 func (s *Server) NewKey(t testing.TB, nk apikeys.NewKey) string {
 	t.Helper()
 	if nk.Plan == "" {
 		nk.Plan = "free"
 	}
-	key, _, err := apikeys.Create(s.App, nk)
+	if nk.Name == "" {
+		nk.Name = "test key"
+	}
+	perMinute, perDay := nk.PerMinute, nk.PerDay
+	nk.PerMinute, nk.PerDay = 0, 0
+	key, r, err := apikeys.Create(s.App, nk)
 	if err != nil {
 		t.Fatalf("create key: %v", err)
+	}
+	if perMinute != 0 || perDay != 0 {
+		_, err := s.App.DB().Update(apikeys.Collection, dbx.Params{"per_minute": perMinute, "per_day": perDay},
+			dbx.HashExp{"id": r.Id}).Execute()
+		if err != nil {
+			t.Fatalf("set the key's quotas: %v", err)
+		}
 	}
 	return key
 }
@@ -337,4 +356,55 @@ func (s *Server) CreatePet(t testing.TB, key string, body any) pets.Pet {
 		t.Fatalf("Location %q, want %q", got, want)
 	}
 	return p
+}
+
+// SeedKeys stores n API keys straight into the database, in one
+// transaction (through apikeys.Create a key takes a few milliseconds): keys
+// named "<name> I" on the free plan, the I-th created I minutes after the
+// first, each used today (I mod 500 requests, I mod 7 of them refused) and
+// last used up to 1,000 minutes ago; of every ten, one is revoked, one
+// expires (the first half have expired) and one is banned for an hour. It
+// returns the keys, in the order of I.
+func (s *Server) SeedKeys(t testing.TB, n int, name string) []string {
+	t.Helper()
+	plan, err := s.App.FindFirstRecordByData("plans", "name", "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	date := func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000Z") }
+	keys := make([]string, n)
+	err = s.App.RunInTransaction(func(tx core.App) error {
+		for i := range keys {
+			keys[i] = apikeys.Generate()
+			row := dbx.Params{
+				"id": fmt.Sprintf("seed%011d", i), "name": fmt.Sprintf("%s %d", name, i), "plan": plan.Id,
+				"key_hash": apikeys.Hash(keys[i]), "prefix": apikeys.DisplayPrefix(keys[i]),
+				"created": date(now.Add(time.Duration(i-n) * time.Minute)), "updated": date(now),
+				"last_used": date(now.Add(-time.Duration(i%1000) * time.Minute)),
+			}
+			switch i % 10 {
+			case 1:
+				row[apikeys.RevokedField] = apikeys.RevokedValue
+			case 2:
+				row[apikeys.ExpiresField] = date(now.Add(time.Duration(i-n/2) * time.Hour))
+			case 3:
+				row[apikeys.BannedUntilField] = date(now.Add(time.Hour))
+			}
+			if _, err := tx.DB().Insert(apikeys.Collection, row).Execute(); err != nil {
+				return err
+			}
+			_, err := tx.DB().Insert(usage.Collection, dbx.Params{
+				"api_key": row["id"], "day": now.Format("2006-01-02"), "requests": i % 500, "limited": i % 7,
+			}).Execute()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("seed %d keys: %v", n, err)
+	}
+	return keys
 }

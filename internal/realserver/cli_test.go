@@ -104,6 +104,16 @@ func TestKeysFailures(t *testing.T) {
 		{"roll negative --grace", []string{"keys", "roll", "abcdefghijklmno", "--grace", "-1h"}, "the grace period must be from 0 to 30 days"},
 		{"unban unknown id", []string{"keys", "unban", "abcdefghijklmno"}, `no API key with id "abcdefghijklmno"`},
 		{"unban without id", []string{"keys", "unban"}, "accepts 1 arg(s), received 0"},
+		{"create without --name", []string{"keys", "create", "--plan", "free"}, "a name is required"},
+		{"create with a blank --name", []string{"keys", "create", "--plan", "free", "--name", "  "}, "a name is required"},
+		{"create with ESC in --name", []string{"keys", "create", "--plan", "free", "--name", "\x1b[2Jx"}, "(it holds U+001B)"},
+		{"create with per minute above per day", []string{"keys", "create", "--plan", "free", "--name", "x", "--per-minute", "100", "--per-day", "10"},
+			"the per-minute quota, 100 (the key's own), is above the per-day quota, 10 (the key's own)"},
+		{"expire without a time", []string{"keys", "expire", "abcdefghijklmno"}, "give either --at TIME (RFC 3339, in the future) or --never"},
+		{"expire with both", []string{"keys", "expire", "abcdefghijklmno", "--at", "2099-01-01T00:00:00Z", "--never"}, "give either --at"},
+		{"expire with a bad time", []string{"keys", "expire", "abcdefghijklmno", "--at", "soon"}, `--at "soon" is not an RFC 3339 time`},
+		{"expire in the past", []string{"keys", "expire", "abcdefghijklmno", "--at", "2020-01-01T00:00:00Z"}, "the expiry must be in the future"},
+		{"expire unknown id", []string{"keys", "expire", "abcdefghijklmno", "--never"}, `no API key with id "abcdefghijklmno"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			stdout, stderr, status := petstore(t, dir, tt.args...)
@@ -248,4 +258,78 @@ func serveBinary(t *testing.T) (string, *realserver.Process) {
 		}
 	})
 	return dir, p
+}
+
+// `keys expire` sets, moves and removes an expiry while the server runs; a
+// revoked or expired key is not rolled; `keys list` prints a name saved
+// before names were checked without letting it act on the terminal.
+func TestKeysExpireAndDeadKeys(t *testing.T) {
+	dir, p := serveBinary(t)
+	get := func(key string) int {
+		t.Helper()
+		status, _, err := p.Do(context.Background(), http.MethodGet, "/v1/pets", key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return status
+	}
+	key, id := createKey(t, dir, "--plan", "free", "--name", "shop")
+
+	soon := time.Now().Add(2 * time.Second).UTC().Truncate(time.Second).Add(time.Second)
+	_, stderr, status := petstore(t, dir, "keys", "expire", id, "--at", soon.Format(time.RFC3339))
+	if status != 0 || !strings.Contains(stderr, "API key "+id+" expires at "+soon.Format(time.RFC3339)) {
+		t.Fatalf("expire --at: %d %q", status, stderr)
+	}
+	if got := get(key); got != http.StatusOK {
+		t.Fatalf("before its expiry: %d", got)
+	}
+	time.Sleep(time.Until(soon) + 50*time.Millisecond)
+	if got := get(key); got != http.StatusUnauthorized {
+		t.Fatalf("after its expiry: %d, want 401", got)
+	}
+	stdout, stderr, status := petstore(t, dir, "keys", "roll", id)
+	if status == 0 || stdout != "" || !strings.Contains(stderr, "the key expired at") {
+		t.Errorf("roll of an expired key: %d, stdout %q, stderr %q; want a failure and no key", status, stdout, stderr)
+	}
+
+	_, stderr, status = petstore(t, dir, "keys", "expire", id, "--never")
+	if status != 0 || !strings.Contains(stderr, "never expires") {
+		t.Fatalf("expire --never: %d %q", status, stderr)
+	}
+	if got := get(key); got != http.StatusOK {
+		t.Errorf("after removing the expiry: %d, want 200", got)
+	}
+
+	if _, stderr, status := petstore(t, dir, "keys", "revoke", id); status != 0 {
+		t.Fatalf("revoke: %d %s", status, stderr)
+	}
+	stdout, stderr, status = petstore(t, dir, "keys", "roll", id)
+	if status == 0 || stdout != "" || !strings.Contains(stderr, "the key is revoked") {
+		t.Errorf("roll of a revoked key: %d, stdout %q, stderr %q; want a failure and no key", status, stdout, stderr)
+	}
+	_, stderr, status = petstore(t, dir, "keys", "expire", id, "--never")
+	if status == 0 || !strings.Contains(stderr, "the key is revoked") {
+		t.Errorf("expire of a revoked key: %d %q", status, stderr)
+	}
+	if got := get(key); got != http.StatusUnauthorized {
+		t.Errorf("revoked key: %d, want 401", got)
+	}
+
+	// A name from before the rule, written straight into the database.
+	_, legacyID := createKey(t, dir, "--plan", "free", "--name", "legacy")
+	app := core.NewBaseApp(core.BaseAppConfig{DataDir: dir})
+	if err := app.Bootstrap(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := app.DB().NewQuery("UPDATE api_keys SET name = {:name} WHERE id = {:id}").
+		Bind(map[string]any{"name": "evil\x1b[2J\x00\u202egnp.exe\ttab", "id": legacyID}).Execute()
+	app.ResetBootstrapState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, status = petstore(t, dir, "keys", "list")
+	if status != 0 || strings.ContainsAny(stdout, "\x1b\x00\u202e") ||
+		!strings.Contains(stdout, `evil\u001B[2J\u0000\u202Egnp.exe\u0009tab`) {
+		t.Errorf("list with a legacy name:\n%q", stdout)
+	}
 }

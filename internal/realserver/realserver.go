@@ -78,10 +78,13 @@ func Keys(bin, dir string, args ...string) (stdout, stderr string, err error) {
 
 var createdKey = regexp.MustCompile(`\(id ([a-z0-9]{15}), plan [a-z]+\)`)
 
-// CreateKey runs `keys create ARGS` and returns the key and its record id.
-// It fails unless the key is alone on stdout and stderr names its id and
+// CreateKey runs `keys create ARGS` and returns the key and its record id;
+// without --name in ARGS, the key is named "test key". It fails unless the key is alone on stdout and stderr names its id and
 // plan without showing it.
 func CreateKey(bin, dir string, args ...string) (key, id string, err error) {
+	if !slices.Contains(args, "--name") {
+		args = append(args, "--name", "test key")
+	}
 	stdout, stderr, err := Keys(bin, dir, append([]string{"create"}, args...)...)
 	if err != nil {
 		return "", "", err

@@ -9,9 +9,13 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
@@ -23,40 +27,65 @@ import (
 // The request bodies. Pointers tell "not sent" from zero.
 type (
 	createRequest struct {
-		Plan      string  `json:"plan"`
-		Name      string  `json:"name"`
-		PerMinute int     `json:"perMinute"` // 0: the plan's
-		PerDay    int     `json:"perDay"`    // 0: the plan's
-		Expires   *string `json:"expires"`   // RFC 3339; null: never
+		Plan      string       `json:"plan"`
+		Name      string       `json:"name"`
+		PerMinute int          `json:"perMinute"` // 0: the plan's
+		PerDay    int          `json:"perDay"`    // 0: the plan's
+		Expires   nullableTime `json:"expires"`   // RFC 3339; null: never
 	}
 	changeRequest struct {
-		Name      *string `json:"name"`
-		Plan      *string `json:"plan"`
-		PerMinute *int    `json:"perMinute"`
-		PerDay    *int    `json:"perDay"`
+		Name      *string      `json:"name"`
+		Plan      *string      `json:"plan"`
+		PerMinute *int         `json:"perMinute"`
+		PerDay    *int         `json:"perDay"`
+		Expires   nullableTime `json:"expires"` // RFC 3339; null: never expires
 	}
 	rollRequest struct {
 		GraceSeconds *int64 `json:"graceSeconds"`
 	}
 )
 
-func (c createRequest) newKey() (apikeys.NewKey, error) {
-	nk := apikeys.NewKey{Plan: c.Plan, Name: c.Name, PerMinute: c.PerMinute, PerDay: c.PerDay}
-	if c.Expires != nil {
-		t, err := time.Parse(time.RFC3339, *c.Expires)
-		if err != nil {
-			return nk, badRequest("expires must be an RFC 3339 time such as 2027-01-31T00:00:00Z, or null")
-		}
-		nk.Expires = t
+// nullableTime is a member that is an RFC 3339 time or null (the zero
+// time: never), the one kind of member that may be null. Sent tells it
+// from a member left out.
+type nullableTime struct {
+	time.Time
+	Sent bool
+}
+
+func (t *nullableTime) UnmarshalJSON(data []byte) error {
+	t.Sent = true
+	if string(data) == "null" {
+		t.Time = time.Time{}
+		return nil
 	}
-	return nk, nil
+	var s string
+	if json.Unmarshal(data, &s) == nil {
+		if parsed, err := time.Parse(time.RFC3339, s); err == nil {
+			t.Time = parsed
+			return nil
+		}
+	}
+	return errBadTime
+}
+
+var errBadTime = errors.New("an RFC 3339 time such as 2027-01-31T00:00:00Z, or null")
+
+func (c createRequest) newKey() apikeys.NewKey {
+	nk := apikeys.NewKey{Plan: c.Plan, Name: c.Name, PerMinute: c.PerMinute, PerDay: c.PerDay}
+	nk.Expires = c.Expires.Time
+	return nk
 }
 
 func (c changeRequest) changes() (apikeys.Changes, error) {
 	if c == (changeRequest{}) {
-		return apikeys.Changes{}, badRequest("nothing to change: send name, plan, perMinute or perDay")
+		return apikeys.Changes{}, badRequest("nothing to change: send name, plan, perMinute, perDay or expires")
 	}
-	return apikeys.Changes{Name: c.Name, Plan: c.Plan, PerMinute: c.PerMinute, PerDay: c.PerDay}, nil
+	changes := apikeys.Changes{Name: c.Name, Plan: c.Plan, PerMinute: c.PerMinute, PerDay: c.PerDay}
+	if c.Expires.Sent {
+		changes.Expires = &c.Expires.Time
+	}
+	return changes, nil
 }
 
 func (r rollRequest) grace() (time.Duration, error) {
@@ -70,48 +99,178 @@ func (r rollRequest) grace() (time.Duration, error) {
 	return time.Duration(s) * time.Second, nil
 }
 
-// decodeBody reads the request's JSON object into v, strictly: declared as
-// JSON, one object, no unknown members.
+// decodeBody reads the request's JSON object into v (a pointer to one of
+// the request structs), strictly: sent as application/json, at most
+// maxBodyBytes however it is sent (chunked too), one object, each member
+// one of v's, spelled exactly so, given once, and null only for expires.
+// encoding/json alone would take the last of repeated members and match
+// members in any case, so that {"PLAN":"free","plan":"pro"} would mean
+// something other than what its sender may think.
 func decodeBody(e *core.RequestEvent, v any) error {
 	if mt, _, err := mime.ParseMediaType(e.Request.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return router.NewApiError(http.StatusUnsupportedMediaType, "The body must be JSON, sent as Content-Type: application/json.", nil)
 	}
-	// Read whole first: PocketBase's body wrapper starts over after EOF, so a
-	// decoder reading it could never see the end.
-	body, err := io.ReadAll(e.Request.Body)
-	if err == nil {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		err = dec.Decode(v)
-		if _, end := dec.Token(); err == nil && end != io.EOF {
-			err = errors.New("more after the object")
-		}
+	// Read whole first, bounded here: PocketBase's body limit lets a
+	// chunked body through when its last read brings the end with it, and
+	// its body wrapper starts over after EOF, so a decoder reading it could
+	// never see the end.
+	body, err := io.ReadAll(io.LimitReader(e.Request.Body, maxBodyBytes+1))
+	if errors.Is(err, apis.ErrRequestEntityTooLarge) || len(body) > maxBodyBytes {
+		return apis.ErrRequestEntityTooLarge
 	}
+	if err != nil {
+		return badRequest("the body could not be read")
+	}
+	if err := checkMembers(body, v); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, apis.ErrRequestEntityTooLarge):
-		return apis.ErrRequestEntityTooLarge
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return badRequest("%s has the wrong type", typeErr.Field)
+		return memberError(typeErr.Field, "validation_invalid_type", "%s has the wrong type", typeErr.Field)
+	case errors.Is(err, errBadTime):
+		return memberError("expires", "validation_invalid_time", "expires must be %s", errBadTime)
 	default:
-		// encoding/json's messages name no Go types for syntax errors and
-		// unknown members.
-		return badRequest("the body must be one JSON object with the documented members (%s)", err)
+		// checkMembers has seen one well-formed object: what is left is a
+		// value that no member of v takes, such as a fraction for a count.
+		return badRequest("the body must be one JSON object with the documented members")
 	}
 }
 
-// parseDays reads ?days=N: 1 to usage.Retention, default 30.
-func parseDays(q url.Values) (int, error) {
-	values := q["days"]
-	if len(values) == 0 {
-		return 30, nil
+// checkMembers checks that body is one JSON object whose members are the
+// JSON names of the fields of *v, each at most once, spelled exactly, and
+// not null unless its field is a nullableTime.
+func checkMembers(body []byte, v any) error {
+	fields := reflect.TypeOf(v).Elem()
+	known := map[string]reflect.Type{}
+	for i := range fields.NumField() {
+		name, _, _ := strings.Cut(fields.Field(i).Tag.Get("json"), ",")
+		known[name] = fields.Field(i).Type
 	}
-	v := values[0]
-	n, err := strconv.Atoi(v)
-	if len(values) > 1 || err != nil || n < 1 || n > usage.Retention || v != strconv.Itoa(n) {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for name := range known {
+			if !yield(name) {
+				return
+			}
+		}
+	})
+
+	dec := json.NewDecoder(bytes.NewReader(body))
+	notObject := badRequest("the body must be one JSON object with the documented members: %s", strings.Join(names, ", "))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return notObject
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return notObject
+		}
+		name := t.(string) // an object's keys are strings
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return notObject
+		}
+		typ, ok := known[name]
+		switch {
+		case !ok:
+			for _, k := range names {
+				if strings.EqualFold(k, name) {
+					return memberError(name, "validation_unknown_member", "unknown member %q: members are case-sensitive, did you mean %q?", name, k)
+				}
+			}
+			return memberError(name, "validation_unknown_member", "unknown member %q: the members are %s", name, strings.Join(names, ", "))
+		case seen[name]:
+			return memberError(name, "validation_repeated_member", "member %q is given more than once", name)
+		case string(value) == "null" && typ != reflect.TypeFor[nullableTime]():
+			return memberError(name, "validation_null", "%s cannot be null: leave it out to keep it as it is", name)
+		}
+		seen[name] = true
+	}
+	if _, err := dec.Token(); err != nil {
+		return notObject
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return notObject
+	}
+	return nil
+}
+
+// memberError is a 400 about one member, in PocketBase's shape: the message,
+// and the member under data with a code and the same message.
+func memberError(member, code, format string, a ...any) error {
+	msg := fmt.Sprintf(format, a...)
+	return router.NewBadRequestError(msg, validation.Errors{member: validation.NewError(code, msg)})
+}
+
+// maxPerPage bounds a page of keys.
+const maxPerPage = 100
+
+// listQuery reads the list's query: search, state, sort, page (from 1,
+// default 1) and perPage (1 to maxPerPage, default 50), each at most once.
+func listQuery(q url.Values) (apikeys.Query, error) {
+	query := apikeys.Query{Page: 1, PerPage: 50}
+	for name, values := range q {
+		if len(values) > 1 && slices.Contains([]string{"search", "state", "sort", "page", "perPage"}, name) {
+			return query, badRequest("%s is given more than once", name)
+		}
+	}
+	query.Search = q.Get("search")
+	if len(query.Search) > 200 {
+		return query, badRequest("search has at most 200 characters")
+	}
+	query.State = q.Get("state")
+	if query.State != "" && !slices.Contains(apikeys.States, query.State) {
+		return query, badRequest("state must be one of %s", strings.Join(apikeys.States, ", "))
+	}
+	query.Sort = q.Get("sort")
+	if _, ok := apikeys.Sorts[query.Sort]; query.Sort != "" && !ok {
+		sorts := slices.Sorted(func(yield func(string) bool) {
+			for s := range apikeys.Sorts {
+				if !yield(s) {
+					return
+				}
+			}
+		})
+		return query, badRequest("sort must be one of %s", strings.Join(sorts, ", "))
+	}
+	var err error
+	if query.Page, err = wholeNumber(q, "page", 1, 1, 1<<31); err != nil {
+		return query, err
+	}
+	if query.PerPage, err = wholeNumber(q, "perPage", 50, 1, maxPerPage); err != nil {
+		return query, err
+	}
+	return query, nil
+}
+
+// parseDays reads ?days=N: 1 to usage.Retention, default 30, given once.
+func parseDays(q url.Values) (int, error) {
+	if len(q["days"]) > 1 {
 		return 0, badRequest("days must be a whole number from 1 to %d, given once", usage.Retention)
+	}
+	n, err := wholeNumber(q, "days", 30, 1, usage.Retention)
+	if err != nil {
+		return 0, badRequest("days must be a whole number from 1 to %d, given once", usage.Retention)
+	}
+	return n, nil
+}
+
+// wholeNumber reads the query parameter name as a whole number from lowest
+// to highest, written plainly (no sign, no leading zero), or def when absent.
+func wholeNumber(q url.Values, name string, def, lowest, highest int) (int, error) {
+	if !q.Has(name) {
+		return def, nil
+	}
+	v := q.Get(name)
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lowest || n > highest || v != strconv.Itoa(n) {
+		return 0, badRequest("%s must be a whole number from %d to %d", name, lowest, highest)
 	}
 	return n, nil
 }
@@ -120,15 +279,20 @@ func badRequest(format string, a ...any) error {
 	return router.NewBadRequestError(fmt.Sprintf(format, a...), nil)
 }
 
-// storeError is err as the answer to the caller: their mistakes as 400 or
-// 404 with the store's message, anything else as it is (a 500 that PocketBase
-// logs without showing).
+// storeError is err as the answer to the caller: their mistakes as 400, 404
+// or 409 with the store's message, an answer already made (a record hook's)
+// as it is, anything else as a 500 that PocketBase logs without showing.
 func storeError(err error) error {
+	var answer *router.ApiError
 	switch {
+	case errors.As(err, &answer):
+		return answer
 	case errors.Is(err, apikeys.ErrNotFound):
 		return router.NewNotFoundError(err.Error(), nil)
+	case errors.Is(err, apikeys.ErrState):
+		return router.NewApiError(http.StatusConflict, err.Error(), nil)
 	case errors.Is(err, apikeys.ErrUnknownPlan), errors.Is(err, apikeys.ErrBadSettings):
 		return badRequest("%s", err)
 	}
-	return err
+	return router.NewInternalServerError("", err)
 }

@@ -10,23 +10,47 @@ import (
 	"petstore/internal/usage"
 )
 
+// keyList is a page of keys with what places it: PocketBase's list shape
+// (page, perPage, totalItems, totalPages, items), where totalItems counts
+// the keys matching the search and the state, plus totalKeys, all keys.
+type keyList struct {
+	Page       int       `json:"page"`
+	PerPage    int       `json:"perPage"`
+	TotalItems int       `json:"totalItems"`
+	TotalPages int       `json:"totalPages"`
+	TotalKeys  int       `json:"totalKeys"`
+	Items      []keyView `json:"items"`
+}
+
 func handleListKeys(history *usage.Recorder) func(*core.RequestEvent) error {
 	return func(e *core.RequestEvent) error {
-		records, err := apikeys.List(e.App)
+		q, err := listQuery(e.Request.URL.Query())
 		if err != nil {
 			return err
 		}
 		now := time.Now()
-		today, err := history.Today(now)
+		page, err := apikeys.Search(e.App, q, now)
 		if err != nil {
-			return err
+			return storeError(err)
 		}
-		views := make([]keyView, len(records))
-		for i, r := range records {
-			views[i] = viewOf(r, now)
-			views[i].Today = today[r.Id]
+		ids := make([]string, len(page.Keys))
+		for i, r := range page.Keys {
+			ids[i] = r.Id
 		}
-		return e.JSON(http.StatusOK, views)
+		today, err := history.Today(now, ids...)
+		if err != nil {
+			return storeError(err)
+		}
+		list := keyList{
+			Page: q.Page, PerPage: q.PerPage, TotalItems: page.Matching, TotalKeys: page.Total,
+			TotalPages: (page.Matching + q.PerPage - 1) / q.PerPage,
+			Items:      make([]keyView, len(page.Keys)),
+		}
+		for i, r := range page.Keys {
+			list.Items[i] = viewOf(r, now)
+			list.Items[i].Today = todayOf(today[r.Id])
+		}
+		return e.JSON(http.StatusOK, list)
 	}
 }
 
@@ -35,11 +59,7 @@ func handleCreateKey(e *core.RequestEvent) error {
 	if err := decodeBody(e, &body); err != nil {
 		return err
 	}
-	nk, err := body.newKey()
-	if err != nil {
-		return err
-	}
-	key, r, err := apikeys.Create(e.App, nk)
+	key, r, err := apikeys.Create(e.App, body.newKey())
 	if err != nil {
 		return storeError(err)
 	}
@@ -103,7 +123,7 @@ func handleUsage(history *usage.Recorder) func(*core.RequestEvent) error {
 		}
 		h, err := history.History(r.Id, days, time.Now())
 		if err != nil {
-			return err
+			return storeError(err)
 		}
 		return e.JSON(http.StatusOK, h)
 	}
@@ -113,7 +133,7 @@ func handleUsage(history *usage.Recorder) func(*core.RequestEvent) error {
 func answerWithKey(e *core.RequestEvent, id, key string) error {
 	r, err := apikeys.Get(e.App, id)
 	if err != nil {
-		return err
+		return storeError(err)
 	}
 	return e.JSON(http.StatusCreated, struct {
 		keyView

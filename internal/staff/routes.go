@@ -1,7 +1,7 @@
 // Package staff is the JSON API behind the staff page (/staff/): store staff,
-// signed in as PocketBase superusers, issue, list, change, roll, revoke and
-// unban API keys and read each key's use. Errors have PocketBase's shape
-// ({"status","message","data"}), like the rest of /api/.
+// signed in as PocketBase superusers, issue, search, change, expire, roll,
+// revoke and unban API keys and read each key's use. Errors have
+// PocketBase's shape ({"status","message","data"}), like the rest of /api/.
 package staff
 
 import (
@@ -16,7 +16,8 @@ import (
 // Prefix is where the routes live.
 const Prefix = "/api/petstore"
 
-// maxBodyBytes bounds a request body; the largest one is a few hundred bytes.
+// maxBodyBytes bounds a request body, however it is sent; the largest one is
+// a few hundred bytes.
 const maxBodyBytes = 16 << 10
 
 // AddRoutes is the whole staff API: every route, all for superusers only.
@@ -26,9 +27,9 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder) {
 	g := r.Group(Prefix)
 	g.Bind(apis.RequireSuperuserAuth(), apis.BodyLimit(maxBodyBytes), noStore())
 
-	g.GET("/keys", handleListKeys(history))
+	g.GET("/keys", handleListKeys(history)) // ?search=&state=&sort=&page=&perPage=
 	g.POST("/keys", handleCreateKey)
-	g.PATCH("/keys/{id}", handleChangeKey)
+	g.PATCH("/keys/{id}", handleChangeKey) // name, plan, quotas, and the expiry (the one way to change it)
 	g.POST("/keys/{id}/roll", handleRollKey)
 	g.POST("/keys/{id}/revoke", handleRevokeKey)
 	g.POST("/keys/{id}/lift-ban", handleLiftBan)

@@ -21,10 +21,11 @@ type keyView struct {
 	Expires     *time.Time `json:"expires"`     // null: never
 	PerMinute   quotaView  `json:"perMinute"`
 	PerDay      quotaView  `json:"perDay"`
-	// Today is the key's use on the current UTC day (in the list only).
-	Today    usage.Counts `json:"today"`
-	LastUsed *time.Time   `json:"lastUsed"` // to the minute
-	Created  time.Time    `json:"created"`
+	// Today is the key's use on the current UTC day, the day PerDay
+	// limits (in the list only).
+	Today    todayView  `json:"today"`
+	LastUsed *time.Time `json:"lastUsed"` // to the minute
+	Created  time.Time  `json:"created"`
 	// Previous is the secret before the last roll, while it still works.
 	Previous *previousView `json:"previous"`
 }
@@ -33,6 +34,17 @@ type keyView struct {
 type quotaView struct {
 	Value int64 `json:"value"`
 	Own   bool  `json:"own"`
+}
+
+// todayView is a key's requests on the current UTC day: served, and
+// refused with 429.
+type todayView struct {
+	Served  int64 `json:"served"`
+	Refused int64 `json:"refused"`
+}
+
+func todayOf(c usage.Counts) todayView {
+	return todayView{Served: c.Served(), Refused: c.Limited}
 }
 
 type previousView struct {
@@ -47,7 +59,7 @@ func viewOf(r *core.Record, now time.Time) keyView {
 		Name:    r.GetString("name"),
 		Prefix:  r.GetString(apikeys.PrefixField),
 		State:   apikeys.State(r, now),
-		Expires: timeOf(r, "expires"),
+		Expires: timeOf(r, apikeys.ExpiresField),
 		Created: r.GetDateTime("created").Time(),
 	}
 	if plan := r.ExpandedOne("plan"); plan != nil {

@@ -55,17 +55,22 @@ func (r *Recorder) History(keyID string, days int, now time.Time) ([]Day, error)
 	return history, nil
 }
 
-// Today is each key's use on now's UTC day, with what this instance has
-// counted but not yet saved; keys without use are left out.
-func (r *Recorder) Today(now time.Time) (map[string]Counts, error) {
-	counts, err := Saved(r.app, now)
+// Today is the use on now's UTC day of the keys with the given record ids,
+// or of every key when none is given, with what this instance has counted
+// but not yet saved; keys without use are left out.
+func (r *Recorder) Today(now time.Time, keyIDs ...string) (map[string]Counts, error) {
+	counts, err := Saved(r.app, now, keyIDs...)
 	if err != nil {
 		return nil, err
+	}
+	wanted := make(map[string]bool, len(keyIDs))
+	for _, id := range keyIDs {
+		wanted[id] = true
 	}
 	today := dayOf(now)
 	r.mu.Lock()
 	for e, c := range r.pending {
-		if e.day == today {
+		if e.day == today && (len(keyIDs) == 0 || wanted[e.keyID]) {
 			sum := counts[e.keyID]
 			sum.Requests += c.Requests
 			sum.Limited += c.Limited
@@ -76,16 +81,24 @@ func (r *Recorder) Today(now time.Time) (map[string]Counts, error) {
 	return counts, nil
 }
 
-// Saved is each key's use on day's UTC day as saved in app's table by every
+// Saved is the use on day's UTC day of the keys with the given record ids,
+// or of every key when none is given, as saved in app's table by every
 // instance (each saves every few seconds); keys without use are left out.
-func Saved(app core.App, day time.Time) (map[string]Counts, error) {
+func Saved(app core.App, day time.Time, keyIDs ...string) (map[string]Counts, error) {
 	var rows []struct {
 		Key      string `db:"api_key"`
 		Requests int64  `db:"requests"`
 		Limited  int64  `db:"limited"`
 	}
-	err := app.DB().Select("api_key", "requests", "limited").From(Collection).
-		Where(dbx.HashExp{"day": dayString(dayOf(day))}).All(&rows)
+	where := dbx.HashExp{"day": dayString(dayOf(day))}
+	if len(keyIDs) > 0 {
+		ids := make([]any, len(keyIDs))
+		for i, id := range keyIDs {
+			ids[i] = id
+		}
+		where["api_key"] = ids
+	}
+	err := app.DB().Select("api_key", "requests", "limited").From(Collection).Where(where).All(&rows)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 
 func keyID(t *testing.T, s *apptest.Server) string {
 	t.Helper()
-	_, r, err := apikeys.Create(s.App, apikeys.NewKey{Plan: "free"})
+	_, r, err := apikeys.Create(s.App, apikeys.NewKey{Plan: "free", Name: "shop"})
 	if err != nil {
 		t.Fatal(err)
 	}

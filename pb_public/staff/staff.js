@@ -1,18 +1,22 @@
 // The staff page: superusers sign in with PocketBase's JS SDK, then manage
 // API keys through petstore's staff routes (/api/petstore/..., see staff/).
+// The server searches, filters, sorts and pages the keys: the page holds one
+// page of them at a time, however many there are.
 "use strict";
 
 const pb = new PocketBase(location.origin);
 const $ = (selector, root = document) => root.querySelector(selector);
 
-let keys = [];      // the last list from the server
-let plans = [];     // names, cheapest first
+let list = null;     // the last page from the server: {page, perPage, totalItems, totalPages, totalKeys, items}
+let plans = [];      // names, cheapest first
 let usageKey = null; // the key whose use is shown
+let page = 1;
 
-// h builds an element: h("td", {className: "x"}, "text", child...). Text is
-// always set as text, never parsed as HTML.
-function h(tag, props = {}, ...children) {
+// h builds an element: h("td", {className: "x", dataset: {label: "y"}},
+// "text", child...). Text is always set as text, never parsed as HTML.
+function h(tag, { dataset = {}, ...props } = {}, ...children) {
   const el = Object.assign(document.createElement(tag), props);
+  Object.assign(el.dataset, dataset);
   for (const c of children) {
     if (c !== null && c !== undefined) el.append(c);
   }
@@ -37,12 +41,49 @@ async function api(method, path, body) {
   }
 }
 
+// when is a time as staff read it, in their time zone: the time alone
+// today, the date and time within a week, the date alone beyond. The exact
+// time goes in the title (see exact).
 function when(iso) {
-  return iso ? new Date(iso).toLocaleString() : "";
+  const d = new Date(iso);
+  if (d.toDateString() === new Date().toDateString()) return d.toLocaleTimeString([], { timeStyle: "short" });
+  if (Math.abs(d - Date.now()) < 7 * 86400e3) return d.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+  return d.toLocaleDateString([], { dateStyle: "medium" });
 }
+
+const relative = new Intl.RelativeTimeFormat([], { numeric: "auto" });
+
+// ago is how long ago iso was: "5 minutes ago", "yesterday".
+function ago(iso) {
+  const seconds = (new Date(iso) - Date.now()) / 1000;
+  for (const [unit, length] of [["day", 86400], ["hour", 3600], ["minute", 60]]) {
+    if (Math.abs(seconds) >= length) return relative.format(Math.round(seconds / length), unit);
+  }
+  return "just now";
+}
+
+// exact is the title of a shown time: the whole local time.
+const exact = (iso) => new Date(iso).toLocaleString();
+
+const count = (n) => n.toLocaleString();
 
 function setStatus(text) {
   $("#status").textContent = text;
+}
+
+// copyText puts text on the clipboard and says so on button. Without a
+// secure context (plain http other than localhost) there is no clipboard
+// API: it selects what to copy instead, for Ctrl-C.
+async function copyText(text, button, select) {
+  const label = button.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = "Copied";
+  } catch {
+    getSelection().selectAllChildren(select);
+    button.textContent = "Press Ctrl-C";
+  }
+  setTimeout(() => { button.textContent = label; }, 1500);
 }
 
 // --- signing in -------------------------------------------------------------
@@ -67,9 +108,10 @@ $("#signin-form").addEventListener("submit", async (ev) => {
     form.reset();
     show();
   } catch (err) {
-    $(".error", form).textContent = err.status === 400
-      ? "Wrong email or password, or not a staff account."
-      : err.response?.message || err.message;
+    $(".error", form).textContent =
+      err.status === 400 ? "Wrong email or password, or not a staff account."
+        : err.status === 429 ? "Too many attempts from here: wait a few seconds, then try again."
+          : err.response?.message || err.message;
   }
 });
 
@@ -86,105 +128,179 @@ async function loadPlans() {
   }
 }
 
-// --- the table --------------------------------------------------------------
+// --- the list ---------------------------------------------------------------
+
+// query is what the toolbar and the pager ask the server for.
+function query() {
+  const q = new URLSearchParams({ page: String(page), perPage: $("#per-page").value, sort: $("#sort").value });
+  const search = $("#search").value.trim();
+  if (search) q.set("search", search);
+  if ($("#filter-state").value) q.set("state", $("#filter-state").value);
+  return q;
+}
+
+let asked = 0; // the latest refresh: an older answer arriving late is dropped
 
 async function refresh() {
-  keys = await api("GET", "/keys");
-  render();
-  setStatus(`${keys.length} key${keys.length === 1 ? "" : "s"} · updated ${new Date().toLocaleTimeString()}`);
-  if (usageKey) await showUsage(keys.find((k) => k.id === usageKey.id) || usageKey);
-}
-
-function matches(k) {
-  const state = $("#filter-state").value;
-  const q = $("#search").value.trim().toLowerCase();
-  return (!state || k.state === state) &&
-    (!q || k.name.toLowerCase().includes(q) || k.prefix.toLowerCase().includes(q) ||
-      (k.previous && k.previous.prefix.toLowerCase().includes(q)));
-}
-
-function stateCell(k) {
-  const labels = {
-    active: "active",
-    banned: `banned until ${when(k.bannedUntil)}`,
-    revoked: "revoked",
-    expired: "expired",
-  };
-  const cell = h("td", {}, h("span", { className: `state state-${k.state}`, textContent: labels[k.state] || k.state }));
-  if (k.state === "active" && k.expires) cell.append(h("div", { className: "muted", textContent: `expires ${when(k.expires)}` }));
-  return cell;
-}
-
-function quotaCell(q) {
-  return h("td", {}, q.value.toLocaleString(), h("div", { className: "muted", textContent: q.own ? "own" : "plan's" }));
-}
-
-// todayCell is today's (UTC) requests against the day quota. The quota
-// itself counts a 24-hour window from the key's first request, shown below.
-function todayCell(k) {
-  const used = k.today.requests;
-  const share = k.perDay.value ? Math.min(1, used / k.perDay.value) : 0;
-  const meter = h("div", { className: "meter" }, h("div"));
-  meter.firstChild.style.width = `${Math.round(share * 100)}%`;
-  const cell = h("td", { className: "today" }, `${used.toLocaleString()} of ${k.perDay.value.toLocaleString()}`, meter);
-  if (k.today.limited) cell.append(h("div", { className: "muted", textContent: `${k.today.limited.toLocaleString()} refused` }));
-  if (k.dayResets) {
-    cell.append(h("div", { className: "muted", title: "The day quota counts 24 hours from the key's first request; saved every few seconds.",
-      textContent: `quota window: ${k.dayUsed.toLocaleString()}, new at ${when(k.dayResets)}` }));
+  const mine = ++asked;
+  const answer = await api("GET", "/keys?" + query());
+  if (mine !== asked) return;
+  if (answer.items.length === 0 && answer.page > 1 && answer.totalPages > 0) {
+    // The page emptied (keys changed state, or fewer match): show the last one.
+    page = answer.totalPages;
+    return refresh();
   }
-  return cell;
+  list = answer;
+  render();
+  if (usageKey) {
+    const k = list.items.find((k) => k.id === usageKey.id);
+    if (k) await showUsage(k);
+  }
+}
+
+// statusText tells which keys are shown, of how many.
+function statusText() {
+  const { page: at, perPage, totalItems, totalKeys, items } = list;
+  const filtered = $("#search").value.trim() !== "" || $("#filter-state").value !== "";
+  const updated = `updated ${new Date().toLocaleTimeString()}`;
+  if (totalKeys === 0) return `No keys yet · ${updated}`;
+  const first = (at - 1) * perPage + 1;
+  const shown = items.length === 0 ? "0" : items.length === totalItems ? count(items.length) : `${count(first)}–${count(first + items.length - 1)}`;
+  const of = filtered ? `${count(totalItems)} matching (${count(totalKeys)} key${totalKeys === 1 ? "" : "s"} in all)`
+    : `${count(totalKeys)} key${totalKeys === 1 ? "" : "s"}`;
+  return `${shown} of ${of} shown · ${updated}`;
+}
+
+// cell is a table cell whose content is one element: on a phone the cell
+// is a card's field, its label (from the column) above that element.
+function cell(label, className, ...children) {
+  return h("td", { className, dataset: { label } }, h("div", {}, ...children));
+}
+
+// stateCell is the key's state with what staff need to know of it: until
+// when a ban lasts, with the button that lifts it; when the key expires.
+function stateCell(k) {
+  const badge = h("span", { className: `state state-${k.state}`, textContent: k.state });
+  if (k.state === "banned") {
+    return cell("State", "state-cell", badge,
+      h("div", { className: "muted until", textContent: `until ${when(k.bannedUntil)}`, title: exact(k.bannedUntil) }),
+      actionButton("Lift ban", () => liftBan(k)));
+  }
+  if (k.expires && k.state !== "revoked") {
+    return cell("State", "state-cell", badge,
+      h("div", { className: "muted expires", textContent: `${k.state === "expired" ? "expired" : "expires"} ${when(k.expires)}`, title: exact(k.expires) }));
+  }
+  return cell("State", "state-cell", badge);
+}
+
+// quotaCell is a quota, marked "own" when the key's own overrides its
+// plan's.
+function quotaCell(label, className, q) {
+  return cell(label, `quota ${className}`, count(q.value), q.own ? h("span", { className: "own", textContent: "own", title: "the key's own quota, not its plan's" }) : null);
+}
+
+// todayCell is today's (UTC) served requests against the day quota, which
+// counts the same UTC day, with the refused ones beside.
+function todayCell(k) {
+  const { served, refused } = k.today;
+  const share = k.perDay.value ? Math.min(1, served / k.perDay.value) : 0;
+  const meter = h("div", { className: "meter", title: `${Math.round(share * 100)}% of the day quota` }, h("div"));
+  meter.firstChild.style.width = `${Math.round(share * 100)}%`;
+  const line = h("div", { className: "counts" }, h("span", { className: "served", textContent: `${count(served)} of ${count(k.perDay.value)}` }));
+  if (refused) line.append(" ", h("span", { className: "refused", textContent: `· ${count(refused)} refused` }));
+  return cell("Today (UTC)", "today", line, meter);
+}
+
+function nameCell(k) {
+  const id = h("code", { textContent: k.id });
+  const copy = h("button", { type: "button", className: "copy-id", textContent: "Copy", title: "Copy the id, which the keys command takes" });
+  copy.onclick = () => copyText(k.id, copy, id);
+  return cell("Name", "name",
+    h("div", { className: "label", textContent: k.name || "(no name)" }),
+    h("div", { className: "id" }, "id ", id, copy));
 }
 
 function keyCell(k) {
-  const cell = h("td", {}, h("code", { className: "prefix", textContent: k.prefix + "…" }));
-  if (k.previous) {
-    cell.append(h("div", { className: "muted previous" }, "old ", h("code", { textContent: k.previous.prefix + "…" }),
-      ` works until ${when(k.previous.until)}`));
-  }
-  return cell;
+  return cell("Key", "key", h("code", { className: "prefix", textContent: k.prefix + "…" }),
+    k.previous ? h("div", { className: "muted previous", title: exact(k.previous.until) }, "old ", h("code", { textContent: k.previous.prefix + "…" }),
+      ` works until ${when(k.previous.until)}`) : null);
 }
 
+function lastUsedCell(k) {
+  return cell("Last used", "last-used", k.lastUsed ? h("span", { textContent: ago(k.lastUsed), title: exact(k.lastUsed) }) : "never");
+}
+
+// actionsCell offers what the key's state allows: a revoked key is final,
+// and an expired one is not rolled (its new secret would not work) but may
+// be given a later expiry. A ban is lifted from the state cell.
 function actionsCell(k) {
-  const button = (label, action) => {
-    const b = h("button", { type: "button", className: "small", textContent: label, onclick: action });
-    b.dataset.action = label.toLowerCase();
-    return b;
-  };
-  const cell = h("td", { className: "actions" }, button("Usage", () => showUsage(k).catch((err) => setStatus(err.message))));
-  if (k.state === "banned") cell.append(button("Lift ban", () => liftBan(k)));
-  if (k.state !== "revoked") {
-    cell.append(button("Change", () => openEdit(k)), button("Roll", () => openRoll(k)), button("Revoke", () => openRevoke(k)));
-  }
-  return cell;
+  const offered = [actionButton("Usage", () => showUsage(k, true).catch((err) => setStatus(err.message)))];
+  if (k.state !== "revoked") offered.push(actionButton("Change", () => openEdit(k)), actionButton("Expiry", () => openExpiry(k)));
+  if (k.state === "active" || k.state === "banned") offered.push(actionButton("Roll", () => openRoll(k)));
+  if (k.state !== "revoked") offered.push(actionButton("Revoke", () => openRevoke(k)));
+  return cell("Actions", "actions", ...offered);
+}
+
+function actionButton(label, action) {
+  const b = h("button", { type: "button", className: "small", textContent: label, onclick: action });
+  b.dataset.action = label.toLowerCase();
+  return b;
 }
 
 function render() {
-  const rows = keys.filter(matches).map((k) => {
+  const rows = list.items.map((k) => {
     const tr = h("tr", { className: usageKey?.id === k.id ? "selected" : "" },
-      h("td", { className: "name", textContent: k.name || "(no name)" }),
+      nameCell(k),
       keyCell(k),
-      h("td", { textContent: k.plan }),
+      cell("Plan", "plan", k.plan),
       stateCell(k),
-      quotaCell(k.perMinute),
-      quotaCell(k.perDay),
+      quotaCell("Per minute", "per-minute", k.perMinute),
+      quotaCell("Per day", "per-day", k.perDay),
       todayCell(k),
-      h("td", { textContent: when(k.lastUsed) || "never" }),
+      lastUsedCell(k),
       actionsCell(k));
     tr.dataset.id = k.id;
     return tr;
   });
   $("#keys tbody").replaceChildren(...rows);
+  $("#keys").hidden = rows.length === 0;
   $("#empty").hidden = rows.length > 0;
+  $("#empty").textContent = list.totalKeys === 0 ? "No keys yet: New key issues the first one." : "No keys match.";
+  setStatus(statusText());
+  $("#pager").hidden = list.totalPages <= 1;
+  $("#page-at").textContent = `Page ${count(list.page)} of ${count(list.totalPages)}`;
+  $("#page-first").disabled = $("#page-prev").disabled = list.page <= 1;
+  $("#page-next").disabled = $("#page-last").disabled = list.page >= list.totalPages;
 }
 
-$("#filter-state").addEventListener("change", render);
-$("#search").addEventListener("input", render);
-$("#refresh").addEventListener("click", () => refresh().catch((err) => setStatus(err.message)));
+// reload shows page `to` of the current query.
+function reload(to) {
+  page = to;
+  refresh().catch((err) => setStatus(err.message));
+}
+
+let typing = null;
+$("#search").addEventListener("input", () => {
+  clearTimeout(typing);
+  typing = setTimeout(() => reload(1), 250);
+});
+$("#search").addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter") {
+    clearTimeout(typing);
+    reload(1);
+  }
+});
+for (const id of ["#filter-state", "#sort", "#per-page"]) $(id).addEventListener("change", () => reload(1));
+$("#refresh").addEventListener("click", () => reload(page));
+$("#page-first").addEventListener("click", () => reload(1));
+$("#page-prev").addEventListener("click", () => reload(Math.max(1, page - 1)));
+$("#page-next").addEventListener("click", () => reload(Math.min(list.totalPages, page + 1)));
+$("#page-last").addEventListener("click", () => reload(list.totalPages));
 
 // --- dialogs ----------------------------------------------------------------
 
 // openDialog shows dialog for k. On its form's submit, submit runs: when it
-// succeeds, the dialog closes and the table is reloaded; else the dialog
+// succeeds, the dialog closes and the list is reloaded; else the dialog
 // shows the error. submit may return what to do once the dialog is closed.
 function openDialog(dialog, k, submit) {
   const form = $("form", dialog);
@@ -216,6 +332,13 @@ function quota(input) {
   return input.value === "" ? 0 : Number(input.value);
 }
 
+// localInput is an ISO time as a datetime-local input's value, local time.
+function localInput(iso) {
+  const d = new Date(iso);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
 $("#new-key").addEventListener("click", () => {
   const dialog = $("#create-dialog");
   $("form", dialog).reset();
@@ -223,7 +346,7 @@ $("#new-key").addEventListener("click", () => {
     const body = { plan: form.plan.value, name: form.name.value.trim(), perMinute: quota(form.perMinute), perDay: quota(form.perDay) };
     if (form.expires.value) body.expires = new Date(form.expires.value).toISOString();
     const created = await api("POST", "/keys", body);
-    return () => showKeyOnce("New key " + (created.name || ""), created.key);
+    return () => showKeyOnce("New key " + created.name, created.key);
   });
 });
 
@@ -242,16 +365,45 @@ function openRevoke(k) {
   });
 }
 
+// openExpiry sets, moves or removes k's expiry: the one place on the page
+// where an expiry changes.
+function openExpiry(k) {
+  const dialog = $("#expiry-dialog");
+  const form = $("form", dialog);
+  form.reset();
+  $("#expiry-now").textContent = k.expires
+    ? `${k.state === "expired" ? "Expired" : "Expires"} ${exact(k.expires)}.` : "Never expires now.";
+  form.mode.value = k.expires ? "at" : "never";
+  form.at.value = k.expires && k.state !== "expired" ? localInput(k.expires) : "";
+  form.at.oninput = () => { form.mode.value = "at"; };
+  openDialog(dialog, k, async () => {
+    let expires = null;
+    if (form.mode.value === "at") {
+      if (!form.at.value) throw new Error("Enter the time it expires at, or choose never.");
+      expires = new Date(form.at.value).toISOString();
+    }
+    await api("PATCH", `/keys/${k.id}`, { expires });
+  });
+}
+
+// openEdit changes k's name, plan and own quotas. It sends only what staff
+// changed, so that a page loaded before someone else's change does not
+// turn that change back.
 function openEdit(k) {
   const dialog = $("#edit-dialog");
   const form = $("form", dialog);
-  form.name.value = k.name;
-  form.plan.value = k.plan;
-  form.perMinute.value = k.perMinute.own ? k.perMinute.value : "";
-  form.perDay.value = k.perDay.own ? k.perDay.value : "";
+  const loaded = {
+    name: k.name, plan: k.plan,
+    perMinute: k.perMinute.own ? k.perMinute.value : 0, perDay: k.perDay.own ? k.perDay.value : 0,
+  };
+  form.name.value = loaded.name;
+  form.plan.value = loaded.plan;
+  form.perMinute.value = loaded.perMinute || "";
+  form.perDay.value = loaded.perDay || "";
   openDialog(dialog, k, async () => {
-    await api("PATCH", `/keys/${k.id}`, { name: form.name.value.trim(), plan: form.plan.value,
-      perMinute: quota(form.perMinute), perDay: quota(form.perDay) });
+    const edited = { name: form.name.value.trim(), plan: form.plan.value, perMinute: quota(form.perMinute), perDay: quota(form.perDay) };
+    const changes = Object.fromEntries(Object.entries(edited).filter(([field, value]) => value !== loaded[field]));
+    if (Object.keys(changes).length > 0) await api("PATCH", `/keys/${k.id}`, changes);
   });
 }
 
@@ -278,8 +430,6 @@ $("#copy-key").addEventListener("click", async () => {
   try {
     await navigator.clipboard.writeText(key);
   } catch {
-    // Without a secure context (plain http other than localhost) there is no
-    // clipboard API: select the key for Ctrl-C.
     getSelection().selectAllChildren($("#key-value"));
     $("#copied").textContent = "Selected: press Ctrl-C (⌘-C).";
     return;
@@ -299,45 +449,63 @@ $("#key-dialog").addEventListener("close", forgetKey);
 
 // --- usage ------------------------------------------------------------------
 
-async function showUsage(k) {
+// showUsage shows k's use below the list; reveal scrolls it into view, for
+// a click on Usage (on a phone, it is far below the card clicked).
+async function showUsage(k, reveal = false) {
   usageKey = k;
   const days = await api("GET", `/keys/${k.id}/usage?days=30`);
   const today = days[days.length - 1];
   $("#usage-name").textContent = k.name || k.prefix + "…";
   $("#usage-today").textContent =
-    `Today (UTC ${today.day}): ${today.requests.toLocaleString()} requests, ${today.limited.toLocaleString()} refused with 429. ` +
-    `Last 30 days: ${days.reduce((n, d) => n + d.requests, 0).toLocaleString()} requests.`;
+    `Today (UTC ${today.day}): ${count(today.requests)} requests, ${count(today.limited)} refused with 429. ` +
+    `Last 30 days: ${count(days.reduce((n, d) => n + d.requests, 0))} requests.`;
   $("#usage").hidden = false;
   drawChart(days);
   render();
+  if (reveal) $("#usage").scrollIntoView({ block: "nearest" });
 }
 
+// The chart takes its colours from the page's, light or dark.
+function chartColors() {
+  const style = getComputedStyle(document.documentElement);
+  const v = (name) => style.getPropertyValue(name).trim();
+  return { text: v("--muted"), grid: v("--line"), served: v("--accent"), refused: v("--refused") };
+}
+
+let shownDays = null; // what the chart shows
+
 function drawChart(days) {
+  shownDays = days;
   const canvas = $("#usage-chart");
+  const colors = chartColors();
   const data = {
     labels: days.map((d) => d.day.slice(5)),
     datasets: [
-      { label: "served", data: days.map((d) => d.requests - d.limited), backgroundColor: "#1b63c6" },
-      { label: "refused (429)", data: days.map((d) => d.limited), backgroundColor: "#d9822b" },
+      { label: "served", data: days.map((d) => d.requests - d.limited), backgroundColor: colors.served },
+      { label: "refused (429)", data: days.map((d) => d.limited), backgroundColor: colors.refused },
     ],
+  };
+  const scale = { grid: { color: colors.grid }, ticks: { color: colors.text }, border: { color: colors.grid } };
+  const options = {
+    animation: false,
+    maintainAspectRatio: false,
+    scales: { x: { ...scale, stacked: true }, y: { ...scale, stacked: true, beginAtZero: true, ticks: { ...scale.ticks, precision: 0 } } },
+    plugins: { legend: { position: "bottom", labels: { color: colors.text } } },
   };
   const chart = Chart.getChart(canvas);
   if (chart) {
     chart.data = data;
+    chart.options = options;
     chart.update();
     return;
   }
-  new Chart(canvas, {
-    type: "bar",
-    data,
-    options: {
-      animation: false,
-      maintainAspectRatio: false,
-      scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, ticks: { precision: 0 } } },
-      plugins: { legend: { position: "bottom" } },
-    },
-  });
+  new Chart(canvas, { type: "bar", data, options });
 }
+
+// A switch between light and dark redraws the chart in the new colours.
+matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
+  if (shownDays) drawChart(shownDays);
+});
 
 $("#usage-close").addEventListener("click", () => {
   usageKey = null;

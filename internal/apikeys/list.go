@@ -1,0 +1,160 @@
+package apikeys
+
+import (
+	"strings"
+	"time"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/core"
+)
+
+// Query selects one page of keys: those matching Search and State, in Sort
+// order. The database does the searching, counting, sorting and paging, so
+// that a page costs about the same with ten keys or ten thousand.
+type Query struct {
+	// Search is a whole key (found by its hash, the current or the previous
+	// secret's), a record id, part of a name (any case), or the start of a
+	// prefix ("pet_AbCd", with or without its "…"). Empty: every key.
+	Search string
+	// State is one of the key states (StateActive...), or empty for all.
+	State string
+	// Sort is one of Sorts; empty is SortNewest.
+	Sort    string
+	Page    int // from 1
+	PerPage int // from 1
+}
+
+// Sort orders: a name, or a name with "-" for the reverse order. Ties go
+// newest first, then by id, so that pages neither repeat nor skip a key.
+const SortNewest = "-created"
+
+// Sorts are the orders a page may be in, each with its ORDER BY terms.
+var Sorts = map[string][]string{
+	"-created":  {"created DESC", "id DESC"},
+	"created":   {"created ASC", "id ASC"},
+	"name":      {"[[name]] COLLATE NOCASE ASC", "id ASC"},
+	"-name":     {"[[name]] COLLATE NOCASE DESC", "id DESC"},
+	"-lastUsed": {"last_used DESC", "created DESC", "id DESC"},                      // most recently used first, never used last
+	"lastUsed":  {"last_used ASC", "created DESC", "id DESC"},                       // never used first
+	"expires":   {"[[expires]] = '' ASC", "expires ASC", "created DESC", "id DESC"}, // soonest first, never last
+}
+
+// States are the key states, in the order the staff page offers them.
+var States = []string{StateActive, StateBanned, StateRevoked, StateExpired}
+
+// Page is one page of keys, with the counts that place it.
+type Page struct {
+	Keys     []*core.Record // with their plan expanded
+	Matching int            // keys matching Search and State, on every page
+	Total    int            // every key
+}
+
+// Search returns the page of keys that q selects, as of now.
+func Search(app core.App, q Query, now time.Time) (Page, error) {
+	order, ok := Sorts[q.Sort]
+	if q.Sort == "" {
+		order, ok = Sorts[SortNewest], true
+	}
+	if !ok || q.Page < 1 || q.PerPage < 1 {
+		return Page{}, badSettings("", "no such page or order")
+	}
+	matching := func() *dbx.SelectQuery {
+		query := app.RecordQuery(Collection)
+		for _, exp := range []dbx.Expression{searchExp(q.Search), stateExp(q.State, now)} {
+			if exp != nil {
+				query.AndWhere(exp)
+			}
+		}
+		return query
+	}
+
+	var page Page
+	total, err := app.CountRecords(Collection)
+	if err != nil {
+		return page, err
+	}
+	page.Total = int(total)
+	if err := matching().Select("count(*)").Row(&page.Matching); err != nil {
+		return page, err
+	}
+	// The page's ids first, then their records: sorting ids alone is much
+	// cheaper than sorting whole records when no index gives the order.
+	var ids []string
+	err = matching().Select("id").OrderBy(order...).
+		Limit(int64(q.PerPage)).Offset(int64(q.Page-1) * int64(q.PerPage)).Column(&ids)
+	if err != nil {
+		return page, err
+	}
+	records, err := app.FindRecordsByIds(Collection, ids)
+	if err != nil {
+		return page, err
+	}
+	byID := make(map[string]*core.Record, len(records))
+	for _, r := range records {
+		byID[r.Id] = r
+	}
+	page.Keys = make([]*core.Record, 0, len(ids))
+	for _, id := range ids {
+		if r := byID[id]; r != nil { // nil: deleted since the ids were read
+			page.Keys = append(page.Keys, r)
+		}
+	}
+	for _, err := range app.ExpandRecords(page.Keys, []string{"plan"}, nil) {
+		return page, err
+	}
+	return page, nil
+}
+
+// searchExp matches what staff have in hand: a whole key, pasted; an id
+// (the `keys` command's); a name or part of it; a prefix as the page shows.
+func searchExp(search string) dbx.Expression {
+	search = strings.TrimSpace(search)
+	if search == "" {
+		return nil
+	}
+	if wellFormed(search) {
+		return dbx.Or(dbx.HashExp{HashField: Hash(search)}, dbx.HashExp{PreviousHashField: Hash(search)})
+	}
+	prefix := strings.TrimSuffix(strings.TrimSuffix(search, "…"), "...")
+	return dbx.Or(
+		dbx.HashExp{"id": search},
+		dbx.NewExp(`name LIKE {:contains} ESCAPE '\'`, dbx.Params{"contains": "%" + escapeLike(search) + "%"}),
+		dbx.NewExp(`prefix LIKE {:starts} ESCAPE '\' OR previous_prefix LIKE {:starts} ESCAPE '\'`,
+			dbx.Params{"starts": escapeLike(prefix) + "%"}),
+	)
+}
+
+// escapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// stateExp matches the keys in state at now, as State tells it. Dates are
+// stored as text that sorts as time does; an empty one sorts first.
+func stateExp(state string, now time.Time) dbx.Expression {
+	at := dbx.Params{"now": dateString(now)}
+	live := "revoked = '' AND (expires = '' OR expires > {:now})"
+	switch state {
+	case StateRevoked:
+		return dbx.NewExp("revoked <> ''")
+	case StateExpired:
+		return dbx.NewExp("revoked = '' AND expires <> '' AND expires <= {:now}", at)
+	case StateBanned:
+		return dbx.NewExp(live+" AND banned_until > {:now}", at)
+	case StateActive:
+		return dbx.NewExp(live+" AND banned_until <= {:now}", at)
+	}
+	return nil
+}
+
+// List returns every key, newest first, with its plan expanded.
+func List(app core.App) ([]*core.Record, error) {
+	records, err := app.FindRecordsByFilter(Collection, "", "-created", 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, err := range app.ExpandRecords(records, []string{"plan"}, nil) {
+		return nil, err
+	}
+	return records, nil
+}

@@ -1,0 +1,204 @@
+package migrations_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pocketbase/pocketbase/core"
+
+	_ "petstore/migrations"
+)
+
+// migrationsBefore is the app's migrations whose file sorts before file.
+func migrationsBefore(file string) core.MigrationsList {
+	var list core.MigrationsList
+	for _, m := range core.AppMigrations.Items() {
+		if m.File < file {
+			list.Add(m)
+		}
+	}
+	return list
+}
+
+func newApp(t *testing.T) core.App {
+	t.Helper()
+	app := core.NewBaseApp(core.BaseAppConfig{DataDir: t.TempDir()})
+	if err := app.Bootstrap(); err != nil { // applies PocketBase's own migrations
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.ResetBootstrapState() })
+	return app
+}
+
+func settingsJSON(t *testing.T, app core.App) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(app.Settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// On a new install, petstore's migrations turn PocketBase's rate limiter
+// on for its auth routes alone, and change no other setting.
+func TestRateLimiterOnAndNothingElse(t *testing.T) {
+	app := newApp(t)
+	before := settingsJSON(t, app)
+	if err := app.RunAllMigrations(); err != nil {
+		t.Fatal(err)
+	}
+	after := settingsJSON(t, app)
+
+	limits := app.Settings().RateLimits
+	if !limits.Enabled || len(limits.Rules) != 1 || limits.Rules[0] != (core.RateLimitRule{Label: "*:auth", MaxRequests: 2, Duration: 3}) {
+		t.Errorf("rate limits %+v, want on with PocketBase's *:auth rule alone, 2 per 3 s", limits)
+	}
+	wasLimits, _ := json.Marshal(before["rateLimits"].(map[string]any)["excludedIPs"])
+	nowLimits, _ := json.Marshal(after["rateLimits"].(map[string]any)["excludedIPs"])
+	if string(wasLimits) != string(nowLimits) {
+		t.Errorf("excluded addresses %s, were %s", nowLimits, wasLimits)
+	}
+	delete(before, "rateLimits")
+	delete(after, "rateLimits")
+	got, _ := json.Marshal(after)
+	want, _ := json.Marshal(before)
+	if string(got) != string(want) {
+		t.Errorf("settings other than the rate limits changed:\n%s\nwere\n%s", got, want)
+	}
+}
+
+// On an install whose staff already changed settings, the migrations keep
+// every change: their own rules (a stricter *:auth among them) and the
+// rest. A limiter staff had turned on keeps all its rules, PocketBase's
+// shipped ones included.
+func TestRateLimiterKeepsStaffSettings(t *testing.T) {
+	shipped := core.RateLimitRule{Label: "/api/", MaxRequests: 300, Duration: 10}
+	for _, c := range []struct {
+		name    string
+		enabled bool
+		rules   []core.RateLimitRule
+		want    []core.RateLimitRule
+	}{
+		{"off, own rules", false,
+			[]core.RateLimitRule{{Label: "*:auth", MaxRequests: 1, Duration: 10}, {Label: "/api/", MaxRequests: 50, Duration: 10},
+				{Label: "*:create", MaxRequests: 20, Duration: 5}},
+			[]core.RateLimitRule{{Label: "*:auth", MaxRequests: 1, Duration: 10}, {Label: "/api/", MaxRequests: 50, Duration: 10}}},
+		{"off, no auth rule", false,
+			[]core.RateLimitRule{{Label: "/api/batch", MaxRequests: 1, Duration: 1}},
+			[]core.RateLimitRule{{Label: "/api/batch", MaxRequests: 1, Duration: 1}, {Label: "*:auth", MaxRequests: 2, Duration: 3}}},
+		{"on", true,
+			[]core.RateLimitRule{shipped, {Label: "_superusers:auth", MaxRequests: 3, Duration: 60}},
+			[]core.RateLimitRule{shipped, {Label: "_superusers:auth", MaxRequests: 3, Duration: 60}, {Label: "*:auth", MaxRequests: 2, Duration: 3}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			app := newApp(t)
+			if _, err := core.NewMigrationsRunner(app, migrationsBefore("1763683680")).Up(); err != nil {
+				t.Fatal(err)
+			}
+			settings := app.Settings()
+			settings.Meta.AppName = "The corner pet shop"
+			settings.RateLimits.Enabled = c.enabled
+			settings.RateLimits.Rules = c.rules
+			settings.RateLimits.ExcludedIPs = []string{"10.0.0.7"}
+			if err := app.Save(settings); err != nil {
+				t.Fatal(err)
+			}
+			if err := app.RunAllMigrations(); err != nil {
+				t.Fatal(err)
+			}
+			got := app.Settings()
+			if got.Meta.AppName != "The corner pet shop" || !got.RateLimits.Enabled || !slices.Equal(got.RateLimits.Rules, c.want) ||
+				!slices.Equal(got.RateLimits.ExcludedIPs, []string{"10.0.0.7"}) {
+				t.Errorf("after the migrations: app name %q, rate limits %+v; want rules %+v", got.Meta.AppName, got.RateLimits, c.want)
+			}
+		})
+	}
+}
+
+// `revoked` becomes a select field with the values carried over, and back
+// when the migration is reverted.
+func TestRevokedBecomesASelectField(t *testing.T) {
+	app := newApp(t)
+	if _, err := core.NewMigrationsRunner(app, migrationsBefore("1763683620")).Up(); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := app.FindFirstRecordByData("plans", "name", "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := app.FindCollectionByNameOrId("api_keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[bool]string{}
+	for i, revoked := range []bool{true, false} {
+		r := core.NewRecord(keys)
+		r.Set("name", "shop")
+		r.Set("plan", plan.Id)
+		r.Set("key_hash", strings.Repeat(string(rune('a'+i)), 64))
+		r.Set("revoked", revoked)
+		if err := app.Save(r); err != nil {
+			t.Fatal(err)
+		}
+		ids[revoked] = r.Id
+	}
+	order := func() []string {
+		c, err := app.FindCollectionByNameOrId("api_keys")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Fields.FieldNames()
+	}
+	orderBefore := order()
+
+	if err := app.RunAllMigrations(); err != nil {
+		t.Fatal(err)
+	}
+	field, ok := func() (*core.SelectField, bool) {
+		c, _ := app.FindCollectionByNameOrId("api_keys")
+		f, ok := c.Fields.GetByName("revoked").(*core.SelectField)
+		return f, ok
+	}()
+	if !ok || len(field.Values) != 1 || field.Values[0] != "revoked" || field.MaxSelect != 1 || !strings.Contains(field.Help, "final") {
+		t.Fatalf("revoked is %+v, want a select field of one value, revoked, whose help says revocation is final", field)
+	}
+	if got := order(); strings.Join(got, ",") != strings.Join(orderBefore, ",") {
+		t.Errorf("field order %v, was %v", got, orderBefore)
+	}
+	for revoked, want := range map[bool]string{true: "revoked", false: ""} {
+		r, err := app.FindRecordById("api_keys", ids[revoked])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.GetString("revoked"); got != want {
+			t.Errorf("a key stored with revoked %v reads %q, want %q", revoked, got, want)
+		}
+	}
+
+	// Reverted, the bool comes back with the same values.
+	runner := core.NewMigrationsRunner(app, core.AppMigrations)
+	for {
+		reverted, err := runner.Down(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reverted) == 0 || strings.HasPrefix(reverted[0], "1763683620") {
+			break
+		}
+	}
+	for revoked := range ids {
+		r, err := app.FindRecordById("api_keys", ids[revoked])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.GetBool("revoked"); got != revoked {
+			t.Errorf("reverted, a key stored with revoked %v reads %v", revoked, got)
+		}
+	}
+}
