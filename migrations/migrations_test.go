@@ -125,7 +125,7 @@ func TestRateLimiterKeepsStaffSettings(t *testing.T) {
 // when the migration is reverted.
 func TestRevokedBecomesASelectField(t *testing.T) {
 	app := newApp(t)
-	if _, err := core.NewMigrationsRunner(app, migrationsBefore("1763683620")).Up(); err != nil {
+	if _, err := core.NewMigrationsRunner(app, migrationsBefore("1763683630")).Up(); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := app.FindFirstRecordByData("plans", "name", "free")
@@ -188,7 +188,7 @@ func TestRevokedBecomesASelectField(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(reverted) == 0 || strings.HasPrefix(reverted[0], "1763683620") {
+		if len(reverted) == 0 || strings.HasPrefix(reverted[0], "1763683630") {
 			break
 		}
 	}
