@@ -103,10 +103,11 @@ func serve(se *core.ServeEvent, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	petWrites, err := pets.PrepareWrites(app)
+	petWriter, err := pets.StartWriter(app)
 	if err != nil {
 		return err
 	}
+	onTerminate(app, "petstorePetWriterStop", "", func() error { petWriter.Stop(); return nil })
 
 	history, err := usage.Start(app, 0)
 	if err != nil {
@@ -124,7 +125,7 @@ func serve(se *core.ServeEvent, opts *Options) error {
 		now = time.Now
 	}
 	api.AddRoutes(se.Router.Group("/v1"), api.Deps{
-		Limiter: limiter, Keys: keys, Version: version, Pets: petReads, PetWrites: petWrites,
+		Limiter: limiter, Keys: keys, Version: version, Pets: petReads, PetWriter: petWriter,
 		RequestLog: reqlog, Usage: history, Now: now,
 	})
 	staff.AddRoutes(se.Router, history)

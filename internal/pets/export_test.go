@@ -1,0 +1,7 @@
+package pets
+
+// Queued is how many writes wait for the writer, for tests that hold it.
+func (w *Writer) Queued() int { return len(w.queue) }
+
+// MaxBatch is how many creates one transaction holds at most.
+const MaxBatch = maxBatch
