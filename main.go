@@ -24,7 +24,8 @@ func main() {
 	app := pocketbase.NewWithConfig(pocketbase.Config{
 		HideStartBanner:  true,
 		DBConnect:        database.Connect,
-		DataMaxIdleConns: database.ReadPoolIdleConns,
+		DataMaxOpenConns: database.ReadPoolConns,
+		DataMaxIdleConns: database.ReadPoolConns,
 	})
 
 	// Cobra writes errors to the root command's error stream, which PocketBase

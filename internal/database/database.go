@@ -1,7 +1,8 @@
 // Package database opens petstore's SQLite connections: PocketBase's own
 // pragmas with a page cache that bounds memory, and the read pool's size.
 // main and the test app pass both to PocketBase's configuration
-// (DBConnect, DataMaxIdleConns), so tests run with what production runs.
+// (DBConnect, DataMaxOpenConns and DataMaxIdleConns), so tests run with what
+// production runs.
 package database
 
 import (
@@ -19,17 +20,23 @@ import (
 // their cache_size, and moves pages between connections through the group's
 // LRU: PocketBase's 32 MB per connection, times the connections open under
 // load, bounds nothing. Each page also takes an 8 KiB slot of the allocator
-// beneath (modernc.org/memory). At 512 KiB, the idle read pool bounds the
-// group at ReadPoolIdleConns × 512 KiB, and a busy connection may still use
-// more than its share.
+// beneath (modernc.org/memory). At 512 KiB, the read pool bounds the group
+// at ReadPoolConns × 512 KiB, and a busy connection may still use more than
+// its share.
 const PageCacheKiB = 512
 
-// ReadPoolIdleConns is how many idle connections the read pool
-// (app.ConcurrentDB()) keeps. Prepared statements live on connections: a
-// connection the pool closes takes them along, and a new one loads the
-// schema and prepares them again, so the pool keeps as many as a busy server
-// uses at once. Each holds at most its share of the page cache.
-const ReadPoolIdleConns = 32
+// ReadPoolConns is how many connections the read pool (app.ConcurrentDB())
+// opens at most, and keeps open while idle.
+//
+// Each connection holds its share of the page cache, its copy of the
+// schema and its prepared statements, and fills its cache as the tables it
+// reads grow: with PocketBase's 120, which 100 concurrent requests open, the
+// process grows with the table. Two CPUs run a few queries at a time; a
+// request that finds every connection busy waits for one. Prepared
+// statements live on connections: a connection the pool closes takes them
+// along, and a new one loads the schema and prepares them again, so the pool
+// keeps every connection it opens.
+const ReadPoolConns = 32
 
 // pragmas are PocketBase's (core.DefaultDBConnect), busy_timeout first, with
 // the page cache above.
