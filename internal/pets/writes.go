@@ -25,11 +25,12 @@ import (
 // the transaction go on. Every caller is answered only after the transaction
 // that holds its create has committed.
 //
-// SQLite takes one write transaction at a time, and a commit costs about as
-// much as the inserts of a whole batch: creates that each commit queue
-// behind one another for the write connection, which database/sql hands to
-// a random waiter. One commit for the creates that arrive together costs
-// one write of the pages they share, and the writer serves them in order.
+// SQLite takes one write transaction at a time, and every transaction pays
+// for its beginning and its commit: creates that each commit queue behind
+// one another for the write connection, which database/sql hands to a
+// random waiter. One transaction for the creates that arrive together pays
+// once, writes the pages they share once, and the writer serves them in the
+// order they arrived.
 //
 // A pet is a plain row, as the record save would store it, written with an
 // INSERT prepared once: no core.Record is built, and no validator or record
@@ -53,7 +54,7 @@ type Writer struct {
 }
 
 // Tx is one create's part of a write transaction: its statements run
-// within its own savepoint.
+// within its own savepoint, or, alone in the transaction, the transaction.
 type Tx struct {
 	app    core.App
 	insert *sql.Stmt
