@@ -23,7 +23,8 @@ func main() {
 	// SQL on stdout, where `keys create` prints the new key.
 	app := pocketbase.NewWithConfig(pocketbase.Config{
 		DBConnect:        database.Connect,
-		DataMaxIdleConns: database.ReadPoolIdleConns,
+		DataMaxOpenConns: database.ReadPoolConns,
+		DataMaxIdleConns: database.ReadPoolConns,
 	})
 
 	// Cobra writes errors to the root command's error stream, which PocketBase

@@ -9,6 +9,7 @@ package hooks
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/pocketbase/dbx"
@@ -117,10 +118,16 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 	if err != nil {
 		return err
 	}
-	petWrites, err := pets.PrepareWrites(app)
+	checkpointer, err := database.StartCheckpointer(filepath.Join(app.DataDir(), database.DataFile), app.Logger())
 	if err != nil {
 		return err
 	}
+	onTerminate(app, "petstoreCheckpointerStop", "Could not close the checkpointer's connection", checkpointer.Stop)
+	petWriter, err := pets.StartWriter(app)
+	if err != nil {
+		return err
+	}
+	onTerminate(app, "petstorePetWriterStop", "", func() error { petWriter.Stop(); return nil })
 
 	reqlog, err := requestlog.Start(app, opts.RequestLog)
 	if err != nil {
@@ -134,7 +141,7 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 	}
 	documents := api.NewDocuments(base)
 	api.AddRoutes(se.Router.Group("/v1"), api.Deps{
-		Limiter: limiter, Keys: keys, Version: version, Pets: petReads, PetWrites: petWrites,
+		Limiter: limiter, Keys: keys, Version: version, Pets: petReads, PetWriter: petWriter,
 		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents,
 	})
 	staff.AddRoutes(se.Router, history)

@@ -49,12 +49,14 @@ func nextPageLink(prefix string, q pets.Query, last string) string {
 }
 
 // handleCreatePet serves createPet; the new pet's Location is under
-// petsURL, the address of listPets. With an Idempotency-Key, the pet and the
-// answer are stored in one transaction (package idempotency); without one,
-// the path does nothing more than create the pet.
-func handleCreatePet(writes *pets.Writes, petsURL string) func(*core.RequestEvent) error {
+// petsURL, the address of listPets. The pet is written by the pets writer,
+// in a transaction with the creates that arrive with it; with an
+// Idempotency-Key, its answer is stored in the same transaction (package
+// idempotency). Without one, the path does nothing more than create the pet.
+func handleCreatePet(writer *pets.Writer, petsURL string) func(*core.RequestEvent) error {
 	location := petLocation(petsURL + "/")
 	return func(e *core.RequestEvent) error {
+		defer writer.Expect()() // on its way while its body arrives and is checked
 		if err := noQuery(e.Request.URL.RawQuery); err != nil {
 			return err
 		}
@@ -70,14 +72,14 @@ func handleCreatePet(writes *pets.Writes, petsURL string) func(*core.RequestEven
 			return err
 		}
 		if idemKey != "" {
-			return createPetOnce(e, writes, location, idemKey, body)
+			return createPetOnce(e, writer, location, idemKey, body)
 		}
 
 		np, derr := decodeNewPet(body)
 		if derr != nil {
 			return derr
 		}
-		pet, err := writes.Create(e.App, np)
+		pet, err := writer.Create(np)
 		if err != nil {
 			return err
 		}
@@ -88,23 +90,32 @@ func handleCreatePet(writes *pets.Writes, petsURL string) func(*core.RequestEven
 
 // createPetOnce is createPet for a request with an Idempotency-Key: the
 // 201, or the 400 for the body, is remembered and replayed to retries.
-func createPetOnce(e *core.RequestEvent, writes *pets.Writes, location petLocation, idemKey string, body []byte) error {
-	var bodyErr *Error
-	answer, outcome, err := idempotency.Do(e.App, apiKeyID(e), idemKey, body, time.Now(),
-		func(tx core.App) (idempotency.Answer, error) {
-			np, derr := decodeNewPet(body)
-			if derr != nil {
-				bodyErr = derr
-				data, err := encodeJSON(derr)
-				return idempotency.Answer{Status: derr.Status, Body: data}, err
-			}
-			pet, err := writes.Create(tx, np)
-			if err != nil {
-				return idempotency.Answer{}, err
-			}
-			data, err := encodeJSON(pet)
-			return idempotency.Answer{Status: http.StatusCreated, Body: data, Location: location.of(pet)}, err
-		})
+func createPetOnce(e *core.RequestEvent, writer *pets.Writer, location petLocation, idemKey string, body []byte) error {
+	scope, now := apiKeyID(e), time.Now()
+	var (
+		answer  idempotency.Answer
+		outcome idempotency.Outcome
+		bodyErr *Error
+	)
+	err := writer.Run(func(tx *pets.Tx) (err error) {
+		bodyErr = nil
+		answer, outcome, err = idempotency.Do(tx.App(), scope, idemKey, body, now,
+			func(core.App) (idempotency.Answer, error) {
+				np, derr := decodeNewPet(body)
+				if derr != nil {
+					bodyErr = derr
+					data, err := encodeJSON(derr)
+					return idempotency.Answer{Status: derr.Status, Body: data}, err
+				}
+				pet, err := tx.Insert(np)
+				if err != nil {
+					return idempotency.Answer{}, err
+				}
+				data, err := encodeJSON(pet)
+				return idempotency.Answer{Status: http.StatusCreated, Body: data, Location: location.of(pet)}, err
+			})
+		return err
+	})
 	switch {
 	case err != nil:
 		return err

@@ -30,7 +30,7 @@ type Deps struct {
 	Keys       *apikeys.Finder
 	Version    *dataversion.Watch // the read pool's data version, at which keys and pets are kept
 	Pets       *pets.Reads
-	PetWrites  *pets.Writes
+	PetWriter  *pets.Writer
 	RequestLog *requestlog.Logger
 	Usage      *usage.Recorder
 	Now        func() time.Time // the service's clock for dates it acts on (getPet's sunset)
@@ -64,7 +64,7 @@ func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 
 	petsURL := d.Base.links() + "/pets"
 	v1.GET("/pets", handleListPets(d.Pets, d.Version, petsURL)).Bind(requireKey())
-	v1.POST("/pets", handleCreatePet(d.PetWrites, petsURL)).Bind(requireKey())
+	v1.POST("/pets", handleCreatePet(d.PetWriter, petsURL)).Bind(requireKey())
 	v1.GET("/pets/{petId}", handleGetPet(d.Pets, d.Version)).Bind(requireKey(),
 		deprecated(getPetDeprecatedAt, getPetSunset, petsURL),
 		removedAfter(getPetSunset, d.Now, getPetReplacement))

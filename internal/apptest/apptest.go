@@ -74,7 +74,8 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	app := core.NewBaseApp(core.BaseAppConfig{DataDir: dir, DBConnect: database.Connect, DataMaxIdleConns: database.ReadPoolIdleConns})
+	app := core.NewBaseApp(core.BaseAppConfig{DataDir: dir, DBConnect: database.Connect,
+		DataMaxOpenConns: database.ReadPoolConns, DataMaxIdleConns: database.ReadPoolConns})
 	if err := app.Bootstrap(); err != nil {
 		t.Fatalf("bootstrap: %v", err)
 	}

@@ -1,24 +1,31 @@
 // Command bench measures /v1 side by side with PocketBase's own records API
 // and its /api/health, on one server: the real petstore binary on a loopback
 // port with a fresh data directory, 1,000 seeded pets, an enterprise key whose
-// quotas never bind and a superuser token for PocketBase's API. The load
-// comes from wrk (Debian's wrk, a separate process) with a fixed number of
-// connections, each sending its next request when the previous one is
-// answered. Targets run one after the other, in rounds, so that each target's
-// figures are the median of runs spread over the whole benchmark.
+// quotas never bind and a superuser token for PocketBase's API. The load of
+// the single targets comes from wrk (Debian's wrk, a separate process) with a
+// fixed number of connections, each sending its next request when the
+// previous one is answered. The mixed targets send what one key's clients do
+// (70 % listPets, 20 % getPet, 10 % createPet; mixedReads without the
+// creates) over 100 connections in the same way, from this process
+// (mixed.go); mixedRedis does it on a second server on the same data, which
+// counts rate limits in a redis-server the benchmark starts. Targets run one
+// after the other, in rounds, so that each target's figures are the median
+// of runs spread over the whole benchmark.
 //
 // It prints req/s, p50 and p99 latency and the server's CPU time per request
-// for each target, the ratios the project aims for, and the server's RSS idle
-// and after the run. It fails (exit 1) on any error status, socket error or
-// timeout, and when the server does not stop cleanly on SIGTERM; missing a
-// ratio target is reported, not a failure (the machine's load decides too
-// much of it).
+// for each target, each operation's p99 in the mixed targets, the goals
+// (ratios, the mixed p99, the RSS after all targets) and the number of pets
+// stored at the end. It fails (exit 1) on any error status, socket error or
+// timeout, and when a server does not stop cleanly on SIGTERM; a goal not met
+// is reported, not a failure (the machine's load decides too much of it).
 //
-//	go run ./internal/bench [-conns 64] [-duration 3s] [-rounds 3] [-only listPets,pbList] [-profile listPets] [-request-log errors]
+//	go run ./internal/bench [-conns 64] [-mixed-conns 100] [-duration 3s] [-rounds 3] [-only listPets,pbList] [-profile listPets] [-request-log errors]
 //
-// -profile builds the binary with the tag pprof (package internal/profiling),
-// which serves net/http/pprof on a loopback port, and saves a CPU
-// profile of the named target's first run under -profile-dir.
+// -profile builds the binary with the tags pprof and memory.counters
+// (package internal/profiling), which serves net/http/pprof and SQLite's
+// memory on a loopback port, saves a CPU profile of the named target's first
+// run under -profile-dir, and at the end prints SQLite's memory and saves a
+// heap profile there.
 package main
 
 import (
@@ -28,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -43,17 +51,18 @@ import (
 )
 
 type config struct {
-	conns, threads, rounds, pets int
-	duration, warmup             time.Duration
-	only                         []string
-	profile, profileDir          string
-	requestLog                   string
+	conns, mixedConns, threads, rounds, pets int
+	duration, warmup                         time.Duration
+	only                                     []string
+	profile, profileDir                      string
+	requestLog                               string
 }
 
 func main() {
 	var cfg config
 	var only string
-	flag.IntVar(&cfg.conns, "conns", 64, "concurrent connections")
+	flag.IntVar(&cfg.conns, "conns", 64, "concurrent connections of the single targets")
+	flag.IntVar(&cfg.mixedConns, "mixed-conns", 100, "concurrent connections of the mixed targets")
 	flag.IntVar(&cfg.threads, "threads", 2, "wrk threads")
 	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "length of each run (whole seconds)")
 	flag.IntVar(&cfg.rounds, "rounds", 3, "runs of each target; figures are their medians")
@@ -80,7 +89,12 @@ func main() {
 }
 
 // The targets, in the order each round runs them.
-var targetNames = []string{"health", "listPets", "pbList", "getPet", "pbView", "createPet", "pbCreate"}
+var targetNames = []string{"health", "listPets", "pbList", "getPet", "pbView", "createPet", "pbCreate",
+	"mixedReads", "mixed", "mixedRedis"}
+
+// redisTarget runs on a second server, on the same data directory, that
+// counts rate limits in a Redis the benchmark starts.
+const redisTarget = "mixedRedis"
 
 // ratio is a goal: numerator's req/s over denominator's.
 type ratio struct {
@@ -92,19 +106,32 @@ type ratio struct {
 var ratios = []ratio{
 	{"listPets / PocketBase list", "listPets", "pbList", 2.0},
 	{"getPet / PocketBase view", "getPet", "pbView", 2.0},
-	{"createPet / PocketBase create", "createPet", "pbCreate", 1.5},
+	{"createPet / PocketBase create", "createPet", "pbCreate", 3.0},
 	{"listPets / health", "listPets", "health", 0.5},
 }
 
 const (
 	superuserEmail    = "bench@example.com"
 	superuserPassword = "bench-password-1234"
-	maxRSSAfterRun    = 150 << 20
+	// maxMixedP99 is the goal for the mixed target's p99 latency.
+	maxMixedP99 = 50 * time.Millisecond
+	// maxRSSAfterRun is the goal for the server's RSS after every target.
+	maxRSSAfterRun = 128 << 20
 )
 
 func run(cfg config) error {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk is not installed (Debian: apt-get install wrk): %w", err)
+	}
+	selected := targetNames
+	if cfg.only != nil {
+		selected = cfg.only
+	}
+	withRedis := slices.Contains(selected, redisTarget)
+	if withRedis {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			return fmt.Errorf("redis-server is not installed (Debian: apt-get install redis-server), and %s needs it: %w", redisTarget, err)
+		}
 	}
 	tmp, err := os.MkdirTemp("", "petstore-bench-")
 	if err != nil {
@@ -119,7 +146,6 @@ func run(cfg config) error {
 		if pprofAddr, err = freeLoopbackAddr(); err != nil {
 			return err
 		}
-		os.Setenv("PETSTORE_PPROF", pprofAddr)
 	}
 	bin, err := realserver.Build(tmp, tags...)
 	if err != nil {
@@ -133,11 +159,35 @@ func run(cfg config) error {
 	if _, _, err := realserver.Run(bin, dir, "superuser", "upsert", superuserEmail, superuserPassword); err != nil {
 		return err
 	}
-	p, err := realserver.Start(bin, dir, "--request-log", cfg.requestLog)
+	// start runs a server on dir; the profiled target's server serves pprof.
+	start := func(profiled bool, args ...string) (*realserver.Process, error) {
+		if profiled {
+			os.Setenv("PETSTORE_PPROF", pprofAddr)
+			defer os.Unsetenv("PETSTORE_PPROF")
+		}
+		return realserver.Start(bin, dir, append([]string{"--request-log", cfg.requestLog}, args...)...)
+	}
+	p, err := start(cfg.profile != "" && cfg.profile != redisTarget)
 	if err != nil {
 		return err
 	}
 	defer p.Kill()
+	servers := []*realserver.Process{p}
+	// The Redis target's server, when it runs: the same data, its rate-limit
+	// counters in Redis.
+	var pRedis *realserver.Process
+	if withRedis {
+		redis, err := startRedis(tmp)
+		if err != nil {
+			return err
+		}
+		defer redis.stop()
+		if pRedis, err = start(cfg.profile == redisTarget, "--ratelimit-redis", "redis://"+redis.addr+"/0"); err != nil {
+			return err
+		}
+		defer pRedis.Kill()
+		servers = append(servers, pRedis)
+	}
 	time.Sleep(time.Second) // let start-up work settle before reading the idle RSS
 	idleRSS, err := rssBytes(p.PID())
 	if err != nil {
@@ -154,15 +204,21 @@ func run(cfg config) error {
 	}
 	targets := newTargets(key, token, ids)
 
-	fmt.Printf("petstore bench: %d pets, --request-log %s, wrk -t%d -c%d, %d round(s) of %v per target, %d CPUs, load average %s\n",
-		len(ids), cfg.requestLog, cfg.threads, cfg.conns, cfg.rounds, cfg.duration, runtime.NumCPU(), loadAverage())
-	selected := targetNames
-	if cfg.only != nil {
-		selected = cfg.only
+	fmt.Printf("petstore bench: %d pets, --request-log %s, wrk -t%d -c%d, mixed targets over %d connections, %d round(s) of %v per target, %d CPUs, load average %s\n",
+		len(ids), cfg.requestLog, cfg.threads, cfg.conns, cfg.mixedConns, cfg.rounds, cfg.duration, runtime.NumCPU(), loadAverage())
+	measure := func(name string, d time.Duration) (result, error) {
+		t, server := targets[name], p
+		if name == redisTarget {
+			server = pRedis
+		}
+		if t.mix != nil {
+			return runMix(server.URL, *t.mix, t.headers, cfg.mixedConns, d)
+		}
+		return runWrk(tmp, server.URL, t, cfg.conns, cfg.threads, d)
 	}
 	if cfg.warmup > 0 {
 		for _, name := range selected {
-			if _, err := runWrk(tmp, p.URL, targets[name], cfg.conns, cfg.threads, cfg.warmup); err != nil {
+			if _, err := measure(name, cfg.warmup); err != nil {
 				return err
 			}
 		}
@@ -170,32 +226,38 @@ func run(cfg config) error {
 	results := map[string][]result{}
 	for round := range cfg.rounds {
 		for _, name := range selected {
+			server := p
+			if name == redisTarget {
+				server = pRedis
+			}
 			var profile func() error
 			if name == cfg.profile && round == 0 {
 				profile = startProfile(pprofAddr, cfg.duration, filepath.Join(cfg.profileDir, name+".pprof"))
 			}
-			if err := waitIdle(p.PID()); err != nil {
-				return err
+			for _, s := range servers {
+				if err := waitIdle(s.PID()); err != nil {
+					return err
+				}
 			}
-			before, err := cpuTime(p.PID())
+			before, err := cpuTime(server.PID())
 			if err != nil {
 				return err
 			}
-			r, err := runWrk(tmp, p.URL, targets[name], cfg.conns, cfg.threads, cfg.duration)
+			r, err := measure(name, cfg.duration)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w\n%s", name, err, server.Output())
 			}
-			after, err := cpuTime(p.PID())
+			after, err := cpuTime(server.PID())
 			if err != nil {
 				return err
 			}
 			r.serverCPU = after - before
-			if r.rss, err = rssBytes(p.PID()); err != nil {
+			if r.rss, err = rssBytes(server.PID()); err != nil {
 				return err
 			}
 			if r.errors() > 0 {
 				return fmt.Errorf("%s: %d errors (connect %d, read %d, write %d, status >= 400 %d, timeout %d)\n%s",
-					name, r.errors(), r.Connect, r.Read, r.Write, r.Status, r.Timeout, p.Output())
+					name, r.errors(), r.Connect, r.Read, r.Write, r.Status, r.Timeout, server.Output())
 			}
 			if profile != nil {
 				if err := profile(); err != nil {
@@ -209,15 +271,34 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
+	stored, err := countPets(p.URL, token)
+	if err != nil {
+		return err
+	}
 
 	printResults(selected, results)
-	fmt.Printf("server RSS: %s idle after start, %s after the run (goal <= %s)\n",
-		megabytes(idleRSS), megabytes(afterRSS), megabytes(maxRSSAfterRun))
+	fmt.Printf("%-30s %7s (goal <= %s) %s; %s idle after start, %d pets stored\n", "server RSS after all targets",
+		megabytes(afterRSS), megabytes(maxRSSAfterRun), verdict(afterRSS <= maxRSSAfterRun), megabytes(idleRSS), stored)
+	if pRedis != nil {
+		rss, err := rssBytes(pRedis.PID())
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%-30s %7s\n", "RSS of mixedRedis's server", megabytes(rss))
+	}
 	fmt.Printf("load average at the end: %s\n", loadAverage())
 	if cfg.profile != "" {
+		if err := saveMemory(pprofAddr, cfg.profileDir); err != nil {
+			return err
+		}
 		fmt.Printf("CPU profile of %s: %s (go tool pprof -top -cum FILE)\n", cfg.profile, filepath.Join(cfg.profileDir, cfg.profile+".pprof"))
 	}
-	return p.Stop()
+	for _, s := range slices.Backward(servers) {
+		if err := s.Stop(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newTargets(key, token string, ids []string) map[string]target {
@@ -231,6 +312,14 @@ func newTargets(key, token string, ids []string) map[string]target {
 		v1Get = append(v1Get, "/v1/pets/"+id)
 		pbGet = append(pbGet, "/api/collections/pets/records/"+id)
 	}
+	// What a client of one key does: mostly lists, some reads of one pet,
+	// a few creates.
+	list := op{name: "listPets", method: http.MethodGet, paths: []string{"/v1/pets?limit=20"}, want: http.StatusOK}
+	get := op{name: "getPet", method: http.MethodGet, paths: v1Get, want: http.StatusOK}
+	create := op{name: "createPet", method: http.MethodPost, paths: []string{"/v1/pets"}, body: body, want: http.StatusCreated}
+	list.weight, get.weight, create.weight = 70, 20, 10
+	mixed := &mix{ops: []op{list, get, create}}
+	reads := &mix{ops: []op{list, get}}
 	ts := []target{
 		{name: "health", method: http.MethodGet, paths: []string{"/api/health"}},
 		{name: "listPets", method: http.MethodGet, paths: []string{"/v1/pets?limit=20"}, headers: v1},
@@ -239,6 +328,9 @@ func newTargets(key, token string, ids []string) map[string]target {
 		{name: "pbView", method: http.MethodGet, paths: pbGet, headers: pb},
 		{name: "createPet", method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
 		{name: "pbCreate", method: http.MethodPost, paths: []string{"/api/collections/pets/records"}, headers: pbJSON, body: body},
+		{name: "mixedReads", mix: reads, headers: v1},
+		{name: "mixed", mix: mixed, headers: v1},
+		{name: redisTarget, mix: mixed, headers: v1},
 	}
 	m := map[string]target{}
 	for _, t := range ts {
@@ -265,6 +357,22 @@ func printResults(names []string, results map[string][]result) {
 			total, megabytes(rs[len(rs)-1].rss))
 	}
 	fmt.Println()
+	for _, name := range names {
+		rs := results[name]
+		if rs[0].ops == nil {
+			continue
+		}
+		fmt.Printf("%-10s p99 per operation:", name)
+		for _, o := range slices.Sorted(maps.Keys(rs[0].ops)) {
+			var total int64
+			for _, r := range rs {
+				total += r.ops[o].requests
+			}
+			fmt.Printf("  %s %v (%d)", o, us(median(rs, func(r result) float64 { return float64(r.ops[o].p99US) })), total)
+		}
+		fmt.Println()
+	}
+	fmt.Println()
 	for _, r := range ratios {
 		num, okNum := medians[r.num]
 		denom, okDenom := medians[r.denom]
@@ -272,12 +380,19 @@ func printResults(names []string, results map[string][]result) {
 			continue
 		}
 		got := num / denom
-		verdict := "met"
-		if got < r.goal {
-			verdict = "BELOW GOAL"
-		}
-		fmt.Printf("%-30s %5.2fx (goal >= %.1fx) %s\n", r.what, got, r.goal, verdict)
+		fmt.Printf("%-30s %6.2fx (goal >= %.1fx) %s\n", r.what, got, r.goal, verdict(got >= r.goal))
 	}
+	if rs, ok := results["mixed"]; ok {
+		p99 := us(median(rs, func(r result) float64 { return float64(r.P99US) }))
+		fmt.Printf("%-30s %7v (goal <= %v) %s\n", "mixed p99", p99, maxMixedP99, verdict(p99 <= maxMixedP99))
+	}
+}
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "NOT MET"
 }
 
 func median(rs []result, f func(result) float64) float64 {
@@ -405,4 +520,57 @@ func freeLoopbackAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// countPets is the number of pets stored, from PocketBase's records API.
+func countPets(baseURL, token string) (int64, error) {
+	req, err := http.NewRequest(http.MethodGet, baseURL+"/api/collections/pets/records?perPage=1&fields=id", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var list struct {
+		TotalItems int64 `json:"totalItems"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("counting pets: status %d, %v", resp.StatusCode, err)
+	}
+	return list.TotalItems, nil
+}
+
+// saveMemory prints the profiled server's SQLite memory (/debug/sqlite) and
+// saves its Go heap profile in dir, after a garbage collection.
+func saveMemory(addr, dir string) error {
+	get := func(path string) ([]byte, error) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s: status %d: %s", path, resp.StatusCode, data)
+		}
+		return data, err
+	}
+	sqlite, err := get("/debug/sqlite")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("SQLite memory of the profiled server (bytes):\n%s", sqlite)
+	heap, err := get("/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "heap.pprof")
+	if err := os.WriteFile(path, heap, 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("heap profile after the run: %s (go tool pprof -sample_index=inuse_space -top FILE)\n", path)
+	return nil
 }

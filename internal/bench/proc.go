@@ -2,9 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -74,4 +78,53 @@ func waitIdle(pid int) error {
 		prev = now
 	}
 	return nil
+}
+
+// redisServer is a redis-server the benchmark started.
+type redisServer struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+// startRedis runs redis-server on a free loopback port, without persistence,
+// and returns once it answers PING.
+func startRedis(dir string) (*redisServer, error) {
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	r := &redisServer{addr: addr, cmd: cmd}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if ping(addr) {
+			return r, nil
+		}
+	}
+	r.stop()
+	return nil, fmt.Errorf("redis-server on %s did not answer PING within 30 s", addr)
+}
+
+func ping(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	reply := make([]byte, 7)
+	n, _ := io.ReadFull(conn, reply)
+	return string(reply[:n]) == "+PONG\r\n"
+}
+
+// stop ends the redis-server it started, by its process id.
+func (r *redisServer) stop() {
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	_ = r.cmd.Wait()
 }

@@ -15,13 +15,15 @@ import (
 )
 
 // target is one request to measure: a method, one or more paths (picked at
-// random per request), headers and a body.
+// random per request), headers and a body; or, with mix, a mix of requests
+// with the same headers (mixed.go).
 type target struct {
 	name    string
 	method  string
 	paths   []string
 	headers map[string]string
 	body    string
+	mix     *mix
 }
 
 // result is what wrk measured of one target in one run.
@@ -36,8 +38,9 @@ type result struct {
 	Status     int64 `json:"status"` // responses with a status >= 400
 	Timeout    int64 `json:"timeout"`
 
-	serverCPU time.Duration // the server's CPU time during the run
-	rss       int64         // the server's RSS right after the run
+	serverCPU time.Duration       // the server's CPU time during the run
+	rss       int64               // the server's RSS right after the run
+	ops       map[string]opResult // a mixed target's figures per operation
 }
 
 func (r result) perSecond() float64 {

@@ -2,7 +2,9 @@ package idempotency_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
+	"petstore/internal/database"
 	"petstore/internal/idempotency"
 )
 
@@ -387,4 +390,101 @@ func TestAnswersExpireAfterADay(t *testing.T) {
 	if !scheduled {
 		t.Fatal("the purge is not in PocketBase's cron")
 	}
+}
+
+// Creates that wait for SQLite's write lock together are written together
+// (package pets batches them); each keeps its own key, row, answer and
+// error: a failing create fails alone, duplicates replay one answer.
+func TestBatchedCreatesKeepTheirOwnAnswers(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "enterprise", PerMinute: 1 << 30, PerDay: 1 << 30})
+	if _, err := s.App.DB().NewQuery(`CREATE TRIGGER refuse_poison BEFORE INSERT ON pets WHEN NEW.name = 'poison'
+		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`).Execute(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another connection holds the write lock while the creates arrive.
+	db, err := database.Connect(filepath.Join(s.Dir, "data.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+
+	requests := []struct{ name, idemKey, body string }{
+		{"rex", "k-rex", `{"name": "Rex", "categoryId": 3}`},
+		{"ada", "k-ada", `{"name": "Ada", "categoryId": 4}`},
+		{"dup 1", "k-dup", `{"name": "Dup", "categoryId": 5}`},
+		{"dup 2", "k-dup", `{"name": "Dup", "categoryId": 5}`},
+		{"bad body", "k-bad", `{"name": "Bad", "categoryId": 0}`},
+		{"poison", "k-poison", `{"name": "poison", "categoryId": 6}`},
+		{"no key", "", `{"name": "Plain", "categoryId": 7}`},
+	}
+	responses := make([]*apptest.Response, len(requests))
+	var wg sync.WaitGroup
+	for i, r := range requests {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/pets", strings.NewReader(r.body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
+			if r.idemKey != "" {
+				req.Header.Set("Idempotency-Key", r.idemKey)
+			}
+			resp, err := s.Client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			var buf bytes.Buffer
+			_, _ = buf.ReadFrom(resp.Body)
+			responses[i] = &apptest.Response{Response: resp, Body: buf.Bytes()}
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // the requests reach the writer
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	byName := map[string]*apptest.Response{}
+	for i, r := range requests {
+		byName[r.name] = responses[i]
+	}
+	for _, name := range []string{"rex", "ada", "no key"} {
+		if r := byName[name]; r.StatusCode != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("%s: %d %s, Idempotent-Replayed %q", name, r.StatusCode, r.Body, r.Header.Get("Idempotent-Replayed"))
+		}
+	}
+	first, second := byName["dup 1"], byName["dup 2"]
+	if first.Header.Get("Idempotent-Replayed") != "" {
+		first, second = second, first
+	}
+	replayed(t, first, second)
+	if e := byName["bad body"].Error(t, http.StatusBadRequest); !strings.Contains(e.Message, "categoryId") {
+		t.Errorf("bad body: %s", byName["bad body"].Body)
+	}
+	byName["poison"].Error(t, http.StatusInternalServerError)
+
+	for name, want := range map[string]int64{"Rex": 1, "Ada": 1, "Dup": 1, "Bad": 0, "poison": 0, "Plain": 1} {
+		if got := petsNamed(t, s, name); got != want {
+			t.Errorf("%d pets named %s, want %d", got, name, want)
+		}
+	}
+	if n := rememberedAnswers(t, s); n != 4 { // rex, ada, dup, bad body: not the failure
+		t.Errorf("%d answers remembered, want 4", n)
+	}
+	replayed(t, byName["bad body"], create(t, s, key, "k-bad", `{"name": "Bad", "categoryId": 0}`))
+	replayed(t, byName["rex"], create(t, s, key, "k-rex", `{"name": "Rex", "categoryId": 3}`))
 }

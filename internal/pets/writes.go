@@ -4,7 +4,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
@@ -12,18 +16,74 @@ import (
 	"github.com/pocketbase/pocketbase/tools/types"
 )
 
-// Writes is createPet's INSERT, prepared once on PocketBase's write
-// connection (app.NonconcurrentDB()): a plain row, as the record save would
-// store it, without building a core.Record, running its validators and
-// hooks or parsing the INSERT again for every pet. Its caller has checked
-// the NewPet against the rules. Record hooks and realtime events do not fire
-// for pets created this way (docs/api.md).
-type Writes struct {
+// Writer writes createPet's pets with group commit. One goroutine owns the
+// writing: it takes the creates that are waiting (at most maxBatch, and
+// while more are on their way, those that arrive within gatherFor of the
+// first) and runs them in one transaction on PocketBase's write connection
+// (app.NonconcurrentDB()), each within a savepoint of its own. A create that
+// fails rolls back to its savepoint and gets its own error; the others in
+// the transaction go on. Every caller is answered only after the transaction
+// that holds its create has committed.
+//
+// SQLite takes one write transaction at a time, and every transaction pays
+// for its beginning and its commit: creates that each commit queue behind
+// one another for the write connection, which database/sql hands to a
+// random waiter. One transaction for the creates that arrive together pays
+// once, writes the pages they share once, and the writer serves them in the
+// order they arrived.
+//
+// A pet is a plain row, as the record save would store it, written with an
+// INSERT prepared once: no core.Record is built, and no validator or record
+// hook runs. Callers have checked the NewPet against the rules. Record hooks
+// and realtime events do not fire for pets created this way (docs/api.md).
+type Writer struct {
+	app core.App
+	// Prepared once on the write connection, used in each transaction.
+	insert, savepoint, release, rollbackTo *sql.Stmt
+
+	queue     chan *write
+	gatherFor time.Duration
+	// expected counts the creates on their way (Expect).
+	expected atomic.Int64
+	// mu guards stopped: Stop waits for every Run that is queueing a
+	// write, so the writer's last drain sees all of them.
+	mu      sync.RWMutex
+	stopped bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// Tx is one create's part of a write transaction: its statements run
+// within its own savepoint, or, alone in the transaction, the transaction.
+type Tx struct {
+	app    core.App
 	insert *sql.Stmt
 }
 
+// App is the transaction's app, for the create's other statements (its
+// Idempotency-Key's row): what it writes commits or rolls back with the pet.
+func (tx *Tx) App() core.App { return tx.app }
+
+// write is one caller's work, waiting for its transaction.
+type write struct {
+	work func(*Tx) error
+	err  error
+	done chan struct{}
+}
+
+const (
+	// maxBatch bounds the creates of one transaction.
+	maxBatch = 128
+	// gatherFor is how long a transaction waits, at most, for the creates
+	// on their way: the most a create is delayed.
+	gatherFor = time.Millisecond
+	// queueSize bounds the creates waiting for the writer; more callers wait
+	// to queue.
+	queueSize = 1024
+)
+
 // The id does not exist yet with overwhelming odds (9·10^14 ids); when it
-// does, ON CONFLICT leaves the row alone, no row is inserted and Create
+// does, ON CONFLICT leaves the row alone, no row is inserted and Insert
 // tries another id.
 const insertSQL = "INSERT INTO pets (id, name, categoryId, status, created, updated)" +
 	" VALUES (:id, :name, :categoryId, :status, :now, :now) ON CONFLICT (id) DO NOTHING"
@@ -31,38 +91,261 @@ const insertSQL = "INSERT INTO pets (id, name, categoryId, status, created, upda
 // maxIDAttempts bounds the retries on an id collision.
 const maxIDAttempts = 5
 
-// PrepareWrites prepares the insert on app's write connection.
-func PrepareWrites(app core.App) (*Writes, error) {
+// ErrStopped is the error of a create asked for after Stop.
+var ErrStopped = errors.New("pets: the writer is stopped")
+
+// StartWriter prepares the statements on app's write connection and starts
+// the writer. Stop writes what is queued and stops it.
+func StartWriter(app core.App) (*Writer, error) {
+	return startWriter(app, gatherFor)
+}
+
+func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 	db, ok := app.NonconcurrentDB().(*dbx.DB)
 	if !ok {
 		return nil, fmt.Errorf("the app's write connection is a %T, not a *dbx.DB", app.NonconcurrentDB())
 	}
-	stmt, err := db.DB().Prepare(insertSQL)
-	if err != nil {
-		return nil, fmt.Errorf("prepare the pets insert: %w", err)
+	w := &Writer{
+		app:       app,
+		queue:     make(chan *write, queueSize),
+		gatherFor: gatherFor,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
-	return &Writes{insert: stmt}, nil
+	for _, s := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&w.insert, insertSQL},
+		{&w.savepoint, "SAVEPOINT pet"},
+		{&w.release, "RELEASE pet"},
+		{&w.rollbackTo, "ROLLBACK TO pet"},
+	} {
+		stmt, err := db.DB().Prepare(s.sql)
+		if err != nil {
+			w.closeStatements()
+			return nil, fmt.Errorf("prepare the pets writes: %w", err)
+		}
+		*s.stmt = stmt
+	}
+	go w.run()
+	return w, nil
 }
 
-// Create inserts np as a new pet with app's write connection, or with its
-// transaction when app is a transaction's app (idempotency.Do's).
-func (w *Writes) Create(app core.App, np NewPet) (Pet, error) {
-	insert := w.insert
-	switch db := app.NonconcurrentDB().(type) {
-	case *dbx.DB:
-	case *dbx.Tx:
-		// dbx's builders (its SQLite one embeds BaseBuilder) hold the *sql.Tx.
-		b, _ := db.Builder.(interface{ Executor() dbx.Executor })
-		tx, ok := b.Executor().(*sql.Tx)
-		if b == nil || !ok {
-			return Pet{}, fmt.Errorf("a transaction's builder is a %T, without its *sql.Tx", db.Builder)
-		}
-		insert = tx.Stmt(w.insert) // the same prepared statement: the write pool has one connection
-		defer insert.Close()
-	default:
-		return Pet{}, fmt.Errorf("the app's write connection is a %T", db)
-	}
+// Create stores np as a new pet. It returns once the pet is committed.
+func (w *Writer) Create(np NewPet) (Pet, error) {
+	var pet Pet
+	err := w.Run(func(tx *Tx) (err error) {
+		pet, err = tx.Insert(np)
+		return err
+	})
+	return pet, err
+}
 
+// Run runs work in a write transaction, with the creates that arrive with
+// it, and returns work's error once the transaction has committed.
+//
+// What work writes through its Tx is rolled back when work returns an error
+// (or panics); the rest of the transaction goes on. When the transaction
+// fails as a whole, each work is run again in a transaction of its own, so
+// work must leave nothing behind but what it writes through its Tx and the
+// values it sets: it may run more than once, and only the last run counts.
+func (w *Writer) Run(work func(*Tx) error) error {
+	wr := &write{work: work, done: make(chan struct{})}
+	w.mu.RLock()
+	if w.stopped {
+		w.mu.RUnlock()
+		return ErrStopped
+	}
+	w.queue <- wr
+	w.mu.RUnlock()
+	<-wr.done
+	return wr.err
+}
+
+// Stop writes the creates queued so far and stops the writer. Creates asked
+// for after Stop fail with ErrStopped.
+func (w *Writer) Stop() {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
+	}
+	w.stopped = true
+	w.mu.Unlock()
+	close(w.stop)
+	<-w.done
+	w.closeStatements()
+}
+
+func (w *Writer) closeStatements() {
+	for _, stmt := range []*sql.Stmt{w.insert, w.savepoint, w.release, w.rollbackTo} {
+		if stmt != nil {
+			stmt.Close()
+		}
+	}
+}
+
+// Expect announces a create on its way to Create or Run: while creates are
+// on their way, a transaction waits for them, at most gatherFor. Creates
+// that come one at a time (a client creating pets one after the other) are
+// not delayed. The caller calls done when it has its answer, or has decided
+// not to create after all.
+func (w *Writer) Expect() (done func()) {
+	w.expected.Add(1)
+	return func() { w.expected.Add(-1) }
+}
+
+// run writes the queue in batches until Stop, then what is left.
+func (w *Writer) run() {
+	defer close(w.done)
+	batch := make([]*write, 0, maxBatch)
+	gather := time.NewTimer(w.gatherFor)
+	gather.Stop()
+	for {
+		select {
+		case wr := <-w.queue:
+			batch = append(batch[:0], wr)
+		case <-w.stop:
+			for len(w.queue) > 0 {
+				w.commit(w.fill(batch[:0]))
+			}
+			return
+		}
+		batch = w.fill(batch)
+		if len(batch) < maxBatch && w.onTheirWay(batch) {
+			gather.Reset(w.gatherFor)
+		wait:
+			for len(batch) < maxBatch {
+				select {
+				case wr := <-w.queue:
+					batch = append(batch, wr)
+					if !w.onTheirWay(batch) {
+						break wait
+					}
+				case <-gather.C:
+					break wait
+				case <-w.stop: // written at once, then drained above
+					break wait
+				}
+			}
+			gather.Stop()
+		}
+		w.commit(batch)
+	}
+}
+
+// onTheirWay reports whether creates announced with Expect are on their way
+// and not in batch yet.
+func (w *Writer) onTheirWay(batch []*write) bool {
+	return w.expected.Load() > int64(len(batch))
+}
+
+// fill adds the queued writes to batch, up to maxBatch, without waiting.
+func (w *Writer) fill(batch []*write) []*write {
+	for len(batch) < maxBatch {
+		select {
+		case wr := <-w.queue:
+			batch = append(batch, wr)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commit runs batch in one transaction and answers each of its callers.
+// When the transaction fails as a whole (its commit, or a statement after
+// which SQLite rolled it back), nothing of it is stored: each write is run
+// again alone, so that it gets its own answer.
+func (w *Writer) commit(batch []*write) {
+	err := w.transaction(batch)
+	if err != nil && len(batch) > 1 {
+		for _, wr := range batch {
+			w.commit([]*write{wr})
+		}
+		return
+	}
+	// The transaction has ended: committed, with every write of batch that
+	// has no error, or failed, without any. Each caller gets its answer.
+	for _, wr := range batch {
+		if err != nil && wr.err == nil { // a write that failed keeps its own error
+			wr.err = err
+		}
+		close(wr.done)
+	}
+}
+
+// transaction runs batch in one transaction, each write within a savepoint
+// when there are several.
+func (w *Writer) transaction(batch []*write) error {
+	for _, wr := range batch {
+		wr.err = nil
+	}
+	return w.app.RunInTransaction(func(txApp core.App) error {
+		sqlTx, err := sqlTxOf(txApp)
+		if err != nil {
+			return err
+		}
+		tx := &Tx{app: txApp, insert: sqlTx.Stmt(w.insert)}
+		defer tx.insert.Close()
+		if len(batch) == 1 { // the transaction is its savepoint
+			wr := batch[0]
+			wr.err = runWork(wr.work, tx)
+			return wr.err
+		}
+		savepoint, release, rollbackTo := sqlTx.Stmt(w.savepoint), sqlTx.Stmt(w.release), sqlTx.Stmt(w.rollbackTo)
+		defer savepoint.Close()
+		defer release.Close()
+		defer rollbackTo.Close()
+		for _, wr := range batch {
+			if _, err := savepoint.Exec(); err != nil {
+				return err
+			}
+			if wr.err = runWork(wr.work, tx); wr.err != nil {
+				if _, err := rollbackTo.Exec(); err != nil {
+					return err
+				}
+			}
+			if _, err := release.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// runWork is work's error, or its panic as an error: a panic in one create
+// fails that create, not the writer and its other creates.
+func runWork(work func(*Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pets: a create panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return work(tx)
+}
+
+// sqlTxOf is the *sql.Tx of a transaction's app: dbx's builders (its SQLite
+// one embeds BaseBuilder) hold it.
+func sqlTxOf(txApp core.App) (*sql.Tx, error) {
+	dbxTx, ok := txApp.NonconcurrentDB().(*dbx.Tx)
+	if !ok {
+		return nil, fmt.Errorf("a transaction's write connection is a %T", txApp.NonconcurrentDB())
+	}
+	b, _ := dbxTx.Builder.(interface{ Executor() dbx.Executor })
+	if b == nil {
+		return nil, fmt.Errorf("a transaction's builder is a %T, without its *sql.Tx", dbxTx.Builder)
+	}
+	sqlTx, ok := b.Executor().(*sql.Tx)
+	if !ok {
+		return nil, fmt.Errorf("a transaction's executor is a %T, not a *sql.Tx", b.Executor())
+	}
+	return sqlTx, nil
+}
+
+// Insert adds np as a new pet in the transaction.
+func (tx *Tx) Insert(np NewPet) (Pet, error) {
 	pet := Pet{Name: Name(np.Name), CategoryID: np.CategoryID, Status: NewStatus(np.Status)}
 	// As the record save stores the autodate fields: the same instant, text.
 	now := types.NowDateTime().String()
@@ -72,7 +355,7 @@ func (w *Writes) Create(app core.App, np NewPet) (Pet, error) {
 		if err != nil {
 			return Pet{}, err
 		}
-		res, err := insert.Exec(sql.Named("id", id), sql.Named("name", pet.Name),
+		res, err := tx.insert.Exec(sql.Named("id", id), sql.Named("name", pet.Name),
 			sql.Named("categoryId", pet.CategoryID), sql.Named("status", pet.Status), sql.Named("now", now))
 		if err != nil {
 			return Pet{}, err

@@ -19,10 +19,15 @@ import (
 )
 
 // TestCrashKeepsAcknowledgedWrites kills the server with SIGKILL at a random
-// moment while 8 clients create pets, a few times over on the same --dir.
-// After each restart every pet whose 201 reached its client is there with
-// the same fields, a key revoked just before the kill is still revoked, and
-// every stored row is one a client sent, whole.
+// moment while 32 clients create pets, a few times over on the same --dir.
+// So many creates at once are written in batches, one transaction each
+// (package pets), and the kill lands among them. A third of the creates
+// carry an Idempotency-Key. After each restart every pet whose 201 reached
+// its client is there with the same fields; every key sent before the kill,
+// sent again with its body, gives the acknowledged pet back, or for an
+// unacknowledged one the pet committed without its answer, or a new pet; a
+// key revoked just before the kill is still revoked; and every stored row is
+// one a client sent, whole, once.
 func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -31,8 +36,10 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	dir := t.TempDir()
 	key, _ := createKey(t, dir, "--plan", "enterprise", "--per-minute", "100000000", "--per-day", "1000000000")
 
-	sent := map[string]pets.Pet{} // by name (unique): what a client asked for
-	acked := map[int64]pets.Pet{} // by id: what a 201 answered
+	const clients = 32
+	sent := map[string]pets.Pet{}   // by name (unique): what a client asked for
+	acked := map[int64]pets.Pet{}   // by id: what a 201 answered
+	keyed := map[string]keyedSend{} // by Idempotency-Key
 	var mu sync.Mutex
 
 	for round := range 3 {
@@ -44,8 +51,8 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		for w := range 8 {
-			wrng := rand.New(rand.NewPCG(seed, uint64(round*8+w+1)))
+		for w := range clients {
+			wrng := rand.New(rand.NewPCG(seed, uint64(round*clients+w+1)))
 			wg.Go(func() {
 				for i := 0; ; i++ {
 					select {
@@ -63,10 +70,17 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 						body, _ = json.Marshal(map[string]any{"name": want.Name, "categoryId": want.CategoryID})
 						want.Status = "available" // the documented default
 					}
+					var idemKey string
+					if wrng.IntN(3) == 0 {
+						idemKey = "crash-" + want.Name
+					}
 					mu.Lock()
 					sent[want.Name] = want
+					if idemKey != "" {
+						keyed[idemKey] = keyedSend{body: body}
+					}
 					mu.Unlock()
-					status, resp, err := p.Do(context.Background(), http.MethodPost, "/v1/pets", key, body)
+					status, resp, err := createWithKey(p, key, idemKey, body)
 					if err != nil {
 						return // the server is gone
 					}
@@ -81,6 +95,9 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 					}
 					mu.Lock()
 					acked[got.ID] = got
+					if idemKey != "" {
+						keyed[idemKey] = keyedSend{body: body, acked: got}
+					}
 					mu.Unlock()
 				}
 			})
@@ -106,6 +123,19 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		if status, body, _ := p.Do(context.Background(), http.MethodGet, "/v1/pets", doomed, nil); status != http.StatusUnauthorized {
 			t.Fatalf("round %d: key revoked before the kill answers %d %s after restart", round, status, body)
 		}
+		// Retried with its key, every create ends with one pet: the
+		// acknowledged one, or the one committed before the kill, or a new one.
+		for idemKey, ks := range keyed {
+			status, resp, err := createWithKey(p, key, idemKey, ks.body)
+			var got pets.Pet
+			if err != nil || status != http.StatusCreated || json.Unmarshal(resp, &got) != nil {
+				t.Fatalf("retry of %s: %d %v %s", idemKey, status, err, resp)
+			}
+			if ks.acked.ID != 0 && got != ks.acked {
+				t.Fatalf("retry of %s after restart gave %+v, the 201 before the kill %+v", idemKey, got, ks.acked)
+			}
+			keyed[idemKey] = keyedSend{body: ks.body, acked: got}
+		}
 		if err := p.Stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -113,10 +143,31 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	}
 }
 
+// keyedSend is a create sent with an Idempotency-Key: its body, and the pet
+// a 201 answered, if one did.
+type keyedSend struct {
+	body  []byte
+	acked pets.Pet
+}
+
+// createWithKey posts body to createPet with key, and with idemKey as its
+// Idempotency-Key when it is not empty.
+func createWithKey(p *realserver.Process, key, idemKey string, body []byte) (int, []byte, error) {
+	var header []string
+	if idemKey != "" {
+		header = []string{"Idempotency-Key", idemKey}
+	}
+	resp, data, err := p.Exchange(context.Background(), http.MethodPost, "/v1/pets", key, body, header...)
+	if resp == nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, data, err
+}
+
 var petID = regexp.MustCompile(`^[1-9][0-9]{14}$`)
 
 // checkStoredPets reads the pets table itself: the database is intact, and
-// every row is whole and exactly one a client sent.
+// every row is whole and exactly one a client sent, once.
 func checkStoredPets(t *testing.T, dir string, sent map[string]pets.Pet, atLeast int) {
 	t.Helper()
 	db, err := core.DefaultDBConnect(filepath.Join(dir, "data.db"))
@@ -143,7 +194,12 @@ func checkStoredPets(t *testing.T, dir string, sent map[string]pets.Pet, atLeast
 	if len(rows) < atLeast {
 		t.Fatalf("%d pets stored, %d were acknowledged", len(rows), atLeast)
 	}
+	seen := map[string]bool{}
 	for _, r := range rows {
+		if seen[r.Name] {
+			t.Fatalf("two stored pets are named %s: one create stored twice", r.Name)
+		}
+		seen[r.Name] = true
 		want, ok := sent[r.Name]
 		if !ok || !petID.MatchString(r.ID) || r.CategoryID != float64(want.CategoryID) || r.Status != want.Status ||
 			r.Created == "" || r.Updated == "" {

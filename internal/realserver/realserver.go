@@ -205,8 +205,9 @@ func (p *Process) Do(ctx context.Context, method, path, key string, body []byte)
 }
 
 // Exchange is Do returning the whole response, for its headers; its Body is
-// already read into the returned bytes and closed.
-func (p *Process) Exchange(ctx context.Context, method, path, key string, body []byte) (*http.Response, []byte, error) {
+// already read into the returned bytes and closed. header holds more
+// request headers, as name-value pairs.
+func (p *Process) Exchange(ctx context.Context, method, path, key string, body []byte, header ...string) (*http.Response, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -220,6 +221,9 @@ func (p *Process) Exchange(ctx context.Context, method, path, key string, body [
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {

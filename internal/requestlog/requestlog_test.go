@@ -19,7 +19,7 @@ func newTestApp(tb testing.TB) *tests.TestApp {
 	// The binary's database configuration: the log's writing connection works
 	// on a table larger than its page cache.
 	app, err := tests.NewTestAppWithConfig(core.BaseAppConfig{DataDir: tb.TempDir(), EncryptionEnv: "pb_test_env",
-		DBConnect: database.Connect, DataMaxIdleConns: database.ReadPoolIdleConns})
+		DBConnect: database.Connect, DataMaxOpenConns: database.ReadPoolConns, DataMaxIdleConns: database.ReadPoolConns})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,416 @@
+package pets_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/apikeys"
+	"petstore/internal/apptest"
+	"petstore/internal/database"
+	"petstore/internal/pets"
+)
+
+// startWriter runs a writer of its own on a new app's database.
+func startWriter(t *testing.T) (*apptest.Server, *pets.Writer) {
+	t.Helper()
+	s := apptest.Start(t, "")
+	w, err := pets.StartWriter(s.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return s, w
+}
+
+// holdWriter makes the writer's next transaction wait until the returned
+// function is called, and returns once it waits.
+func holdWriter(t *testing.T, w *pets.Writer) (release func()) {
+	t.Helper()
+	held, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		err := w.Run(func(*pets.Tx) error {
+			close(held)
+			<-done
+			return nil
+		})
+		if err != nil {
+			t.Errorf("holding write: %v", err)
+		}
+	}()
+	<-held
+	var once sync.Once
+	release = func() { once.Do(func() { close(done) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// waitQueued waits until n writes wait for the writer.
+func waitQueued(t *testing.T, w *pets.Writer, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); w.Queued() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want %d", w.Queued(), n)
+		}
+	}
+}
+
+// committed reports whether a pet with id is visible to a reader, which
+// sees only committed transactions.
+func committed(t *testing.T, s *apptest.Server, id int64) bool {
+	t.Helper()
+	var n int
+	err := s.App.ConcurrentDB().NewQuery("SELECT COUNT(*) FROM pets WHERE id = {:id}").
+		Bind(dbx.Params{"id": fmt.Sprint(id)}).Row(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+func named(t *testing.T, s *apptest.Server, name string) int64 {
+	t.Helper()
+	n, err := s.App.CountRecords(pets.Collection, dbx.HashExp{"name": name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Creates that wait together are written in one transaction; each gets its
+// own answer, and only once the transaction has committed. A create that
+// fails, or panics, leaves nothing behind and fails alone.
+func TestCreatesThatArriveTogetherShareATransaction(t *testing.T) {
+	s, w := startWriter(t)
+	release := holdWriter(t, w)
+
+	const n = 12
+	type outcome struct {
+		pet     pets.Pet
+		tx      core.App
+		err     error
+		visible bool // the pet was committed when Run returned
+	}
+	outcomes := make([]outcome, n)
+	failure := errors.New("refused by its caller")
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			o := &outcomes[i]
+			o.err = w.Run(func(tx *pets.Tx) (err error) {
+				o.tx = tx.App()
+				o.pet, err = tx.Insert(pets.NewPet{Name: fmt.Sprintf("batch-%d", i), CategoryID: 1})
+				switch {
+				case err != nil:
+					return err
+				case i == 3:
+					return failure // after its insert: the insert is rolled back
+				case i == 7:
+					panic("a bug in one create")
+				}
+				return nil
+			})
+			if o.err == nil {
+				o.visible = committed(t, s, o.pet.ID)
+			}
+		})
+	}
+	waitQueued(t, w, n)
+	time.Sleep(10 * time.Millisecond)
+	for i := range outcomes {
+		if outcomes[i].tx != nil {
+			t.Fatalf("create %d ran while the writer was held", i)
+		}
+	}
+	release()
+	wg.Wait()
+
+	for i, o := range outcomes {
+		switch {
+		case o.tx != outcomes[0].tx:
+			t.Errorf("create %d ran in another transaction than create 0", i)
+		case i == 3:
+			if !errors.Is(o.err, failure) {
+				t.Errorf("create 3: error %v, want its own", o.err)
+			}
+		case i == 7:
+			if o.err == nil || !strings.Contains(o.err.Error(), "a bug in one create") {
+				t.Errorf("create 7: error %v, want its panic", o.err)
+			}
+		case o.err != nil:
+			t.Errorf("create %d: %v", i, o.err)
+		case !o.visible:
+			t.Errorf("create %d returned before its pet was committed", i)
+		}
+	}
+	for i := range n {
+		want := int64(1)
+		if i == 3 || i == 7 {
+			want = 0
+		}
+		if got := named(t, s, fmt.Sprintf("batch-%d", i)); got != want {
+			t.Errorf("%d pets named batch-%d, want %d", got, i, want)
+		}
+	}
+}
+
+// When SQLite rolls back a whole transaction, each of its creates is
+// written again alone: only the one that caused it fails.
+func TestARolledBackBatchIsWrittenAgainOneByOne(t *testing.T) {
+	s, w := startWriter(t)
+	if _, err := s.App.DB().NewQuery(`CREATE TRIGGER roll_back_all BEFORE INSERT ON pets WHEN NEW.name = 'poison'
+		BEGIN SELECT RAISE(ROLLBACK, 'injected failure'); END`).Execute(); err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, w)
+	names := []string{"first", "second", "poison", "fourth", "fifth"}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			_, errs[i] = w.Create(pets.NewPet{Name: name, CategoryID: 2})
+		})
+	}
+	waitQueued(t, w, len(names))
+	release()
+	wg.Wait()
+	for i, name := range names {
+		want := int64(1)
+		if name == "poison" {
+			want = 0
+			if errs[i] == nil || !strings.Contains(errs[i].Error(), "injected failure") {
+				t.Errorf("poison: error %v, want the trigger's", errs[i])
+			}
+		} else if errs[i] != nil {
+			t.Errorf("%s: %v", name, errs[i])
+		}
+		if got := named(t, s, name); got != want {
+			t.Errorf("%d pets named %s, want %d", got, name, want)
+		}
+	}
+}
+
+// A batch holds at most MaxBatch creates; the rest wait for the next one.
+func TestBatchesAreBounded(t *testing.T) {
+	_, w := startWriter(t)
+	release := holdWriter(t, w)
+	n := pets.MaxBatch + 5
+	var mu sync.Mutex
+	transactions := map[core.App]int{}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			err := w.Run(func(tx *pets.Tx) error {
+				mu.Lock()
+				transactions[tx.App()]++
+				mu.Unlock()
+				_, err := tx.Insert(pets.NewPet{Name: fmt.Sprint("bounded-", i), CategoryID: 1})
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitQueued(t, w, n)
+	release()
+	wg.Wait()
+	sizes := slices.Sorted(func(yield func(int) bool) {
+		for _, size := range transactions {
+			if !yield(size) {
+				return
+			}
+		}
+	})
+	if len(sizes) != 2 || sizes[1] != pets.MaxBatch || sizes[0] != 5 {
+		t.Fatalf("transactions of %v creates, want [5 %d]", sizes, pets.MaxBatch)
+	}
+}
+
+// A transaction waits for the creates announced as on their way, and no
+// longer than it takes them to arrive.
+func TestCreatesOnTheirWayAreWaitedFor(t *testing.T) {
+	s := apptest.Start(t, "")
+	const window = time.Minute // far longer than the test: only an arrival ends the wait
+	w, err := pets.StartWriterGathering(s.App, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+
+	release := holdWriter(t, w)
+	var mu sync.Mutex
+	transactions := map[core.App]int{}
+	create := func(name string, done func()) {
+		defer done()
+		err := w.Run(func(tx *pets.Tx) error {
+			mu.Lock()
+			transactions[tx.App()]++
+			mu.Unlock()
+			_, err := tx.Insert(pets.NewPet{Name: name, CategoryID: 1})
+			return err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	onTheirWay := []func(){w.Expect(), w.Expect(), w.Expect()}
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() { create(fmt.Sprint("early-", i), onTheirWay[i]) })
+	}
+	waitQueued(t, w, 2)
+	began := time.Now()
+	release()
+	time.Sleep(10 * time.Millisecond) // the writer takes the two and waits for the third
+	wg.Go(func() { create("late", onTheirWay[2]) })
+	wg.Wait()
+	if waited := time.Since(began); waited > window/2 {
+		t.Fatalf("the transaction waited %v, for a create that had arrived", waited)
+	}
+	if len(transactions) != 1 {
+		t.Fatalf("%d transactions for 3 creates on their way together, want 1", len(transactions))
+	}
+
+	// Nothing on its way: a create is written at once.
+	if _, err := w.Create(pets.NewPet{Name: "alone", CategoryID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(began); waited > window/2 {
+		t.Fatalf("a lone create waited %v", waited)
+	}
+}
+
+// Stop writes what is queued; a create asked for after Stop fails.
+func TestStopWritesWhatIsQueued(t *testing.T) {
+	s, w := startWriter(t)
+	release := holdWriter(t, w)
+	const n = 5
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = w.Create(pets.NewPet{Name: "queued", CategoryID: 1})
+		})
+	}
+	waitQueued(t, w, n)
+	stopped := make(chan struct{})
+	go func() {
+		w.Stop()
+		close(stopped)
+	}()
+	release()
+	<-stopped
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("queued create %d: %v", i, err)
+		}
+	}
+	if got := named(t, s, "queued"); got != n {
+		t.Errorf("%d queued pets stored, want %d", got, n)
+	}
+	if _, err := w.Create(pets.NewPet{Name: "late", CategoryID: 1}); !errors.Is(err, pets.ErrStopped) {
+		t.Errorf("create after Stop: %v, want ErrStopped", err)
+	}
+}
+
+// listPets and getPet answer while a write transaction holds SQLite's write
+// lock and a create waits for it: reads take neither the writer nor its
+// lock, and see only what is committed.
+func TestReadsDoNotWaitForWrites(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "enterprise", PerMinute: 1 << 30, PerDay: 1 << 30})
+	existing := s.CreatePet(t, key, map[string]any{"name": "Rex", "categoryId": 1})
+
+	// Another connection, as another process would, holds the write lock with
+	// a row it has not committed.
+	db, err := database.Connect(filepath.Join(s.Dir, "data.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO pets (id, name, categoryId, status, created, updated)
+		VALUES ('100000000000001', 'uncommitted', 1, 'sold', '', '')`); err != nil {
+		t.Fatal(err)
+	}
+
+	created := make(chan *http.Response, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/pets", strings.NewReader(`{"name": "Waits", "categoryId": 2}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			close(created)
+			return
+		}
+		resp.Body.Close()
+		created <- resp
+	}()
+
+	// Well below busy_timeout (10 s): a read waiting for the lock fails here.
+	client := &http.Client{Timeout: 5 * time.Second}
+	read := func(path string) []byte {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s while the write lock is held: %v", path, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+		return body
+	}
+	// Each list asks for another page size, so that it is read, not kept;
+	// the create reaches the writer meanwhile.
+	for limit := 100; limit > 90; limit-- {
+		var page []pets.Pet
+		if err := json.Unmarshal(read(fmt.Sprint("/v1/pets?limit=", limit)), &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page) != 1 || page[0] != existing {
+			t.Fatalf("list while a write waits: %+v, want only %+v", page, existing)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	read(fmt.Sprint("/v1/pets/", existing.ID))
+	select {
+	case resp := <-created:
+		t.Fatalf("the create was answered (%v) while the write lock was held", resp)
+	default:
+	}
+
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if resp := <-created; resp == nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("the create after the lock: %v", resp)
+	}
+}
