@@ -27,19 +27,23 @@ func bindBanner(app core.App, opts *Options, s *Service) {
 }
 
 // printBanner names the addresses under base, the server's, and the public
-// URL of /v1 when there is one.
+// URL of /v1 when there is one, in one write: a reader of the output (a log
+// collector, a supervisor) never sees half of it.
 func printBanner(w io.Writer, base, public string) {
-	date := new(strings.Builder)
-	log.New(date, "", log.LstdFlags).Print()
-	fmt.Fprintf(w, "%s Server started at %s\n", strings.TrimSpace(date.String()), base)
-	fmt.Fprintf(w, "├─ API:         %s/v1\n", base)
+	b := new(strings.Builder)
+	log.New(b, "", log.LstdFlags).Print()
+	text := strings.TrimSpace(b.String())
+	b.Reset()
+	fmt.Fprintf(b, "%s Server started at %s\n", text, base)
+	fmt.Fprintf(b, "├─ API:         %s/v1\n", base)
 	if public != "" {
-		fmt.Fprintf(w, "├─ Public API:  %s (Link, Location, the served documents)\n", public)
+		fmt.Fprintf(b, "├─ Public API:  %s (Link, Location, the served documents)\n", public)
 	}
-	fmt.Fprintf(w, "├─ Reference:   %s/docs/\n", base)
-	fmt.Fprintf(w, "├─ Staff page:  %s/staff/ (API keys)\n", base)
-	fmt.Fprintf(w, "├─ Dashboard:   %s/_/\n", base)
-	fmt.Fprintf(w, "└─ PocketBase:  %s/api/\n", base)
+	fmt.Fprintf(b, "├─ Reference:   %s/docs/\n", base)
+	fmt.Fprintf(b, "├─ Staff page:  %s/staff/ (API keys)\n", base)
+	fmt.Fprintf(b, "├─ Dashboard:   %s/_/\n", base)
+	fmt.Fprintf(b, "└─ PocketBase:  %s/api/\n", base)
+	io.WriteString(w, b.String())
 }
 
 // baseURL is the server's address as PocketBase's own banner derives it.

@@ -132,6 +132,9 @@ func StartUnder(wrap func(serve []string) *exec.Cmd, bin, dir string, args ...st
 	return nil, lastErr
 }
 
+// bannerEnd begins the last line of serve's banner (hooks/banner.go).
+const bannerEnd = "└─ PocketBase:"
+
 func start(wrap func(serve []string) *exec.Cmd, bin, dir string, args []string) (*Process, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -174,9 +177,11 @@ func start(wrap func(serve []string) *exec.Cmd, bin, dir string, args []string) 
 			return nil, fmt.Errorf("petstore serve exited at start: %s", p.Output())
 		default:
 		}
+		// Serving, and done printing its banner, which comes once the
+		// listener is up and so may follow the first answer.
 		if resp, err := p.client.Get(p.URL + "/api/health"); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && strings.Contains(p.Output(), bannerEnd) {
 				return p, nil
 			}
 		}
