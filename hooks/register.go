@@ -103,10 +103,15 @@ func serve(se *core.ServeEvent, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	events, err := newPetEvents(app)
+	if err != nil {
+		return err
+	}
 	petWriter, err := pets.StartWriter(app)
 	if err != nil {
 		return err
 	}
+	petWriter.OnCreated(events.created)
 	onTerminate(app, "petstorePetWriterStop", "", func() error { petWriter.Stop(); return nil })
 
 	history, err := usage.Start(app, 0)
