@@ -9,6 +9,7 @@ package hooks
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/pocketbase/dbx"
@@ -17,6 +18,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
+	"petstore/internal/database"
 	"petstore/internal/dataversion"
 	"petstore/internal/idempotency"
 	"petstore/internal/pets"
@@ -103,6 +105,11 @@ func serve(se *core.ServeEvent, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	checkpointer, err := database.StartCheckpointer(filepath.Join(app.DataDir(), database.DataFile), app.Logger())
+	if err != nil {
+		return err
+	}
+	onTerminate(app, "petstoreCheckpointerStop", "Could not close the checkpointer's connection", checkpointer.Stop)
 	events, err := newPetEvents(app)
 	if err != nil {
 		return err

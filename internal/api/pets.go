@@ -51,6 +51,7 @@ func nextPageLink(q pets.Query, last string) string {
 // idempotency). Without one, the path does nothing more than create the pet.
 func handleCreatePet(writer *pets.Writer) func(*core.RequestEvent) error {
 	return func(e *core.RequestEvent) error {
+		defer writer.Expect()() // on its way while its body arrives and is checked
 		if err := noQuery(e.Request.URL.RawQuery); err != nil {
 			return err
 		}

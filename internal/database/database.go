@@ -2,10 +2,12 @@
 // pragmas with a page cache that bounds memory, and the read pool's size.
 // main and the test app pass both to PocketBase's configuration
 // (DBConnect, DataMaxOpenConns and DataMaxIdleConns), so tests run with what
-// production runs.
+// production runs. It also checkpoints the main database's WAL away from its
+// writer (Checkpointer), which the service starts.
 package database
 
 import (
+	"path/filepath"
 	"strconv"
 
 	"github.com/pocketbase/dbx"
@@ -44,7 +46,15 @@ var pragmas = "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=jo
 	"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_pragma=temp_store(MEMORY)" +
 	"&_pragma=cache_size(-" + strconv.Itoa(PageCacheKiB) + ")"
 
+// DataFile is the name of PocketBase's main database in its data directory.
+const DataFile = "data.db"
+
 // Connect opens the database at dbPath: PocketBase's core.DBConnectFunc.
+// Connections to the main database do not checkpoint its WAL when they
+// commit: a Checkpointer does (checkpoint.go).
 func Connect(dbPath string) (*dbx.DB, error) {
+	if filepath.Base(dbPath) == DataFile {
+		return dbx.Open("sqlite", dbPath+pragmas+"&_pragma=wal_autocheckpoint(0)")
+	}
 	return dbx.Open("sqlite", dbPath+pragmas)
 }

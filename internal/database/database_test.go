@@ -3,11 +3,18 @@ package database_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/pocketbase/dbx"
 
+	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 	"petstore/internal/database"
 )
@@ -21,14 +28,26 @@ func TestEveryConnectionGetsThePageCache(t *testing.T) {
 		"data reads": s.App.ConcurrentDB(), "data writes": s.App.NonconcurrentDB(),
 		"aux reads": s.App.AuxConcurrentDB(), "aux writes": s.App.AuxNonconcurrentDB(),
 	} {
-		var cacheSize, busyTimeout int
+		var cacheSize, busyTimeout, autocheckpoint int
 		var journal string
 		if err := db.NewQuery("SELECT * FROM pragma_cache_size(), pragma_busy_timeout(), pragma_journal_mode()").Row(&cacheSize, &busyTimeout, &journal); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := db.NewQuery("PRAGMA wal_autocheckpoint").Row(&autocheckpoint); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if cacheSize != -database.PageCacheKiB || busyTimeout != 10000 || journal != "wal" {
 			t.Errorf("%s: cache_size %d, busy_timeout %d, journal_mode %s; want %d, 10000, wal",
 				name, cacheSize, busyTimeout, journal, -database.PageCacheKiB)
+		}
+		// The main database's commits leave checkpoints to the Checkpointer;
+		// the auxiliary one's keep SQLite's default.
+		want := 1000
+		if strings.HasPrefix(name, "data") {
+			want = 0
+		}
+		if autocheckpoint != want {
+			t.Errorf("%s: wal_autocheckpoint %d, want %d", name, autocheckpoint, want)
 		}
 	}
 }
@@ -61,5 +80,51 @@ func TestReadPoolIsBounded(t *testing.T) {
 	}
 	if open := db.Stats().OpenConnections; open != database.ReadPoolConns {
 		t.Fatalf("after use: %d connections open, want all %d kept", open, database.ReadPoolConns)
+	}
+}
+
+// The main database's WAL is copied into the database file while the
+// service runs, though no commit checkpoints it: the file grows with the
+// pets the WAL holds.
+func TestTheWALIsCheckpointedInTheBackground(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "enterprise", PerMinute: 1 << 30, PerDay: 1 << 30})
+	path := filepath.Join(s.Dir, database.DataFile)
+	size := func() int64 {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Size()
+	}
+	before := size()
+	// More than the WAL's 1,000 pages at which a commit would checkpoint.
+	long := strings.Repeat("x", 90)
+	var wg sync.WaitGroup
+	for c := range 8 {
+		wg.Go(func() {
+			for i := range 250 {
+				body := fmt.Sprintf(`{"name": "%s %d-%d", "categoryId": 1}`, long, c, i)
+				req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/pets", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := s.Client.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusCreated {
+					t.Errorf("create: %d", resp.StatusCode)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for deadline := time.Now().Add(30 * time.Second); size() <= before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("data.db is still %d bytes after 2,000 creates: the WAL is not checkpointed", before)
+		}
 	}
 }

@@ -39,16 +39,21 @@ const (
 // it runs do and remembers its answer, in the transaction do writes in, so
 // that the answer and what the request created are committed together or
 // not at all. A later request with the same scope, key and body gets that
-// answer back (Replayed); with another body, Reused.
+// answer back (Replayed); with another body, Reused. When app is a
+// transaction's app (createPet's, which the pets writer shares between the
+// creates that arrive together, each in a savepoint), Do runs in that
+// transaction; otherwise in one of its own.
 //
-// The transaction's first statement claims the key. It takes SQLite's write
-// lock, so a concurrent request with the same key, in this process or in
-// another one on the same database, waits for the first one's commit and then
-// replays its answer: there is no "in progress" state to see, and nothing is
-// left behind by a process that dies mid-request (SQLite rolls the
-// transaction back).
+// Do's first statement claims the key. It takes SQLite's write lock, so a
+// concurrent request with the same key in another process on the same
+// database waits for the first one's commit and then replays its answer; in
+// this process, the pets writer runs the creates one after the other, and
+// the second finds the first's row. There is no "in progress" state to see,
+// and nothing is left behind by a process that dies mid-request (SQLite
+// rolls the transaction back).
 //
-// An error from do, or from SQLite, rolls everything back: nothing is
+// An error from do, or from SQLite, rolls back what the request wrote (Do's
+// own transaction, or, in the caller's, its savepoint): nothing is
 // remembered, and a retry carries the request out again.
 func Do(app core.App, scope, key string, body []byte, now time.Time, do func(tx core.App) (Answer, error)) (Answer, Outcome, error) {
 	hash := sha256.Sum256(body)

@@ -5,3 +5,6 @@ func (w *Writer) Queued() int { return len(w.queue) }
 
 // MaxBatch is how many creates one transaction holds at most.
 const MaxBatch = maxBatch
+
+// StartWriterGathering is StartWriter with another gathering time.
+var StartWriterGathering = startWriter

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pocketbase/dbx"
@@ -16,18 +17,20 @@ import (
 )
 
 // Writer writes createPet's pets with group commit. One goroutine owns the
-// writing: it takes the creates that are waiting (at most maxBatch, gathered
-// for at most gatherFor after the first) and runs them in one transaction on
-// PocketBase's write connection (app.NonconcurrentDB()), each within a
-// savepoint of its own. A create that fails rolls back to its savepoint and
-// gets its own error; the others in the transaction go on. Every caller is
-// answered only after the transaction that holds its create has committed.
+// writing: it takes the creates that are waiting (at most maxBatch, and
+// while more are on their way, those that arrive within gatherFor of the
+// first) and runs them in one transaction on PocketBase's write connection
+// (app.NonconcurrentDB()), each within a savepoint of its own. A create that
+// fails rolls back to its savepoint and gets its own error; the others in
+// the transaction go on. Every caller is answered only after the transaction
+// that holds its create has committed.
 //
-// SQLite takes one write transaction at a time, and a commit costs about as
-// much as the inserts of a whole batch: creates that each commit queue
-// behind one another for the write connection, which database/sql hands to
-// a random waiter. One commit for the creates that arrive together costs
-// one write of the pages they share, and the writer serves them in order.
+// SQLite takes one write transaction at a time, and every transaction pays
+// for its beginning and its commit: creates that each commit queue behind
+// one another for the write connection, which database/sql hands to a
+// random waiter. One transaction for the creates that arrive together pays
+// once, writes the pages they share once, and the writer serves them in the
+// order they arrived.
 //
 // A pet is a plain row, as the record save would store it, written with an
 // INSERT prepared once: no core.Record is built, and no validator or record
@@ -41,7 +44,10 @@ type Writer struct {
 	// Prepared once on the write connection, used in each transaction.
 	insert, savepoint, release, rollbackTo *sql.Stmt
 
-	queue chan *write
+	queue     chan *write
+	gatherFor time.Duration
+	// expected counts the creates on their way (Expect).
+	expected atomic.Int64
 	// mu guards stopped: Stop waits for every Run that is queueing a
 	// write, so the writer's last drain sees all of them.
 	mu      sync.RWMutex
@@ -51,7 +57,7 @@ type Writer struct {
 }
 
 // Tx is one create's part of a write transaction: its statements run
-// within its own savepoint.
+// within its own savepoint, or, alone in the transaction, the transaction.
 type Tx struct {
 	app    core.App
 	insert *sql.Stmt
@@ -73,9 +79,8 @@ type write struct {
 const (
 	// maxBatch bounds the creates of one transaction.
 	maxBatch = 128
-	// gatherFor is how long a transaction waits for more creates after its
-	// first, when fewer than maxBatch are waiting: the most a lone create is
-	// delayed.
+	// gatherFor is how long a transaction waits, at most, for the creates
+	// on their way: the most a create is delayed.
 	gatherFor = time.Millisecond
 	// queueSize bounds the creates waiting for the writer; more callers wait
 	// to queue.
@@ -97,15 +102,20 @@ var ErrStopped = errors.New("pets: the writer is stopped")
 // StartWriter prepares the statements on app's write connection and starts
 // the writer. Stop writes what is queued and stops it.
 func StartWriter(app core.App) (*Writer, error) {
+	return startWriter(app, gatherFor)
+}
+
+func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 	db, ok := app.NonconcurrentDB().(*dbx.DB)
 	if !ok {
 		return nil, fmt.Errorf("the app's write connection is a %T, not a *dbx.DB", app.NonconcurrentDB())
 	}
 	w := &Writer{
-		app:   app,
-		queue: make(chan *write, queueSize),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		app:       app,
+		queue:     make(chan *write, queueSize),
+		gatherFor: gatherFor,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	for _, s := range []struct {
 		stmt **sql.Stmt
@@ -191,11 +201,21 @@ func (w *Writer) closeStatements() {
 	}
 }
 
+// Expect announces a create on its way to Create or Run: while creates are
+// on their way, a transaction waits for them, at most gatherFor. Creates
+// that come one at a time (a client creating pets one after the other) are
+// not delayed. The caller calls done when it has its answer, or has decided
+// not to create after all.
+func (w *Writer) Expect() (done func()) {
+	w.expected.Add(1)
+	return func() { w.expected.Add(-1) }
+}
+
 // run writes the queue in batches until Stop, then what is left.
 func (w *Writer) run() {
 	defer close(w.done)
 	batch := make([]*write, 0, maxBatch)
-	gather := time.NewTimer(gatherFor)
+	gather := time.NewTimer(w.gatherFor)
 	gather.Stop()
 	for {
 		select {
@@ -208,13 +228,16 @@ func (w *Writer) run() {
 			return
 		}
 		batch = w.fill(batch)
-		if len(batch) < maxBatch {
-			gather.Reset(gatherFor)
+		if len(batch) < maxBatch && w.onTheirWay(batch) {
+			gather.Reset(w.gatherFor)
 		wait:
 			for len(batch) < maxBatch {
 				select {
 				case wr := <-w.queue:
 					batch = append(batch, wr)
+					if !w.onTheirWay(batch) {
+						break wait
+					}
 				case <-gather.C:
 					break wait
 				case <-w.stop: // written at once, then drained above
@@ -225,6 +248,12 @@ func (w *Writer) run() {
 		}
 		w.commit(batch)
 	}
+}
+
+// onTheirWay reports whether creates announced with Expect are on their way
+// and not in batch yet.
+func (w *Writer) onTheirWay(batch []*write) bool {
+	return w.expected.Load() > int64(len(batch))
 }
 
 // fill adds the queued writes to batch, up to maxBatch, without waiting.
@@ -262,7 +291,8 @@ func (w *Writer) commit(batch []*write) {
 	}
 }
 
-// transaction runs batch in one transaction, each write within a savepoint.
+// transaction runs batch in one transaction, each write within a savepoint
+// when there are several.
 func (w *Writer) transaction(batch []*write) error {
 	for _, wr := range batch {
 		wr.err, wr.rows = nil, nil
@@ -274,6 +304,12 @@ func (w *Writer) transaction(batch []*write) error {
 		}
 		tx := &Tx{app: txApp, insert: sqlTx.Stmt(w.insert)}
 		defer tx.insert.Close()
+		if len(batch) == 1 { // the transaction is its savepoint
+			wr := batch[0]
+			tx.write = wr
+			wr.err = runWork(wr.work, tx)
+			return wr.err
+		}
 		savepoint, release, rollbackTo := sqlTx.Stmt(w.savepoint), sqlTx.Stmt(w.release), sqlTx.Stmt(w.rollbackTo)
 		defer savepoint.Close()
 		defer release.Close()

@@ -239,6 +239,60 @@ func TestBatchesAreBounded(t *testing.T) {
 	}
 }
 
+// A transaction waits for the creates announced as on their way, and no
+// longer than it takes them to arrive.
+func TestCreatesOnTheirWayAreWaitedFor(t *testing.T) {
+	s := apptest.Start(t, "")
+	const window = time.Minute // far longer than the test: only an arrival ends the wait
+	w, err := pets.StartWriterGathering(s.App, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+
+	release := holdWriter(t, w)
+	var mu sync.Mutex
+	transactions := map[core.App]int{}
+	create := func(name string, done func()) {
+		defer done()
+		err := w.Run(func(tx *pets.Tx) error {
+			mu.Lock()
+			transactions[tx.App()]++
+			mu.Unlock()
+			_, err := tx.Insert(pets.NewPet{Name: name, CategoryID: 1})
+			return err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	onTheirWay := []func(){w.Expect(), w.Expect(), w.Expect()}
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() { create(fmt.Sprint("early-", i), onTheirWay[i]) })
+	}
+	waitQueued(t, w, 2)
+	began := time.Now()
+	release()
+	time.Sleep(10 * time.Millisecond) // the writer takes the two and waits for the third
+	wg.Go(func() { create("late", onTheirWay[2]) })
+	wg.Wait()
+	if waited := time.Since(began); waited > window/2 {
+		t.Fatalf("the transaction waited %v, for a create that had arrived", waited)
+	}
+	if len(transactions) != 1 {
+		t.Fatalf("%d transactions for 3 creates on their way together, want 1", len(transactions))
+	}
+
+	// Nothing on its way: a create is written at once.
+	if _, err := w.Create(pets.NewPet{Name: "alone", CategoryID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(began); waited > window/2 {
+		t.Fatalf("a lone create waited %v", waited)
+	}
+}
+
 // Stop writes what is queued; a create asked for after Stop fails.
 func TestStopWritesWhatIsQueued(t *testing.T) {
 	s, w := startWriter(t)
