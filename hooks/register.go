@@ -123,10 +123,15 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 		return err
 	}
 	onTerminate(app, "petstoreCheckpointerStop", "Could not close the checkpointer's connection", checkpointer.Stop)
+	events, err := newPetEvents(app)
+	if err != nil {
+		return err
+	}
 	petWriter, err := pets.StartWriter(app)
 	if err != nil {
 		return err
 	}
+	petWriter.OnCreated(events.created)
 	onTerminate(app, "petstorePetWriterStop", "", func() error { petWriter.Stop(); return nil })
 
 	reqlog, err := requestlog.Start(app, opts.RequestLog)

@@ -26,6 +26,10 @@
 // memory on a loopback port, saves a CPU profile of the named target's first
 // run under -profile-dir, and at the end prints SQLite's memory and saves a
 // heap profile there.
+//
+// The createSub target is createPet while a superuser subscribes to pets
+// over PocketBase's realtime API; it fails unless the subscriber hears
+// every create (realtime.go).
 package main
 
 import (
@@ -89,7 +93,7 @@ func main() {
 }
 
 // The targets, in the order each round runs them.
-var targetNames = []string{"health", "listPets", "pbList", "getPet", "pbView", "createPet", "pbCreate",
+var targetNames = []string{"health", "listPets", "pbList", "getPet", "pbView", "createPet", realtimeTarget, "pbCreate",
 	"mixedReads", "mixed", "mixedRedis"}
 
 // redisTarget runs on a second server, on the same data directory, that
@@ -214,6 +218,9 @@ func run(cfg config) error {
 		if t.mix != nil {
 			return runMix(server.URL, *t.mix, t.headers, cfg.mixedConns, d)
 		}
+		if name == realtimeTarget {
+			return measureRealtime(tmp, server.URL, token, t, cfg.conns, cfg.threads, d)
+		}
 		return runWrk(tmp, server.URL, t, cfg.conns, cfg.threads, d)
 	}
 	if cfg.warmup > 0 {
@@ -327,6 +334,7 @@ func newTargets(key, token string, ids []string) map[string]target {
 		{name: "getPet", method: http.MethodGet, paths: v1Get, headers: v1},
 		{name: "pbView", method: http.MethodGet, paths: pbGet, headers: pb},
 		{name: "createPet", method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
+		{name: realtimeTarget, method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
 		{name: "pbCreate", method: http.MethodPost, paths: []string{"/api/collections/pets/records"}, headers: pbJSON, body: body},
 		{name: "mixedReads", mix: reads, headers: v1},
 		{name: "mixed", mix: mixed, headers: v1},

@@ -3,9 +3,10 @@
 // and getPet with the answers they keep.
 //
 // Pets are records of PocketBase's pets collection. The /v1 operations read
-// and write them as plain rows, without building a core.Record; the record
-// hooks apply the same rules (Name, NewStatus) to pets saved in the
-// dashboard.
+// and write them as plain rows, without building a core.Record (Row.Record
+// builds one after a create, for PocketBase's after-create hooks, when
+// somebody listens); the record hooks apply the same rules (Name,
+// NewStatus) to pets saved in the dashboard.
 package pets
 
 import "strings"

@@ -34,10 +34,13 @@ import (
 //
 // A pet is a plain row, as the record save would store it, written with an
 // INSERT prepared once: no core.Record is built, and no validator or record
-// hook runs. Callers have checked the NewPet against the rules. Record hooks
-// and realtime events do not fire for pets created this way (docs/api.md).
+// hook runs. Callers have checked the NewPet against the rules. After the
+// commit, the rows a caller created go to the function OnCreated set, in
+// the caller's goroutine (docs/api.md: which hooks and events follow).
 type Writer struct {
 	app core.App
+	// created hears of each caller's new rows after their commit; nil: none.
+	created func([]Row)
 	// Prepared once on the write connection, used in each transaction.
 	insert, savepoint, release, rollbackTo *sql.Stmt
 
@@ -58,6 +61,7 @@ type Writer struct {
 type Tx struct {
 	app    core.App
 	insert *sql.Stmt
+	write  *write // whose statements run now
 }
 
 // App is the transaction's app, for the create's other statements (its
@@ -68,6 +72,7 @@ func (tx *Tx) App() core.App { return tx.app }
 type write struct {
 	work func(*Tx) error
 	err  error
+	rows []Row // what work inserted in its last run
 	done chan struct{}
 }
 
@@ -132,6 +137,12 @@ func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 	return w, nil
 }
 
+// OnCreated makes the writer call created, in each caller's goroutine, with
+// the rows the caller's work inserted, once their transaction has committed
+// and before Run returns. A work that failed, or a transaction that rolled
+// back, calls nothing. It is set before the first create.
+func (w *Writer) OnCreated(created func([]Row)) { w.created = created }
+
 // Create stores np as a new pet. It returns once the pet is committed.
 func (w *Writer) Create(np NewPet) (Pet, error) {
 	var pet Pet
@@ -160,6 +171,10 @@ func (w *Writer) Run(work func(*Tx) error) error {
 	w.queue <- wr
 	w.mu.RUnlock()
 	<-wr.done
+	// After this write's transaction has committed.
+	if wr.err == nil && len(wr.rows) > 0 && w.created != nil {
+		w.created(wr.rows)
+	}
 	return wr.err
 }
 
@@ -280,7 +295,7 @@ func (w *Writer) commit(batch []*write) {
 // when there are several.
 func (w *Writer) transaction(batch []*write) error {
 	for _, wr := range batch {
-		wr.err = nil
+		wr.err, wr.rows = nil, nil
 	}
 	return w.app.RunInTransaction(func(txApp core.App) error {
 		sqlTx, err := sqlTxOf(txApp)
@@ -291,6 +306,7 @@ func (w *Writer) transaction(batch []*write) error {
 		defer tx.insert.Close()
 		if len(batch) == 1 { // the transaction is its savepoint
 			wr := batch[0]
+			tx.write = wr
 			wr.err = runWork(wr.work, tx)
 			return wr.err
 		}
@@ -302,6 +318,7 @@ func (w *Writer) transaction(batch []*write) error {
 			if _, err := savepoint.Exec(); err != nil {
 				return err
 			}
+			tx.write = wr
 			if wr.err = runWork(wr.work, tx); wr.err != nil {
 				if _, err := rollbackTo.Exec(); err != nil {
 					return err
@@ -362,6 +379,9 @@ func (tx *Tx) Insert(np NewPet) (Pet, error) {
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
 			pet.ID, _ = strconv.ParseInt(id, 10, 64) // the pattern guarantees 15 digits
+			if err == nil {
+				tx.write.rows = append(tx.write.rows, Row{Pet: pet, Created: now})
+			}
 			return pet, err
 		}
 	}

@@ -1,0 +1,133 @@
+package hooks
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/pocketbase/pocketbase/apis"
+	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/pets"
+)
+
+// petEvents tells PocketBase of the pets /v1 creates, after their commit,
+// as its own record save does after a create: it triggers the app's
+// OnModelAfterCreateSuccess chain with a record built from the stored row.
+// That chain is PocketBase's: its record proxy runs the
+// OnRecordAfterCreateSuccess handlers, and its realtime handler sends the
+// create message to subscribers, filtered by the collection's rules and
+// each client's auth. The before-hooks do not run (docs/api.md says why).
+//
+// When nobody listens (no realtime client subscribed to pets, and no
+// handler on those two hooks beyond PocketBase's own) no record is built.
+type petEvents struct {
+	app core.App
+	// own is the count of PocketBase's own handlers on the after-create
+	// hooks; petstore binds none there.
+	own afterCreateHandlers
+}
+
+// afterCreateHandlers counts the handlers of the two hooks a create fires.
+type afterCreateHandlers struct{ model, record int }
+
+func countAfterCreateHandlers(app core.App) afterCreateHandlers {
+	return afterCreateHandlers{
+		model:  app.OnModelAfterCreateSuccess().Length(),
+		record: app.OnRecordAfterCreateSuccess().Length(),
+	}
+}
+
+// pocketBaseHandlers counts the handlers PocketBase itself binds to the
+// after-create hooks of an app that serves (its record, collection and
+// settings proxies, and the realtime broadcast): those of a new app once
+// PocketBase's router is built. Counting them on an app of its own keeps
+// the count right whenever and wherever the self-hoster binds theirs.
+var pocketBaseHandlers = sync.OnceValues(func() (afterCreateHandlers, error) {
+	app := core.NewBaseApp(core.BaseAppConfig{})
+	if _, err := apis.NewRouter(app); err != nil {
+		return afterCreateHandlers{}, fmt.Errorf("count PocketBase's own after-create hooks: %w", err)
+	}
+	return countAfterCreateHandlers(app), nil
+})
+
+func newPetEvents(app core.App) (*petEvents, error) {
+	own, err := pocketBaseHandlers()
+	if err != nil {
+		return nil, err
+	}
+	return &petEvents{app: app, own: own}, nil
+}
+
+// created is the pets writer's OnCreated: it runs in the goroutine of the
+// request that created rows, after their commit and before the answer.
+func (p *petEvents) created(rows []pets.Row) {
+	if !p.heard() {
+		return
+	}
+	collection, err := p.app.FindCachedCollectionByNameOrId(pets.Collection)
+	if err != nil {
+		p.app.Logger().Error("Could not announce the pets created through /v1", "error", err)
+		return
+	}
+	for _, row := range rows {
+		p.announce(collection, row)
+	}
+}
+
+// heard reports whether anybody listens to pets' creates: a handler bound
+// to an after-create hook beyond PocketBase's own (for any collection: a
+// hook's tags are not visible), or a realtime client subscribed to pets.
+func (p *petEvents) heard() bool {
+	now := countAfterCreateHandlers(p.app)
+	return now.model > p.own.model || now.record > p.own.record || p.subscribed()
+}
+
+// subscribed reports whether a realtime client subscribes to a pets topic:
+// the collection ("pets/*", or the older "pets") or one pet ("pets/ID"),
+// by the collection's name or id. PocketBase's broadcast matches the same
+// prefixes.
+func (p *petEvents) subscribed() bool {
+	broker := p.app.SubscriptionsBroker()
+	if broker.TotalClients() == 0 {
+		return false
+	}
+	collection, err := p.app.FindCachedCollectionByNameOrId(pets.Collection)
+	if err != nil {
+		return true // let the broadcast decide, and log
+	}
+	prefixes := []string{collection.Name + "/", collection.Name + "?", collection.Id + "/", collection.Id + "?"}
+	for _, client := range broker.Clients() {
+		if len(client.Subscriptions(prefixes...)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// announce fires the after-create hooks for one row. The pet is stored and
+// its create answered with 201 whatever a handler does: a handler's error,
+// or its panic, is logged.
+func (p *petEvents) announce(collection *core.Collection, row pets.Row) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.app.Logger().Error("An after-create hook of pets panicked on a pet created through /v1",
+				"id", row.ID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	record, err := row.Record(collection)
+	if err != nil {
+		p.app.Logger().Error("Could not build the record of a pet created through /v1", "id", row.ID, "error", err)
+		return
+	}
+	event := new(core.ModelEvent)
+	event.App = p.app
+	event.Context = context.Background()
+	event.Type = core.ModelEventTypeCreate
+	event.Model = record
+	if err := p.app.OnModelAfterCreateSuccess().Trigger(event); err != nil {
+		p.app.Logger().Error("An after-create hook of pets failed on a pet created through /v1",
+			"id", row.ID, "error", err)
+	}
+}

@@ -1,0 +1,40 @@
+package pets
+
+import (
+	"strconv"
+
+	"github.com/pocketbase/pocketbase/core"
+)
+
+// Row is a pet as a create stored it: its fields, and the instant that is
+// both its created and its updated date, as stored (PocketBase's text
+// layout, to the millisecond).
+type Row struct {
+	Pet
+	Created string
+}
+
+// Record is the row as PocketBase reads a record from the database: every
+// field of collection (the pets collection) prepared from the row's value,
+// or from none for the fields a create does not write, and not new.
+func (r Row) Record(collection *core.Collection) (*core.Record, error) {
+	row := map[string]any{
+		"id":         strconv.FormatInt(r.ID, 10),
+		"name":       r.Name,
+		"categoryId": r.CategoryID,
+		"status":     r.Status,
+		"created":    r.Created,
+		"updated":    r.Created,
+	}
+	record := core.NewRecord(collection)
+	for _, field := range collection.Fields {
+		// Raw, as a read sets them: the setters of some fields (autodate)
+		// ignore what a caller sets.
+		value, err := field.PrepareValue(record, row[field.GetName()])
+		if err != nil {
+			return nil, err
+		}
+		record.SetRaw(field.GetName(), value)
+	}
+	return record, record.PostScan()
+}
