@@ -4,12 +4,15 @@ package apptest
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -408,4 +411,27 @@ func (s *Server) SeedKeys(t testing.TB, n int, name string) []string {
 		t.Fatalf("seed %d keys: %v", n, err)
 	}
 	return keys
+}
+
+// HoldWriteLock takes SQLite's write lock on the app's data.db from a
+// connection of its own, as another process would, and returns that
+// connection inside its open transaction: the test ends it with ROLLBACK or
+// COMMIT (closed, at the latest, when the test ends).
+func (s *Server) HoldWriteLock(t testing.TB) *sql.Conn {
+	t.Helper()
+	db, err := database.Connect(filepath.Join(s.Dir, "data.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	conn, err := db.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }

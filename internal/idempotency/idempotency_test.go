@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
-	"petstore/internal/database"
 	"petstore/internal/idempotency"
 )
 
@@ -404,20 +402,8 @@ func TestBatchedCreatesKeepTheirOwnAnswers(t *testing.T) {
 	}
 
 	// Another connection holds the write lock while the creates arrive.
-	db, err := database.Connect(filepath.Join(s.Dir, "data.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	ctx := context.Background()
-	conn, err := db.DB().Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	conn := s.HoldWriteLock(t)
 
 	requests := []struct{ name, idemKey, body string }{
 		{"rex", "k-rex", `{"name": "Rex", "categoryId": 3}`},

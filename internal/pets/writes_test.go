@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
-	"petstore/internal/database"
 	"petstore/internal/pets"
 )
 
@@ -337,20 +335,8 @@ func TestReadsDoNotWaitForWrites(t *testing.T) {
 
 	// Another connection, as another process would, holds the write lock with
 	// a row it has not committed.
-	db, err := database.Connect(filepath.Join(s.Dir, "data.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	ctx := context.Background()
-	conn, err := db.DB().Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	conn := s.HoldWriteLock(t)
 	if _, err := conn.ExecContext(ctx, `INSERT INTO pets (id, name, categoryId, status, created, updated)
 		VALUES ('100000000000001', 'uncommitted', 1, 'sold', '', '')`); err != nil {
 		t.Fatal(err)
