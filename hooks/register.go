@@ -114,7 +114,7 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 	if err != nil {
 		return err
 	}
-	petReads, err := pets.PrepareReads(reads.DB())
+	petReads, err := pets.PrepareReads(reads.DB(), api.EncodeJSON)
 	if err != nil {
 		return err
 	}

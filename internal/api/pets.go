@@ -104,14 +104,14 @@ func createPetOnce(e *core.RequestEvent, writer *pets.Writer, location petLocati
 				np, derr := decodeNewPet(body)
 				if derr != nil {
 					bodyErr = derr
-					data, err := encodeJSON(derr)
+					data, err := EncodeJSON(derr)
 					return idempotency.Answer{Status: derr.Status, Body: data}, err
 				}
 				pet, err := tx.Insert(np)
 				if err != nil {
 					return idempotency.Answer{}, err
 				}
-				data, err := encodeJSON(pet)
+				data, err := EncodeJSON(pet)
 				return idempotency.Answer{Status: http.StatusCreated, Body: data, Location: location.of(pet)}, err
 			})
 		return err

@@ -8,20 +8,21 @@ import (
 // writeJSON writes body as the whole JSON response. PocketBase's e.JSON is
 // not used because it applies the ?fields= picker to 2xx bodies.
 func writeJSON(w http.ResponseWriter, status int, body any) error {
-	data, err := encodeJSON(body)
+	data, err := EncodeJSON(body)
 	if err != nil {
 		return err
 	}
 	return writeJSONBytes(w, status, data)
 }
 
-// encodeJSON is the body writeJSON writes for v.
-func encodeJSON(v any) ([]byte, error) {
+// EncodeJSON is the body writeJSON writes for v: what callees that keep
+// answers (pets.Reads) keep.
+func EncodeJSON(v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	return append(data, '\n'), err
 }
 
-// writeJSONBytes writes data, a body from encodeJSON, as the whole response.
+// writeJSONBytes writes data, a body from EncodeJSON, as the whole response.
 func writeJSONBytes(w http.ResponseWriter, status int, data []byte) error {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -2,7 +2,6 @@ package pets
 
 import (
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -29,6 +28,7 @@ var ErrNotFound = errors.New("pets: no such pet")
 // query.
 type Reads struct {
 	list, listByStatus, get *sql.Stmt
+	encode                  func(any) ([]byte, error) // the body a pet or a page is sent as
 	pages                   *dataversion.Cache[Page]
 	pets                    *dataversion.Cache[[]byte]
 }
@@ -67,11 +67,14 @@ const (
 )
 
 // PrepareReads prepares the reads on db, the app's read pool
-// (app.ConcurrentDB()). The statements live as long as db.
-func PrepareReads(db *sql.DB) (*Reads, error) {
+// (app.ConcurrentDB()). The statements live as long as db. encode makes the
+// body an answer is sent as (the /v1 layer's); it is what the answers kept
+// hold.
+func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) {
 	r := Reads{
-		pages: dataversion.NewCache[Page](maxKeptPages),
-		pets:  dataversion.NewCache[[]byte](maxKeptPets),
+		encode: encode,
+		pages:  dataversion.NewCache[Page](maxKeptPages),
+		pets:   dataversion.NewCache[[]byte](maxKeptPets),
 	}
 	for _, q := range []struct {
 		stmt **sql.Stmt
@@ -114,7 +117,7 @@ func (r *Reads) List(version int64, q Query) (Page, error) {
 	if len(pets) > q.Limit {
 		pets, page.Next = pets[:q.Limit], last
 	}
-	if page.JSON, err = encode(pets); err != nil {
+	if page.JSON, err = r.encode(pets); err != nil {
 		return page, err
 	}
 	r.pages.Put(version, key, page)
@@ -135,18 +138,12 @@ func (r *Reads) Get(version int64, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := encode(pet)
+	body, err := r.encode(pet)
 	if err != nil {
 		return nil, err
 	}
 	r.pets.Put(version, id, body)
 	return body, nil
-}
-
-// encode is v as the /v1 layer sends it: JSON and a newline.
-func encode(v any) ([]byte, error) {
-	data, err := json.Marshal(v)
-	return append(data, '\n'), err
 }
 
 // scanPet reads a row of columns. The id pattern guarantees 15 digits.
