@@ -1,0 +1,39 @@
+// Package metrics owns petstore's Prometheus registry and every collector on
+// it, and the handler that `serve --metrics-addr` serves at /metrics (never
+// on the public listener).
+//
+// Packages below hooks never import this one: they take narrow values (a
+// prometheus.Observer, a prometheus.Counter, a function that reports a
+// figure) that hooks makes here and hands down.
+//
+// The names, one source of truth for code, docs and the Grafana dashboard.
+// No label carries a key, a key's id or prefix, a pet id, a path with an id,
+// or any client-controlled value without a bound.
+//
+//	http_server_request_duration_seconds        histogram  http_request_method, http_route, http_response_status_code
+//	                                                       (OpenTelemetry's HTTP server names as Prometheus exports them;
+//	                                                       http_route is the pattern: /v1/pets, /v1/pets/{petId},
+//	                                                       /v1/openapi.json, /v1/openapi.yaml, or "other")
+//	petstore_ratelimit_requests_total           counter    plan ("anonymous" without a valid key), outcome (admitted, limited, banned)
+//	petstore_ratelimit_bans_total               counter    plan: bans started
+//	petstore_ratelimit_redis_up                 gauge      1 while Redis decides, 0 while the limiter counts locally
+//	petstore_ratelimit_redis_lost_total         counter    times counting moved from Redis to local
+//	petstore_pets_writer_batch_size             histogram  creates written per commit
+//	petstore_pets_writer_commit_duration_seconds histogram one commit of the pets writer
+//	petstore_idempotency_requests_total         counter    outcome (stored, replayed, conflict)
+//	petstore_idempotency_keys                   gauge      Idempotency-Keys remembered
+//	petstore_sqlite_file_bytes                  gauge      file (data.db, data.db-wal, auxiliary.db, auxiliary.db-wal)
+//	petstore_pets                               gauge      pets stored
+//	petstore_api_keys                           gauge      state (active, expired, revoked, banned)
+//	petstore_realtime_subscribers               gauge      PocketBase realtime clients connected
+//	petstore_requestlog_rows_total              counter    rows written to the request log
+//	petstore_requestlog_dropped_total           counter    entries not written (queue full, or coalesced into a count)
+//	petstore_audit_events_total                 counter    action
+//	petstore_http_connections_open              gauge      connections open on the public listener
+//	petstore_http_connections_refused_total     counter    reason (per_address, global)
+//	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed)
+//	petstore_webhook_delivery_duration_seconds  histogram  one delivery attempt
+//	petstore_webhook_outbox_pending             gauge      events not yet delivered
+//	petstore_build_info                         gauge      version, revision, goversion; always 1
+//	go_*, process_*                                        the Go and process collectors
+package metrics
