@@ -258,8 +258,11 @@ func integerValue(raw []byte, largest int64) (n int64, integer, inRange bool) {
 	digits := strings.TrimLeft(whole+fraction, "0")
 	scale := -int64(len(fraction))
 	if exponent != "" {
+		// Beyond ±2^31 an exponent is as good as infinite either way (a body
+		// holds at most maxBodyBytes digits), and the bound keeps the sums
+		// below from overflowing.
 		e, err := strconv.ParseInt(exponent, 10, 64)
-		if err != nil { // beyond int64: as good as infinite either way
+		if err != nil || e > math.MaxInt32 || e < math.MinInt32 {
 			e = math.MaxInt32
 			if exponent[0] == '-' {
 				e = math.MinInt32
