@@ -2,7 +2,7 @@
 // root: Register builds the service's parts when `serve` starts and hands
 // them to the /v1 routes (internal/api) and the staff routes
 // (internal/staff); it sets the HTTP server's limits, prints the banner,
-// stops every part in order at shutdown, and guards the records that staff
+// stops every part in reverse start order at shutdown, and guards the records that staff
 // edit in the dashboard.
 package hooks
 
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/pocketbase/dbx"
@@ -88,16 +89,17 @@ func Register(app core.App, opts *Options) *Service {
 // requests to them; clients reach /v1 at base.
 func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 	app := se.App
+	stops := &stopper{app: app}
 	history, err := usage.Start(app, 0)
 	if err != nil {
 		return err
 	}
-	onTerminate(app, "petstoreUsageClose", "Could not save the usage history of API keys at shutdown", history.Close)
+	stops.onTerminate("petstoreUsageClose", "Could not save the usage history of API keys at shutdown", history.Close)
 	limiter, err := limits.New(opts.Limits, keyLedger{app, history}, app.Logger())
 	if err != nil {
 		return err
 	}
-	onTerminate(app, "petstoreLimiterClose", "Could not release the rate-limit Redis at shutdown", limiter.Close)
+	stops.onTerminate("petstoreLimiterClose", "Could not release the rate-limit Redis at shutdown", limiter.Close)
 
 	// The reads every /v1 request makes (its API key, the pets) go to
 	// PocketBase's read pool, and are kept at its data version.
@@ -109,7 +111,7 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 	if err != nil {
 		return err
 	}
-	onTerminate(app, "petstoreDataVersionClose", "Could not close the data version watch", version.Close)
+	stops.onTerminate("petstoreDataVersionClose", "Could not close the data version watch", version.Close)
 	keys, err := apikeys.NewFinder(reads.DB())
 	if err != nil {
 		return err
@@ -122,7 +124,7 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 	if err != nil {
 		return err
 	}
-	onTerminate(app, "petstoreCheckpointerStop", "Could not close the checkpointer's connection", checkpointer.Stop)
+	stops.onTerminate("petstoreCheckpointerStop", "Could not close the checkpointer's connection", checkpointer.Stop)
 	events, err := newPetEvents(app)
 	if err != nil {
 		return err
@@ -132,13 +134,13 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 		return err
 	}
 	petWriter.OnCreated(events.created)
-	onTerminate(app, "petstorePetWriterStop", "", func() error { petWriter.Stop(); return nil })
+	stops.onTerminate("petstorePetWriterStop", "", func() error { petWriter.Stop(); return nil })
 
 	reqlog, err := requestlog.Start(app, opts.RequestLog)
 	if err != nil {
 		return err
 	}
-	onTerminate(app, "petstoreRequestLogStop", "", func() error { reqlog.Stop(); return nil })
+	stops.onTerminate("petstoreRequestLogStop", "", func() error { reqlog.Stop(); return nil })
 
 	now := opts.Now
 	if now == nil {
@@ -167,18 +169,33 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 
 // stopPriority runs the service's stops after PocketBase's graceful
 // shutdown (-9999), so that no request is served after them, and before the
-// databases close.
+// databases close; stopper counts down from it.
 const stopPriority = -9000
 
-// onTerminate runs stop when the app stops, logging failure with its error.
-func onTerminate(app core.App, id, failure string, stop func() error) {
-	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
+// stopper binds the stops of the parts serve starts. Each stop runs when the
+// app terminates, after PocketBase's graceful shutdown, in reverse order of
+// binding, which is the order serve starts the parts: a part stops before
+// those it was built on. Each stop runs once, however often the app
+// terminates (a restart after a backup restore terminates it before replacing
+// the process).
+type stopper struct {
+	app   core.App
+	bound int
+}
+
+// onTerminate binds stop, logging failure with its error.
+func (s *stopper) onTerminate(id, failure string, stop func() error) {
+	s.bound++
+	var once sync.Once
+	s.app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
 		Id:       id,
-		Priority: stopPriority,
+		Priority: stopPriority - s.bound,
 		Func: func(e *core.TerminateEvent) error {
-			if err := stop(); err != nil {
-				e.App.Logger().Error(failure, "error", err)
-			}
+			once.Do(func() {
+				if err := stop(); err != nil {
+					e.App.Logger().Error(failure, "error", err)
+				}
+			})
 			return e.Next()
 		},
 	})

@@ -52,7 +52,12 @@ func bindServer(app core.App, cfg *ServerConfig) {
 		Id:       shutdownHookId,
 		Priority: shutdownHookPriority,
 		Func: func(te *core.TerminateEvent) error {
-			if s := server.Load(); s != nil {
+			// A restart (after a backup restore) is left to PocketBase's own
+			// shutdown, which holds serve open until it has replaced the
+			// process: drained here first, serve would return at once, and
+			// the command's end would stop the service a second time and
+			// exit 0 instead of restarting.
+			if s := server.Load(); s != nil && !te.IsRestart {
 				timeout := orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
