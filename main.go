@@ -14,6 +14,7 @@ import (
 	"petstore/internal/database"
 	_ "petstore/internal/profiling" // empty unless built with -tags pprof
 	"petstore/internal/requestlog"
+	"petstore/internal/version"
 	"petstore/limits"
 	_ "petstore/migrations"
 )
@@ -70,14 +71,20 @@ func main() {
 		"which /v1 requests go to PocketBase's logs: all, or errors (4xx and 5xx) only")
 	cobra.OnInitialize(func() { opts.RequestLog = requestlog.Mode(requestLog) })
 
+	flags.DurationVar(&opts.Server.DrainDelay, "drain-delay", 0,
+		"on SIGTERM, how long to keep serving while /readyz answers 503, before the listener closes")
+
 	service := hooks.Register(app, opts)
 	keys := apikeys.NewCommand(app)
-	app.RootCmd.AddCommand(keys.Command)
+	healthcheck := hooks.NewHealthcheckCommand()
+	app.RootCmd.AddCommand(keys.Command, healthcheck.Command, hooks.NewVersionCommand())
+	app.RootCmd.Version = version.Read().String()
+	app.RootCmd.SetVersionTemplate("{{.Version}}\n")
 
 	if err := app.Execute(); err != nil {
 		log.Fatal(err)
 	}
-	if keys.Err() != nil || service.Err() != nil {
+	if keys.Err() != nil || service.Err() != nil || healthcheck.Err() != nil {
 		os.Exit(1)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pocketbase/dbx"
@@ -51,8 +52,9 @@ type Options struct {
 
 // Service is what Register bound; Err tells why serving could not start.
 type Service struct {
-	err  error
-	base api.BaseURL // Options.PublicURL, checked
+	err      error
+	base     api.BaseURL // Options.PublicURL, checked
+	draining atomic.Bool // from SIGTERM on: /readyz answers 503
 }
 
 // Err is the error that stopped `serve` from starting, if any. PocketBase
@@ -70,13 +72,13 @@ func Register(app core.App, opts *Options) *Service {
 				err = fmt.Errorf("invalid --public-url (or PETSTORE_PUBLIC_URL) %q: %w; e.g. https://shop.example.org/api/v1", opts.PublicURL, err)
 			} else {
 				s.base = base
-				err = serve(se, opts, base)
+				err = serve(se, opts, base, &s.draining)
 			}
 			s.err = err
 			return err
 		},
 	})
-	bindServer(app, &opts.Server)
+	bindServer(app, &opts.Server, &s.draining)
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
@@ -87,7 +89,7 @@ func Register(app core.App, opts *Options) *Service {
 
 // serve builds the service's parts, each stopped at shutdown, and routes
 // requests to them; clients reach /v1 at base.
-func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
+func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, draining *atomic.Bool) error {
 	app := se.App
 	stops := &stopper{app: app}
 	history, err := usage.Start(app, 0)
@@ -152,6 +154,7 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL) error {
 		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents,
 	})
 	staff.AddRoutes(se.Router, history)
+	api.AddHealthRoutes(se.Router, api.Health{Draining: draining.Load, DB: reads.DB(), Limiter: limiter})
 	// The reference page's copy of the contract, outside /v1 and so not
 	// counted: the page renders for visitors whose address is over its
 	// keyless limit (behind a shared NAT, everyone's).

@@ -18,6 +18,10 @@ type ServerConfig struct {
 	// ShutdownTimeout is how long SIGTERM lets in-flight requests finish.
 	// PocketBase's own is 1 second.
 	ShutdownTimeout time.Duration
+	// DrainDelay is how long, after SIGTERM, the server keeps serving while
+	// /readyz answers 503, so that a load balancer stops sending new
+	// requests before the listener closes. Zero closes it at once.
+	DrainDelay time.Duration
 }
 
 // Defaults of ServerConfig.
@@ -33,12 +37,13 @@ const (
 )
 
 // bindServer applies cfg to the server when it starts, and on termination
-// drains it: the listener closes at once (new connections are refused) and
-// requests in flight get cfg.ShutdownTimeout to finish. PocketBase's own
+// drains it: draining turns true (/readyz answers 503), the server keeps
+// serving for cfg.DrainDelay, then the listener closes (new connections are
+// refused) and requests in flight get cfg.ShutdownTimeout to finish. PocketBase's own
 // shutdown then finds nothing left to cut off after its 1 second, and the
 // hooks after it (rate-limit flush, log writer, database close) run once no
 // request is being served.
-func bindServer(app core.App, cfg *ServerConfig) {
+func bindServer(app core.App, cfg *ServerConfig, draining *atomic.Bool) {
 	var server atomic.Pointer[http.Server]
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: serverHookId,
@@ -58,6 +63,8 @@ func bindServer(app core.App, cfg *ServerConfig) {
 			// the command's end would stop the service a second time and
 			// exit 0 instead of restarting.
 			if s := server.Load(); s != nil && !te.IsRestart {
+				draining.Store(true)
+				time.Sleep(cfg.DrainDelay)
 				timeout := orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()

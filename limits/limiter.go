@@ -172,3 +172,17 @@ func (l *Limiter) saveBan(keyID string, until time.Time) error {
 		"keyId", keyID, "until", until.UTC().Format(time.RFC3339))
 	return nil
 }
+
+// Counting says where the limiter counts now: "memory" without Redis,
+// "redis", or "local" while Redis fails (each instance then admits at most a
+// quota).
+func (l *Limiter) Counting() string {
+	switch {
+	case l.shared == nil:
+		return "memory"
+	case l.shared.up.Load():
+		return "redis"
+	default:
+		return "local"
+	}
+}

@@ -51,7 +51,9 @@ func Build(dir string, tags ...string) (string, error) {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
 	bin := filepath.Join(dir, "petstore")
-	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, ".")
+	// -buildvcs=auto embeds the commit, as a plain go build in a checkout
+	// does, even where GOFLAGS turns it off.
+	cmd := exec.Command("go", "build", "-buildvcs=auto", "-tags", strings.Join(tags, ","), "-o", bin, ".")
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
