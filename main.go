@@ -2,16 +2,19 @@
 package main
 
 import (
+	"fmt"
 	"log"
 	"os"
 
 	"github.com/pocketbase/pocketbase"
 	"github.com/pocketbase/pocketbase/cmd"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"petstore/hooks"
 	"petstore/internal/apikeys"
 	"petstore/internal/database"
+	"petstore/internal/logging"
 	_ "petstore/internal/profiling" // empty unless built with -tags pprof
 	"petstore/internal/requestlog"
 	"petstore/internal/version"
@@ -33,7 +36,25 @@ func main() {
 	// failures belong on stderr.
 	app.RootCmd.SetErr(os.Stderr)
 
-	opts := &hooks.Options{Banner: os.Stdout}
+	// The console's flags are read before the others, as PocketBase reads
+	// --dir: the logger exists before any command runs.
+	logFlags := pflag.NewFlagSet("log", pflag.ContinueOnError)
+	logFlags.ParseErrorsAllowlist.UnknownFlags = true
+	logFlags.Usage = func() {}
+	logFormat := logFlags.String("log-format", logging.Text, "console log format: text, or json (one object a line)")
+	logLevel := logFlags.String("log-level", "info", "lowest level logged on the console: debug, info, warn or error")
+	_ = logFlags.Parse(os.Args[1:]) // cobra reports bad flags
+	app.RootCmd.PersistentFlags().AddFlagSet(logFlags)
+	console, err := logging.Console(os.Stderr, *logFormat, *logLevel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+
+	opts := &hooks.Options{Banner: os.Stdout, Console: console}
+	if *logFormat == logging.JSON {
+		opts.Banner = nil // the start event carries the addresses
+	}
 	// PocketBase's own commands, made here rather than by app.Start, so that
 	// serve can have flags of petstore's. Without PocketBase's banner, which
 	// names only /api/ and /_/: hooks prints a fuller one.
@@ -71,6 +92,9 @@ func main() {
 		"which /v1 requests go to PocketBase's logs: all, or errors (4xx and 5xx) only")
 	cobra.OnInitialize(func() { opts.RequestLog = requestlog.Mode(requestLog) })
 
+	flags.BoolVar(&opts.AccessLog, "access-log", false, "log one console line per /v1 request")
+	flags.DurationVar(&opts.SlowRequest, "slow-request", hooks.DefaultSlowRequest,
+		"log /v1 requests that take longer than this as warnings (0: never)")
 	flags.DurationVar(&opts.Server.DrainDelay, "drain-delay", 0,
 		"on SIGTERM, how long to keep serving while /readyz answers 503, before the listener closes")
 

@@ -4,26 +4,48 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/url"
 	"strings"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
+
+	"petstore/internal/version"
 )
 
-// bindBanner prints where everything is once serve listens, in place of
-// PocketBase's banner (main hides it), which names only /api/ and /_/.
+// bindBanner logs the start, and prints where everything is for people, in
+// place of PocketBase's banner (main hides it), which names only /api/ and
+// /_/.
 func bindBanner(app core.App, opts *Options, s *Service) {
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreBanner",
 		Func: func(se *core.ServeEvent) error {
 			// The listener exists once the rest of the chain has run.
-			if err := se.Next(); err != nil || opts.Banner == nil {
+			if err := se.Next(); err != nil {
 				return err
 			}
-			printBanner(opts.Banner, baseURL(se.Server.Addr, opts.HTTPS), s.base.Public())
+			base := baseURL(se.Server.Addr, opts.HTTPS)
+			s.log.Info("petstore started", "address", base, "version", version.Read().String(),
+				"dataDir", se.App.DataDir(), "publicURL", s.base.Public(), "rateLimits", rateLimitStore(opts.Limits.RedisURL))
+			if opts.Banner != nil {
+				printBanner(opts.Banner, base, s.base.Public())
+			}
 			return nil
 		},
 	})
+}
+
+// rateLimitStore names where rate limits are counted, without the Redis
+// URL's password.
+func rateLimitStore(redisURL string) string {
+	if redisURL == "" {
+		return "memory"
+	}
+	u, err := url.Parse(redisURL)
+	if err != nil {
+		return "redis"
+	}
+	return u.Redacted()
 }
 
 // printBanner names the addresses under base, the server's, and the public

@@ -6,7 +6,7 @@ import "github.com/pocketbase/pocketbase/core"
 // whether the service builds records for them and fires the after-create
 // hooks.
 func PetCreatesHeard(app core.App) (bool, error) {
-	events, err := newPetEvents(app)
+	events, err := newPetEvents(app, app.Logger())
 	if err != nil {
 		return false, err
 	}

@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 
@@ -24,6 +25,7 @@ import (
 // handler on those two hooks beyond PocketBase's own) no record is built.
 type petEvents struct {
 	app core.App
+	log *slog.Logger
 	// own is the count of PocketBase's own handlers on the after-create
 	// hooks; petstore binds none there.
 	own afterCreateHandlers
@@ -52,12 +54,12 @@ var pocketBaseHandlers = sync.OnceValues(func() (afterCreateHandlers, error) {
 	return countAfterCreateHandlers(app), nil
 })
 
-func newPetEvents(app core.App) (*petEvents, error) {
+func newPetEvents(app core.App, log *slog.Logger) (*petEvents, error) {
 	own, err := pocketBaseHandlers()
 	if err != nil {
 		return nil, err
 	}
-	return &petEvents{app: app, own: own}, nil
+	return &petEvents{app: app, log: log, own: own}, nil
 }
 
 // created is the pets writer's OnCreated: it runs in the goroutine of the
@@ -68,7 +70,7 @@ func (p *petEvents) created(rows []pets.Row) {
 	}
 	collection, err := p.app.FindCachedCollectionByNameOrId(pets.Collection)
 	if err != nil {
-		p.app.Logger().Error("Could not announce the pets created through /v1", "error", err)
+		p.log.Error("Could not announce the pets created through /v1", "error", err)
 		return
 	}
 	for _, row := range rows {
@@ -112,13 +114,13 @@ func (p *petEvents) subscribed() bool {
 func (p *petEvents) announce(collection *core.Collection, row pets.Row) {
 	defer func() {
 		if r := recover(); r != nil {
-			p.app.Logger().Error("An after-create hook of pets panicked on a pet created through /v1",
+			p.log.Error("An after-create hook of pets panicked on a pet created through /v1",
 				"id", row.ID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
 	}()
 	record, err := row.Record(collection)
 	if err != nil {
-		p.app.Logger().Error("Could not build the record of a pet created through /v1", "id", row.ID, "error", err)
+		p.log.Error("Could not build the record of a pet created through /v1", "id", row.ID, "error", err)
 		return
 	}
 	event := new(core.ModelEvent)
@@ -127,7 +129,7 @@ func (p *petEvents) announce(collection *core.Collection, row pets.Row) {
 	event.Type = core.ModelEventTypeCreate
 	event.Model = record
 	if err := p.app.OnModelAfterCreateSuccess().Trigger(event); err != nil {
-		p.app.Logger().Error("An after-create hook of pets failed on a pet created through /v1",
+		p.log.Error("An after-create hook of pets failed on a pet created through /v1",
 			"id", row.ID, "error", err)
 	}
 }

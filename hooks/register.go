@@ -9,6 +9,7 @@ package hooks
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -48,10 +49,22 @@ type Options struct {
 	Now func() time.Time
 	// RequestLog is what /v1 writes to PocketBase's logs; default all.
 	RequestLog requestlog.Mode
+	// Console receives the service's events beside the dashboard's logs
+	// (stderr, in the format of --log-format); nil: the dashboard only.
+	Console slog.Handler
+	// AccessLog logs one console line per /v1 request (--access-log).
+	AccessLog bool
+	// SlowRequest is the duration over which a /v1 request is logged as a
+	// warning; 0 logs none.
+	SlowRequest time.Duration
 }
+
+// DefaultSlowRequest is --slow-request's default.
+const DefaultSlowRequest = time.Second
 
 // Service is what Register bound; Err tells why serving could not start.
 type Service struct {
+	log      *slog.Logger // the one logger: console and dashboard
 	err      error
 	base     api.BaseURL // Options.PublicURL, checked
 	draining atomic.Bool // from SIGTERM on: /readyz answers 503
@@ -63,7 +76,7 @@ func (s *Service) Err() error { return s.err }
 
 // Register binds everything petstore adds to app.
 func Register(app core.App, opts *Options) *Service {
-	s := &Service{}
+	s := &Service{log: newLogger(app, opts.Console)}
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreServe",
 		Func: func(se *core.ServeEvent) error {
@@ -72,32 +85,32 @@ func Register(app core.App, opts *Options) *Service {
 				err = fmt.Errorf("invalid --public-url (or PETSTORE_PUBLIC_URL) %q: %w; e.g. https://shop.example.org/api/v1", opts.PublicURL, err)
 			} else {
 				s.base = base
-				err = serve(se, opts, base, &s.draining)
+				err = serve(se, opts, base, s)
 			}
 			s.err = err
 			return err
 		},
 	})
-	bindServer(app, &opts.Server, &s.draining)
+	bindServer(app, &opts.Server, s)
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
-	idempotency.BindPurge(app)
-	database.BindDailyOptimize(app)
+	idempotency.BindPurge(app, s.log)
+	database.BindDailyOptimize(app, s.log)
 	return s
 }
 
 // serve builds the service's parts, each stopped at shutdown, and routes
 // requests to them; clients reach /v1 at base.
-func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, draining *atomic.Bool) error {
+func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) error {
 	app := se.App
-	stops := &stopper{app: app}
-	history, err := usage.Start(app, 0)
+	stops := &stopper{app: app, log: s.log}
+	history, err := usage.Start(app, 0, s.log)
 	if err != nil {
 		return err
 	}
 	stops.onTerminate("petstoreUsageClose", "Could not save the usage history of API keys at shutdown", history.Close)
-	limiter, err := limits.New(opts.Limits, keyLedger{app, history}, app.Logger())
+	limiter, err := limits.New(opts.Limits, keyLedger{app, history}, s.log)
 	if err != nil {
 		return err
 	}
@@ -122,12 +135,12 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, draining *atomi
 	if err != nil {
 		return err
 	}
-	checkpointer, err := database.StartCheckpointer(filepath.Join(app.DataDir(), database.DataFile), app.Logger())
+	checkpointer, err := database.StartCheckpointer(filepath.Join(app.DataDir(), database.DataFile), s.log)
 	if err != nil {
 		return err
 	}
 	stops.onTerminate("petstoreCheckpointerStop", "Could not close the checkpointer's connection", checkpointer.Stop)
-	events, err := newPetEvents(app)
+	events, err := newPetEvents(app, s.log)
 	if err != nil {
 		return err
 	}
@@ -138,7 +151,9 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, draining *atomi
 	petWriter.OnCreated(events.created)
 	stops.onTerminate("petstorePetWriterStop", "", func() error { petWriter.Stop(); return nil })
 
-	reqlog, err := requestlog.Start(app, opts.RequestLog)
+	reqlog, err := requestlog.Start(app, requestlog.Config{
+		Mode: opts.RequestLog, Console: s.log, AccessLog: opts.AccessLog, SlowRequest: opts.SlowRequest,
+	})
 	if err != nil {
 		return err
 	}
@@ -151,10 +166,10 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, draining *atomi
 	documents := api.NewDocuments(base)
 	api.AddRoutes(se.Router.Group("/v1"), api.Deps{
 		Limiter: limiter, Keys: keys, Version: version, Pets: petReads, PetWriter: petWriter,
-		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents,
+		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents, Logger: s.log,
 	})
 	staff.AddRoutes(se.Router, history)
-	api.AddHealthRoutes(se.Router, api.Health{Draining: draining.Load, DB: reads.DB(), Limiter: limiter})
+	api.AddHealthRoutes(se.Router, api.Health{Draining: s.draining.Load, DB: reads.DB(), Limiter: limiter})
 	// The reference page's copy of the contract, outside /v1 and so not
 	// counted: the page renders for visitors whose address is over its
 	// keyless limit (behind a shared NAT, everyone's).
@@ -183,6 +198,7 @@ const stopPriority = -9000
 // the process).
 type stopper struct {
 	app   core.App
+	log   *slog.Logger
 	bound int
 }
 
@@ -196,7 +212,7 @@ func (s *stopper) onTerminate(id, failure string, stop func() error) {
 		Func: func(e *core.TerminateEvent) error {
 			once.Do(func() {
 				if err := stop(); err != nil {
-					e.App.Logger().Error(failure, "error", err)
+					s.log.Error(failure, "error", err)
 				}
 			})
 			return e.Next()

@@ -43,7 +43,7 @@ const (
 // shutdown then finds nothing left to cut off after its 1 second, and the
 // hooks after it (rate-limit flush, log writer, database close) run once no
 // request is being served.
-func bindServer(app core.App, cfg *ServerConfig, draining *atomic.Bool) {
+func bindServer(app core.App, cfg *ServerConfig, service *Service) {
 	var server atomic.Pointer[http.Server]
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: serverHookId,
@@ -63,15 +63,18 @@ func bindServer(app core.App, cfg *ServerConfig, draining *atomic.Bool) {
 			// the command's end would stop the service a second time and
 			// exit 0 instead of restarting.
 			if s := server.Load(); s != nil && !te.IsRestart {
-				draining.Store(true)
+				service.draining.Store(true)
+				started := time.Now()
+				service.log.Info("petstore stopping", "drainDelay", cfg.DrainDelay.String())
 				time.Sleep(cfg.DrainDelay)
 				timeout := orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
 				if err := s.Shutdown(ctx); err != nil {
-					te.App.Logger().Warn("Requests still running at the end of the shutdown bound are cut off",
+					service.log.Warn("Requests still running at the end of the shutdown bound are cut off",
 						"shutdownTimeout", timeout.String(), "error", err)
 				}
+				service.log.Info("petstore stopped serving", "drained", time.Since(started).Round(time.Millisecond).String())
 			}
 			return te.Next()
 		},

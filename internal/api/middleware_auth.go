@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -37,7 +38,7 @@ var (
 // identifyKey resolves the request's bearer API key, if any, without refusing
 // anything yet: the rate limit needs to know the caller for every /v1
 // response, and requireKey decides which routes need one.
-func identifyKey(keys *apikeys.Finder, version *dataversion.Watch) *hook.Handler[*core.RequestEvent] {
+func identifyKey(keys *apikeys.Finder, version *dataversion.Watch, log *slog.Logger) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       identifyKeyMiddlewareId,
 		Priority: identifyKeyMiddlewarePriority,
@@ -59,7 +60,7 @@ func identifyKey(keys *apikeys.Finder, version *dataversion.Watch) *hook.Handler
 					if app, now := e.App, time.Now(); k.LastUsedStale(now) {
 						routine.FireAndForget(func() { // off the request path: it waits for SQLite's writer
 							if err := apikeys.TouchLastUsed(app, k.ID, now); err != nil {
-								app.Logger().Warn("Could not record an API key's last use", "keyId", k.ID, "error", err)
+								log.Warn("Could not record an API key's last use", "keyId", k.ID, "error", err)
 							}
 						})
 					}

@@ -5,6 +5,7 @@
 package api
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -36,6 +37,7 @@ type Deps struct {
 	Now        func() time.Time // the service's clock for dates it acts on (getPet's sunset)
 	Base       BaseURL          // where clients reach /v1: Link and Location are under it
 	Documents  Documents        // the OpenAPI document, naming Base
+	Logger     *slog.Logger     // the service's log
 }
 
 // AddRoutes is the whole /v1 surface: every route with its middleware.
@@ -59,7 +61,7 @@ type Deps struct {
 func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(d.RequestLog.Middleware(), errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version), rateLimit(d.Limiter, d.Usage),
+		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version, d.Logger), rateLimit(d.Limiter, d.Usage),
 		apis.BodyLimit(maxBodyBytes))
 
 	petsURL := d.Base.links() + "/pets"

@@ -3,6 +3,7 @@ package database
 import (
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
+	"log/slog"
 )
 
 // dailyOptimizeJobID is PocketBase's daily job (dashboard: Settings, Crons),
@@ -21,11 +22,11 @@ const dailyOptimizeJobID = "__pbDBOptimize__"
 // reader needs and waits for no one; the WAL file stays within
 // journal_size_limit either way. auxiliary.db, which Litestream does not
 // replicate, keeps PocketBase's TRUNCATE.
-func BindDailyOptimize(app core.App) {
+func BindDailyOptimize(app core.App, logger *slog.Logger) {
 	app.Cron().MustAdd(dailyOptimizeJobID, "0 0 * * *", func() {
 		run := func(db dbx.Builder, name, sql string) {
 			if _, err := db.NewQuery(sql).Execute(); err != nil {
-				app.Logger().Warn("Daily database job failed", "db", name, "sql", sql, "error", err)
+				logger.Warn("Daily database job failed", "db", name, "sql", sql, "error", err)
 			}
 		}
 		run(app.NonconcurrentDB(), "data.db", "PRAGMA wal_checkpoint(PASSIVE)")

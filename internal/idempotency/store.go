@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/pocketbase/dbx"
@@ -151,10 +152,10 @@ const purgeJobId = "petstoreIdempotencyPurge"
 // BindPurge purges expired answers every 10 minutes while the app serves.
 // Expired answers are never replayed, purged or not: the purge only keeps
 // the table small.
-func BindPurge(app core.App) {
+func BindPurge(app core.App, logger *slog.Logger) {
 	app.Cron().MustAdd(purgeJobId, "*/10 * * * *", func() {
 		if _, err := Purge(app, time.Now()); err != nil {
-			app.Logger().Error("Could not purge expired idempotency keys", "error", err)
+			logger.Error("Could not purge expired idempotency keys", "error", err)
 		}
 	})
 }

@@ -134,8 +134,12 @@ func StartUnder(wrap func(serve []string) *exec.Cmd, bin, dir string, args ...st
 	return nil, lastErr
 }
 
-// bannerEnd begins the last line of serve's banner (hooks/banner.go).
-const bannerEnd = "└─ PocketBase:"
+// bannerEnd begins the last line of serve's banner (hooks/banner.go);
+// startedJSON is in the start event that replaces it with --log-format json.
+const (
+	bannerEnd   = "└─ PocketBase:"
+	startedJSON = `"msg":"petstore started"`
+)
 
 func start(wrap func(serve []string) *exec.Cmd, bin, dir string, args []string) (*Process, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -183,7 +187,7 @@ func start(wrap func(serve []string) *exec.Cmd, bin, dir string, args []string) 
 		// listener is up and so may follow the first answer.
 		if resp, err := p.client.Get(p.URL + "/api/health"); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && strings.Contains(p.Output(), bannerEnd) {
+			if out := p.Output(); resp.StatusCode == http.StatusOK && (strings.Contains(out, bannerEnd) || strings.Contains(out, startedJSON)) {
 				return p, nil
 			}
 		}

@@ -96,10 +96,23 @@ type requestData struct {
 	UserIP    *string `json:"userIP,omitempty"`
 }
 
-// Logger writes request log entries of a route group to _logs.
+// Config sets what a Logger writes.
+type Config struct {
+	Mode Mode // what goes to _logs; default All
+	// Console receives the requests that the service's log shows (every
+	// 5xx, with an id to find it by, the slow ones, and with AccessLog all)
+	// and the writer's failures; the app's logger when nil.
+	Console     *slog.Logger
+	AccessLog   bool
+	SlowRequest time.Duration // 0: none is slow
+}
+
+// Logger writes request log entries of a route group to _logs, and the
+// requests Config names to the console.
 type Logger struct {
 	app  core.App
 	mode Mode
+	cfg  Config
 
 	queue   chan entry
 	dropped atomic.Int64
@@ -117,7 +130,11 @@ type Logger struct {
 
 // Start prepares the writer on app's auxiliary database, where PocketBase
 // keeps its logs, and starts it. Stop writes what is queued and stops it.
-func Start(app core.App, mode Mode) (*Logger, error) {
+func Start(app core.App, cfg Config) (*Logger, error) {
+	if cfg.Console == nil {
+		cfg.Console = app.Logger()
+	}
+	mode := cfg.Mode
 	if mode == "" {
 		mode = All
 	}
@@ -139,7 +156,7 @@ func Start(app core.App, mode Mode) (*Logger, error) {
 		return nil, fmt.Errorf("prepare the request log: %w", err)
 	}
 	l := &Logger{
-		app: app, mode: mode, db: db, insertRows: insertRows, insertRow: insertRow, ids: newLogIDs(),
+		app: app, mode: mode, cfg: cfg, db: db, insertRows: insertRows, insertRow: insertRow, ids: newLogIDs(),
 		queue: make(chan entry, QueueSize), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go l.run()
@@ -173,6 +190,7 @@ func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] {
 					l.enqueue(en)
 				}
 			}
+			l.toConsole(e, err, time.Since(started))
 			return err
 		},
 	}
@@ -330,7 +348,7 @@ func (l *Logger) write(batch []entry) {
 	}
 	if err != nil {
 		// PocketBase's own logger, which reaches the console as well.
-		l.app.Logger().Error("Could not write the request log", "entries", len(batch), "error", err)
+		l.cfg.Console.Error("Could not write the request log", "entries", len(batch), "error", err)
 	}
 }
 

@@ -31,7 +31,7 @@ func newTestApp(tb testing.TB) *tests.TestApp {
 // cleaned up); a test may stop it earlier.
 func startLogger(tb testing.TB, app core.App, mode Mode) *Logger {
 	tb.Helper()
-	l, err := Start(app, mode)
+	l, err := Start(app, Config{Mode: mode})
 	if err != nil {
 		tb.Fatal(err)
 	}

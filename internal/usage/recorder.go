@@ -7,6 +7,7 @@
 package usage
 
 import (
+	"log/slog"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ const dayLayout = "2006-01-02"
 // the table.
 type Recorder struct {
 	app        core.App
+	logger     *slog.Logger
 	flushEvery time.Duration
 
 	mu      sync.Mutex
@@ -56,13 +58,14 @@ type Counts struct {
 func (c Counts) Served() int64 { return c.Requests - c.Limited }
 
 // Start returns a Recorder adding its counts to app's table every flushEvery
-// (DefaultFlushEvery when 0) until Close. It purges old days at once.
-func Start(app core.App, flushEvery time.Duration) (*Recorder, error) {
+// (DefaultFlushEvery when 0) until Close, logging failures to logger. It
+// purges old days at once.
+func Start(app core.App, flushEvery time.Duration, logger *slog.Logger) (*Recorder, error) {
 	if flushEvery <= 0 {
 		flushEvery = DefaultFlushEvery
 	}
 	r := &Recorder{
-		app: app, flushEvery: flushEvery, pending: map[entry]Counts{},
+		app: app, logger: logger, flushEvery: flushEvery, pending: map[entry]Counts{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if err := r.purge(time.Now()); err != nil {
@@ -104,11 +107,11 @@ func (r *Recorder) loop() {
 			return
 		case now := <-t.C:
 			if err := r.flush(); err != nil {
-				r.app.Logger().Error("Could not save the usage history of API keys", "error", err)
+				r.logger.Error("Could not save the usage history of API keys", "error", err)
 			}
 			if dayOf(now) != r.purgedDay {
 				if err := r.purge(now); err != nil {
-					r.app.Logger().Error("Could not purge old usage history of API keys", "error", err)
+					r.logger.Error("Could not purge old usage history of API keys", "error", err)
 				}
 			}
 		}

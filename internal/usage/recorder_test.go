@@ -20,7 +20,7 @@ func keyID(t *testing.T, s *apptest.Server) string {
 
 func start(t *testing.T, s *apptest.Server) *usage.Recorder {
 	t.Helper()
-	r, err := usage.Start(s.App, time.Hour) // flushed by Close only
+	r, err := usage.Start(s.App, time.Hour, s.App.Logger()) // flushed by Close only
 	if err != nil {
 		t.Fatal(err)
 	}
