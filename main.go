@@ -60,6 +60,8 @@ func main() {
 	// names only /api/ and /_/: hooks prints a fuller one.
 	serve := cmd.NewServeCommand(app, false)
 	app.RootCmd.AddCommand(cmd.NewSuperuserCommand(app), serve)
+	serve.PersistentFlags().StringVar(&opts.MetricsAddr, "metrics-addr", "",
+		"serve Prometheus metrics at GET /metrics on this address (127.0.0.1:9090), a listener of its own; none by default")
 	serve.PersistentFlags().StringVar(&opts.PublicURL, "public-url", "",
 		"the base URL clients use, ending in /v1, when a reverse proxy is in front (https://shop.example.org/api/v1): Link, Location and the served documents name it (env PETSTORE_PUBLIC_URL)")
 

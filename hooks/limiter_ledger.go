@@ -17,11 +17,15 @@ import (
 type keyLedger struct {
 	app     core.App
 	history *usage.Recorder
+	service *Service // counts bans in its metrics
 }
 
 var _ limits.Ledger = keyLedger{}
 
 func (k keyLedger) SaveBan(keyID string, until time.Time) error {
+	if k.service.bans != nil {
+		k.service.bans()
+	}
 	return apikeys.SaveBan(k.app, keyID, until)
 }
 

@@ -24,6 +24,7 @@ import (
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
 	"petstore/internal/idempotency"
+	"petstore/internal/metrics"
 	"petstore/internal/pets"
 	"petstore/internal/requestlog"
 	"petstore/internal/staff"
@@ -57,6 +58,9 @@ type Options struct {
 	// SlowRequest is the duration over which a /v1 request is logged as a
 	// warning; 0 logs none.
 	SlowRequest time.Duration
+	// MetricsAddr is where GET /metrics is served (serve --metrics-addr),
+	// on a listener of its own; empty: nowhere.
+	MetricsAddr string
 }
 
 // DefaultSlowRequest is --slow-request's default.
@@ -68,6 +72,7 @@ type Service struct {
 	err      error
 	base     api.BaseURL // Options.PublicURL, checked
 	draining atomic.Bool // from SIGTERM on: /readyz answers 503
+	bans     func()      // counts a ban started; nil without metrics
 }
 
 // Err is the error that stopped `serve` from starting, if any. PocketBase
@@ -110,7 +115,7 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		return err
 	}
 	stops.onTerminate("petstoreUsageClose", "Could not save the usage history of API keys at shutdown", history.Close)
-	limiter, err := limits.New(opts.Limits, keyLedger{app, history}, s.log)
+	limiter, err := limits.New(opts.Limits, keyLedger{app, history, s}, s.log)
 	if err != nil {
 		return err
 	}
@@ -163,10 +168,20 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 	if now == nil {
 		now = time.Now
 	}
+	var observer api.Observer
+	if opts.MetricsAddr != "" {
+		m := metrics.New()
+		if err := startMetrics(app, opts.MetricsAddr, m, reads.DB(), limiter, s.log, stops); err != nil {
+			return fmt.Errorf("--metrics-addr %s: %w", opts.MetricsAddr, err)
+		}
+		observer = m
+		s.bans = m.ObserveBan
+	}
+
 	documents := api.NewDocuments(base)
 	api.AddRoutes(se.Router.Group("/v1"), api.Deps{
 		Limiter: limiter, Keys: keys, Version: version, Pets: petReads, PetWriter: petWriter,
-		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents, Logger: s.log,
+		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
 	})
 	staff.AddRoutes(se.Router, history)
 	api.AddHealthRoutes(se.Router, api.Health{Draining: s.draining.Load, DB: reads.DB(), Limiter: limiter})

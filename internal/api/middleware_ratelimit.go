@@ -24,7 +24,9 @@ const (
 // requests (429) count in no window. Every response carries the rate-limit
 // headers. A key's request goes into its usage history, served or refused,
 // on the UTC day its day window counted it in.
-func rateLimit(l *limits.Limiter, history *usage.Recorder) *hook.Handler[*core.RequestEvent] {
+//
+// o, when not nil, counts each decision by plan and outcome.
+func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       rateLimitMiddlewareId,
 		Priority: rateLimitMiddlewarePriority,
@@ -47,6 +49,9 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder) *hook.Handler[*core.R
 			refused := d.Exceeded()
 			if key != nil {
 				history.Record(key.ID, d.At, refused)
+			}
+			if o != nil {
+				observeDecision(o, key, d)
 			}
 			switch {
 			case d.Banned():
@@ -89,5 +94,21 @@ func limitsKey(k *apikeys.Key) limits.Key {
 		Quota:       limits.Quota{PerMinute: k.PerMinute, PerDay: k.PerDay, BanAfter: k.BanAfter, BanFor: k.BanFor},
 		BannedUntil: k.BannedUntil,
 		BanLifted:   k.BanLifted,
+	}
+}
+
+// observeDecision hands o the plan and outcome of a decision.
+func observeDecision(o Observer, key *apikeys.Key, d limits.Decision) {
+	plan := planAnonymous
+	if key != nil {
+		plan = key.Plan
+	}
+	switch {
+	case d.Banned():
+		o.ObserveRateLimit(plan, outcomeBanned)
+	case d.Exceeded():
+		o.ObserveRateLimit(plan, outcomeLimited)
+	default:
+		o.ObserveRateLimit(plan, outcomeAdmitted)
 	}
 }

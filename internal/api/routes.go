@@ -38,12 +38,14 @@ type Deps struct {
 	Base       BaseURL          // where clients reach /v1: Link and Location are under it
 	Documents  Documents        // the OpenAPI document, naming Base
 	Logger     *slog.Logger     // the service's log
+	Metrics    Observer         // nil: no metrics
 }
 
 // AddRoutes is the whole /v1 surface: every route with its middleware.
 //
 // Group middleware, in the order they run:
 //
+//	observeRequests  with metrics: times and counts every answer by route and status
 //	requestLog       PocketBase's request log, written cheaply: replaces its activity
 //	                 logger for /v1, at its place, between the two errorBody layers
 //	                 (package requestlog)
@@ -61,8 +63,11 @@ type Deps struct {
 func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(d.RequestLog.Middleware(), errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version, d.Logger), rateLimit(d.Limiter, d.Usage),
+		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version, d.Logger), rateLimit(d.Limiter, d.Usage, d.Metrics),
 		apis.BodyLimit(maxBodyBytes))
+	if d.Metrics != nil {
+		v1.Bind(observeRequests(d.Metrics))
+	}
 
 	petsURL := d.Base.links() + "/pets"
 	v1.GET("/pets", handleListPets(d.Pets, d.Version, petsURL)).Bind(requireKey())

@@ -118,6 +118,7 @@ func Create(app core.App, nk NewKey) (string, *core.Record, error) {
 // (its own overrides, else its plan's) and its ban.
 type Key struct {
 	ID          string
+	Plan        string // the plan's name
 	PerMinute   int64
 	PerDay      int64
 	BanAfter    int64         // rejected requests within a minute that ban the key; 0: the per-minute quota
@@ -131,7 +132,7 @@ type Key struct {
 // or its previous secret's during a roll's grace period. It is one
 // statement, prepared once (see Finder).
 const findKeySQL = `SELECT k.id, k.revoked <> '' AS revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day,
-	p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes,
+	p.name, p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes,
 	k.key_hash <> :hash AS by_previous, k.previous_until
 	FROM api_keys k JOIN plans p ON p.id = k.plan
 	WHERE k.key_hash = :hash OR (k.previous_hash = :hash AND k.previous_until > :now) LIMIT 1`
@@ -215,7 +216,7 @@ func (f *Finder) read(hash string, now time.Time) (foundKey, error) {
 	)
 	err := f.stmt.QueryRow(sql.Named("hash", hash), sql.Named("now", types.NowDateTime().String())).Scan(
 		&k.ID, &found.revoked, &expires, &bannedUntil, &banLifted, &lastUsed,
-		&perMinute, &perDay, &planMinute, &planDay, &k.BanAfter, &banMinutes,
+		&perMinute, &perDay, &k.Plan, &planMinute, &planDay, &k.BanAfter, &banMinutes,
 		&found.byPrevious, &previousUntil)
 	if errors.Is(err, sql.ErrNoRows) {
 		return found, ErrInvalid
@@ -456,4 +457,34 @@ func Get(app core.App, id string) (*core.Record, error) {
 		return nil, errs["plan"]
 	}
 	return r, nil
+}
+
+// countByStateSQL counts keys by State's rules, in State's order.
+const countByStateSQL = `SELECT CASE
+	WHEN revoked <> '' THEN 'revoked'
+	WHEN expires <> '' AND expires <= :now THEN 'expired'
+	WHEN banned_until > :now THEN 'banned'
+	ELSE 'active' END AS state, COUNT(*) FROM api_keys GROUP BY state`
+
+// CountByState counts the keys in each State at now, every state included.
+func CountByState(db *sql.DB, now time.Time) (map[string]int64, error) {
+	at, err := types.ParseDateTime(now)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.Query(countByStateSQL, sql.Named("now", at.String()))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	counts := map[string]int64{StateActive: 0, StateRevoked: 0, StateExpired: 0, StateBanned: 0}
+	for rows.Next() {
+		var state string
+		var n int64
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, err
+		}
+		counts[state] = n
+	}
+	return counts, rows.Err()
 }

@@ -15,25 +15,25 @@
 //	                                                       http_route is the pattern: /v1/pets, /v1/pets/{petId},
 //	                                                       /v1/openapi.json, /v1/openapi.yaml, or "other")
 //	petstore_ratelimit_requests_total           counter    plan ("anonymous" without a valid key), outcome (admitted, limited, banned)
-//	petstore_ratelimit_bans_total               counter    plan: bans started
+//	petstore_ratelimit_bans_total               counter    bans started
 //	petstore_ratelimit_redis_up                 gauge      1 while Redis decides, 0 while the limiter counts locally
-//	petstore_ratelimit_redis_lost_total         counter    times counting moved from Redis to local
-//	petstore_pets_writer_batch_size             histogram  creates written per commit
-//	petstore_pets_writer_commit_duration_seconds histogram one commit of the pets writer
-//	petstore_idempotency_requests_total         counter    outcome (stored, replayed, conflict)
+//	petstore_ratelimit_redis_lost_total         counter    times counting moved from Redis to local (not yet)
+//	petstore_pets_writer_batch_size             histogram  creates written per commit (not yet)
+//	petstore_pets_writer_commit_duration_seconds histogram one commit of the pets writer (not yet)
+//	petstore_idempotency_requests_total         counter    outcome (stored, replayed, conflict) (not yet)
 //	petstore_idempotency_keys                   gauge      Idempotency-Keys remembered
 //	petstore_sqlite_file_bytes                  gauge      file (data.db, data.db-wal, auxiliary.db, auxiliary.db-wal)
 //	petstore_pets                               gauge      pets stored
 //	petstore_api_keys                           gauge      state (active, expired, revoked, banned)
 //	petstore_realtime_subscribers               gauge      PocketBase realtime clients connected
-//	petstore_requestlog_rows_total              counter    rows written to the request log
-//	petstore_requestlog_dropped_total           counter    entries not written (queue full, or coalesced into a count)
-//	petstore_audit_events_total                 counter    action
-//	petstore_http_connections_open              gauge      connections open on the public listener
-//	petstore_http_connections_refused_total     counter    reason (per_address, global)
-//	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed)
-//	petstore_webhook_delivery_duration_seconds  histogram  one delivery attempt
-//	petstore_webhook_outbox_pending             gauge      events not yet delivered
+//	petstore_requestlog_rows_total              counter    rows written to the request log (not yet)
+//	petstore_requestlog_dropped_total           counter    entries not written (queue full, or coalesced into a count) (not yet)
+//	petstore_audit_events_total                 counter    action (not yet)
+//	petstore_http_connections_open              gauge      connections open on the public listener (not yet)
+//	petstore_http_connections_refused_total     counter    reason (per_address, global) (not yet)
+//	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed) (not yet)
+//	petstore_webhook_delivery_duration_seconds  histogram  one delivery attempt (not yet)
+//	petstore_webhook_outbox_pending             gauge      events not yet delivered (not yet)
 //	petstore_build_info                         gauge      version, revision, goversion; always 1
 //	go_*, process_*                                        the Go and process collectors
 package metrics

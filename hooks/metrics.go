@@ -1,0 +1,104 @@
+package hooks
+
+import (
+	"database/sql"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"petstore/internal/apikeys"
+	"petstore/internal/metrics"
+	"petstore/limits"
+)
+
+// startMetrics serves m at GET /metrics on addr, a listener of its own (never
+// the public one), with the figures read at each scrape: pets, keys by state,
+// the databases' files, the limiter's Redis, realtime subscribers.
+func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, limiter *limits.Limiter, log *slog.Logger, stops *stopper) error {
+	m.Register(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_pets", Help: "Pets stored."},
+			countRows(reads, "SELECT COUNT(*) FROM pets", log)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_idempotency_keys", Help: "Idempotency-Keys remembered."},
+			countRows(reads, "SELECT COUNT(*) FROM idempotency_keys", log)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_realtime_subscribers", Help: "PocketBase realtime clients connected."},
+			func() float64 { return float64(app.SubscriptionsBroker().TotalClients()) }),
+		keyStates{reads, log},
+	)
+	for _, file := range []string{"data.db", "data.db-wal", "auxiliary.db", "auxiliary.db-wal"} {
+		path := filepath.Join(app.DataDir(), file)
+		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "petstore_sqlite_file_bytes", Help: "Size of SQLite's files.", ConstLabels: prometheus.Labels{"file": file},
+		}, func() float64 {
+			info, err := os.Stat(path)
+			if err != nil {
+				return 0
+			}
+			return float64(info.Size())
+		}))
+	}
+	if limiter.Counting() != "memory" {
+		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "petstore_ratelimit_redis_up", Help: "1 while Redis counts, 0 while each instance counts locally.",
+		}, func() float64 {
+			if limiter.Counting() == "redis" {
+				return 1
+			}
+			return 0
+		}))
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("The metrics listener stopped", "address", addr, "error", err)
+		}
+	}()
+	log.Info("Serving metrics", "address", "http://"+ln.Addr().String()+"/metrics")
+	stops.onTerminate("petstoreMetricsStop", "Could not close the metrics listener", server.Close)
+	return nil
+}
+
+// countRows reads a count at each scrape; a failure logs and reads as 0.
+func countRows(db *sql.DB, query string, log *slog.Logger) func() float64 {
+	return func() float64 {
+		var n int64
+		if err := db.QueryRow(query).Scan(&n); err != nil {
+			log.Warn("A metric could not be read", "query", query, "error", err)
+		}
+		return float64(n)
+	}
+}
+
+// keyStates is petstore_api_keys{state}, counted at each scrape.
+type keyStates struct {
+	db  *sql.DB
+	log *slog.Logger
+}
+
+var keyStatesDesc = prometheus.NewDesc("petstore_api_keys", "API keys by state.", []string{"state"}, nil)
+
+func (k keyStates) Describe(ch chan<- *prometheus.Desc) { ch <- keyStatesDesc }
+
+func (k keyStates) Collect(ch chan<- prometheus.Metric) {
+	counts, err := apikeys.CountByState(k.db, time.Now())
+	if err != nil {
+		k.log.Warn("A metric could not be read", "metric", "petstore_api_keys", "error", err)
+		return
+	}
+	for state, n := range counts {
+		ch <- prometheus.MustNewConstMetric(keyStatesDesc, prometheus.GaugeValue, float64(n), state)
+	}
+}

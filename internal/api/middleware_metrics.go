@@ -1,0 +1,72 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
+)
+
+// Observer receives /v1's figures (package metrics implements it). Every
+// value it gets is bounded: a route pattern, a standard method, a status, a
+// plan's name, an outcome.
+type Observer interface {
+	ObserveRequest(method, route string, status int, took time.Duration)
+	ObserveRateLimit(plan, outcome string)
+}
+
+// Outcomes of the rate limiter, and the plan of requests without a valid key.
+const (
+	outcomeAdmitted = "admitted"
+	outcomeLimited  = "limited"
+	outcomeBanned   = "banned"
+	planAnonymous   = "anonymous"
+)
+
+// observeRequestsPriority runs observeRequests before every other /v1
+// middleware, the outer errorBody layer and sentURL included.
+const observeRequestsPriority = errorBodyOuterPriority - 10
+
+// routeOther is the route of every path that matches no /v1 route.
+const routeOther = "other"
+
+// observeRequests hands every /v1 answer to o, whatever produced it: the
+// handlers, the limiter's 429s, the key's 401s, the catch-all's 404s, the
+// body limit's 413s. It runs first, so it times all the others.
+func observeRequests(o Observer) *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       "petstoreObserveRequests",
+		Priority: observeRequestsPriority,
+		Func: func(e *core.RequestEvent) error {
+			started := time.Now()
+			err := e.Next()
+			o.ObserveRequest(methodLabel(e.Request.Method), routeLabel(e.Request.Pattern), e.Status(), time.Since(started))
+			return err
+		},
+	}
+}
+
+// routeLabel is the /v1 route of a ServeMux pattern ("GET /v1/pets/{petId}").
+func routeLabel(pattern string) string {
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		pattern = path
+	}
+	switch pattern {
+	case "/v1/pets", "/v1/pets/{petId}", "/v1/openapi.json", "/v1/openapi.yaml":
+		return pattern
+	}
+	return routeOther
+}
+
+// methodLabel is method when it is a standard one, else _OTHER, as
+// OpenTelemetry names them: a client cannot make up label values.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "_OTHER"
+}

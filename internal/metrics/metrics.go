@@ -1,0 +1,87 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"petstore/internal/version"
+)
+
+// Metrics is petstore's registry and the collectors the request path feeds.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	requests  *prometheus.HistogramVec
+	observers sync.Map // requestLabels → prometheus.Observer, so that a request builds no label strings
+	rateLimit *prometheus.CounterVec
+	bans      prometheus.Counter
+}
+
+type requestLabels struct {
+	method, route string
+	status        int
+}
+
+// New makes the registry with the Go and process collectors and the build's
+// information.
+func New() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "http_server_request_duration_seconds",
+			Help:    "Duration of /v1 requests, by method, route pattern and status (OpenTelemetry's HTTP server metric).",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}, []string{"http_request_method", "http_route", "http_response_status_code"}),
+		rateLimit: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "petstore_ratelimit_requests_total",
+			Help: "/v1 requests decided by the rate limiter, by plan (anonymous without a valid key) and outcome (admitted, limited, banned).",
+		}, []string{"plan", "outcome"}),
+		bans: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "petstore_ratelimit_bans_total",
+			Help: "Bans of API keys started.",
+		}),
+	}
+	info := version.Read()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "petstore_build_info",
+		Help:        "The running build; always 1.",
+		ConstLabels: prometheus.Labels{"version": info.Version, "revision": info.Revision, "goversion": info.GoVersion},
+	})
+	build.Set(1)
+	m.registry.MustRegister(m.requests, m.rateLimit, m.bans, build,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Register adds collectors of other parts (gauges read at scrape time).
+func (m *Metrics) Register(cs ...prometheus.Collector) { m.registry.MustRegister(cs...) }
+
+// Handler serves the registry in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// ObserveRequest counts one /v1 answer. route is a route pattern, never a
+// path a client chose; method one of the standard methods or _OTHER.
+func (m *Metrics) ObserveRequest(method, route string, status int, took time.Duration) {
+	labels := requestLabels{method, route, status}
+	o, ok := m.observers.Load(labels)
+	if !ok {
+		o, _ = m.observers.LoadOrStore(labels, m.requests.WithLabelValues(method, route, strconv.Itoa(status)))
+	}
+	o.(prometheus.Observer).Observe(took.Seconds())
+}
+
+// ObserveRateLimit counts one decision of the rate limiter.
+func (m *Metrics) ObserveRateLimit(plan, outcome string) {
+	m.rateLimit.WithLabelValues(plan, outcome).Inc()
+}
+
+// ObserveBan counts a ban started.
+func (m *Metrics) ObserveBan() { m.bans.Inc() }

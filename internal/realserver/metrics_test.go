@@ -1,0 +1,130 @@
+package realserver_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// TestMetricsCountEveryAnswer sends a known mix of /v1 requests to the
+// binary started with --metrics-addr, scrapes /metrics there with
+// Prometheus' own parser, and finds each answer counted by route and
+// status, each rate-limit decision by plan and outcome, the build's
+// information, and no label value a client chose. /metrics is not on the
+// public listener.
+func TestMetricsCountEveryAnswer(t *testing.T) {
+	dir := t.TempDir()
+	business, _ := createKey(t, dir, "--plan", "business")
+	free, freeID := createKey(t, dir, "--plan", "free", "--per-minute", "2")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+	p := start(t, dir, "--metrics-addr", metricsAddr)
+	ctx := context.Background()
+
+	send := func(n int, method, path, key string, want int) {
+		t.Helper()
+		for range n {
+			status, body, err := p.Do(ctx, method, path, key, nil)
+			if err != nil || status != want {
+				t.Fatalf("%s %s: %d %v %s, want %d", method, path, status, err, body, want)
+			}
+		}
+	}
+	send(3, http.MethodGet, "/v1/pets", business, 200)
+	send(2, http.MethodGet, "/v1/pets", "", 401)
+	send(1, http.MethodGet, "/v1/pets/100000000000000", business, 404)
+	send(1, http.MethodDelete, "/v1/pets", business, 405)
+	send(1, http.MethodGet, "/v1/no-such-thing", business, 404)
+	send(2, http.MethodGet, "/v1/pets", free, 200)
+	send(1, http.MethodGet, "/v1/pets", free, 429)
+
+	if status, _, _ := p.Do(ctx, http.MethodGet, "/metrics", "", nil); status != http.StatusNotFound {
+		t.Errorf("/metrics on the public listener: %d, want 404", status)
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+
+	requests := map[string]uint64{}
+	for _, m := range families["http_server_request_duration_seconds"].GetMetric() {
+		requests[labelsOf(m)] = m.GetHistogram().GetSampleCount()
+	}
+	for labels, want := range map[string]uint64{
+		"http_request_method=GET,http_response_status_code=200,http_route=/v1/pets":         5,
+		"http_request_method=GET,http_response_status_code=401,http_route=/v1/pets":         2,
+		"http_request_method=GET,http_response_status_code=429,http_route=/v1/pets":         1,
+		"http_request_method=GET,http_response_status_code=404,http_route=/v1/pets/{petId}": 1,
+		"http_request_method=DELETE,http_response_status_code=405,http_route=/v1/pets":      1,
+		"http_request_method=GET,http_response_status_code=404,http_route=other":            1,
+	} {
+		if requests[labels] != want {
+			t.Errorf("http_server_request_duration_seconds{%s}: %d, want %d (all: %v)", labels, requests[labels], want, requests)
+		}
+	}
+	decisions := map[string]float64{}
+	for _, m := range families["petstore_ratelimit_requests_total"].GetMetric() {
+		decisions[labelsOf(m)] = m.GetCounter().GetValue()
+	}
+	for labels, want := range map[string]float64{
+		"outcome=admitted,plan=business":  6,
+		"outcome=admitted,plan=anonymous": 2,
+		"outcome=admitted,plan=free":      2,
+		"outcome=limited,plan=free":       1,
+	} {
+		if decisions[labels] != want {
+			t.Errorf("petstore_ratelimit_requests_total{%s}: %v, want %v (all: %v)", labels, decisions[labels], want, decisions)
+		}
+	}
+	build := families["petstore_build_info"].GetMetric()
+	if len(build) != 1 || build[0].GetGauge().GetValue() != 1 || !strings.Contains(labelsOf(build[0]), "goversion=go1.") {
+		t.Errorf("petstore_build_info: %v", build)
+	}
+	for _, name := range []string{"petstore_pets", "petstore_api_keys", "petstore_sqlite_file_bytes", "go_goroutines", "process_resident_memory_bytes"} {
+		if len(families[name].GetMetric()) == 0 {
+			t.Errorf("no %s", name)
+		}
+	}
+	for _, m := range families["petstore_api_keys"].GetMetric() {
+		if labelsOf(m) == "state=active" && m.GetGauge().GetValue() != 2 {
+			t.Errorf("petstore_api_keys{state=active}: %v, want 2", m.GetGauge().GetValue())
+		}
+	}
+	// No label carries a key, a key's id, a pet id or a client's path.
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := labelsOf(m)
+			for _, secret := range []string{business[:12], free[:12], freeID, "100000000000000", "no-such-thing"} {
+				if strings.Contains(labels, secret) {
+					t.Errorf("%s{%s} holds %q", name, labels, secret)
+				}
+			}
+		}
+	}
+}
+
+// labelsOf is a metric's labels as name=value pairs, sorted by name.
+func labelsOf(m *dto.Metric) string {
+	pairs := make([]string, 0, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		pairs = append(pairs, fmt.Sprintf("%s=%s", l.GetName(), l.GetValue()))
+	}
+	return strings.Join(pairs, ",")
+}
