@@ -192,3 +192,21 @@ func TestAuthKeyExpiresWithoutAWrite(t *testing.T) {
 		t.Errorf("after its expiry: %d, want 401", r.StatusCode)
 	}
 }
+
+// TestBodiesAreNotHTMLEscaped: "<", ">" and "&" reach clients as they are,
+// not as \u003c, \u003e and \u0026, in errors and in pets alike.
+func TestBodiesAreNotHTMLEscaped(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{})
+	missing := s.Do(t, http.MethodGet, "/v1/pets", "", nil)
+	created := s.Do(t, http.MethodPost, "/v1/pets", key, map[string]any{"name": "Tom & <Jerry>", "categoryId": 1})
+	for name, r := range map[string]*apptest.Response{"401": missing, "201": created} {
+		body := string(r.Body)
+		if strings.Contains(body, `\u003c`) || strings.Contains(body, `\u003e`) || strings.Contains(body, `\u0026`) {
+			t.Errorf("%s body escapes HTML: %s", name, body)
+		}
+	}
+	if !strings.Contains(string(missing.Body), "Bearer <key>") || !strings.Contains(string(created.Body), "Tom & <Jerry>") {
+		t.Errorf("bodies: %s %s", missing.Body, created.Body)
+	}
+}

@@ -54,9 +54,15 @@ func ParseBaseURL(publicURL string) (BaseURL, error) {
 	if !strings.HasSuffix(path, root) {
 		return BaseURL{}, errors.New("its path must end in /v1, the version segment")
 	}
+	// Segments are judged as browsers resolve them: %2e is a dot, and %2f
+	// would be a "/" to a proxy that decodes it.
 	for _, segment := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
-		if segment == "" || segment == "." || segment == ".." {
-			return BaseURL{}, errors.New(`its path must have no empty, "." or ".." segment`)
+		if strings.Contains(strings.ToLower(segment), "%2f") {
+			return BaseURL{}, errors.New(`its path must have no escaped "/" (%2F)`)
+		}
+		decoded, err := url.PathUnescape(segment)
+		if err != nil || decoded == "" || decoded == "." || decoded == ".." {
+			return BaseURL{}, errors.New(`its path must have no empty, "." or ".." segment, escaped or not`)
 		}
 	}
 	return BaseURL{public: u.Scheme + "://" + strings.ToLower(u.Host) + path}, nil

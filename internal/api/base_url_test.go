@@ -29,6 +29,8 @@ func TestParseBaseURL(t *testing.T) {
 		"https://shop.example.org/v1;x", "https://shop.example.org/a'b/v1", "https://shop.example.org/a b/v1",
 		"https://[fe80::1%25eth0]/v1", "https://shop.example.org:99999/v1", "https://-shop.example.org/v1",
 		"https://shop..example.org/v1", "mailto:a@b/v1", "//shop.example.org/v1",
+		"https://shop.example.org/api/%2e%2e/v1", "https://shop.example.org/api/%2E./v1", "https://shop.example.org/%2e/v1",
+		"https://shop.example.org/api%2fx/v1", "https://shop.example.org/api%2F/v1", "https://shop.example.org/api/../v1",
 	} {
 		if b, err := api.ParseBaseURL(raw); err == nil {
 			t.Errorf("%q accepted as %q", raw, b.Public())

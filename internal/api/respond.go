@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 )
@@ -16,10 +17,14 @@ func writeJSON(w http.ResponseWriter, status int, body any) error {
 }
 
 // EncodeJSON is the body writeJSON writes for v: what callees that keep
-// answers (pets.Reads) keep.
+// answers (pets.Reads) keep. "<", ">" and "&" stay as they are: the body is
+// JSON, never HTML, and \u003c in a message reads badly in a terminal.
 func EncodeJSON(v any) ([]byte, error) {
-	data, err := json.Marshal(v)
-	return append(data, '\n'), err
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v) // ends with a newline
+	return b.Bytes(), err
 }
 
 // writeJSONBytes writes data, a body from EncodeJSON, as the whole response.

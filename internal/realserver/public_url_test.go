@@ -31,6 +31,8 @@ func TestServeRefusesABadPublicURL(t *testing.T) {
 		{"https://user:secret@shop.example.org/v1", "it must not hold a user name or password"},
 		{"https://shop.example.org/a//v1", `its path must have no empty, "." or ".." segment`},
 		{"https://shop.example.org/a/../v1", `its path must have no empty, "." or ".." segment`},
+		{"https://shop.example.org/api/%2e%2e/v1", `its path must have no empty, "." or ".." segment, escaped or not`},
+		{"https://shop.example.org/api%2Fx/v1", `its path must have no escaped "/" (%2F)`},
 		{"https://shop.example.org/$x/v1", `its path may hold only letters, digits`},
 		{"https://shop!example.org/v1", "its host must be a DNS name or an IP address"},
 		{"https://shop.example.org:/v1", "its host must be a DNS name or an IP address"},
