@@ -61,6 +61,13 @@ const (
 	QueueSize = 8192
 	// batchSize bounds the rows of one transaction.
 	batchSize = 512
+	// maxURL and maxClientField bound what a client chooses in a row: the
+	// URL, the User-Agent, the Referer.
+	maxURL         = 1000
+	maxClientField = 256
+	// refusalsFlushEvery is how often the refusals of past minutes are
+	// written when no new refusal writes them.
+	refusalsFlushEvery = 5 * time.Second
 	// gatherFor is how long a batch waits for more entries after its first:
 	// the delay before an entry is in the log.
 	gatherFor = 10 * time.Millisecond
@@ -82,6 +89,7 @@ type entry struct {
 type requestData struct {
 	Auth      string  `json:"auth"`
 	AuthID    *string `json:"authId,omitempty"`
+	Count     int64   `json:"count,omitempty"` // refusals this row stands for, when more than its own (refusals.go)
 	Details   *any    `json:"details,omitempty"`
 	Error     *string `json:"error,omitempty"`
 	ExecTime  float64 `json:"execTime"`
@@ -126,6 +134,7 @@ type Logger struct {
 	ids                   *logIDs
 	db                    *sql.DB
 	once                  sync.Once
+	refusals              *refusals
 }
 
 // Start prepares the writer on app's auxiliary database, where PocketBase
@@ -158,6 +167,7 @@ func Start(app core.App, cfg Config) (*Logger, error) {
 	l := &Logger{
 		app: app, mode: mode, cfg: cfg, db: db, insertRows: insertRows, insertRow: insertRow, ids: newLogIDs(),
 		queue: make(chan entry, QueueSize), stop: make(chan struct{}), done: make(chan struct{}),
+		refusals: newRefusals(),
 	}
 	go l.run()
 	return l, nil
@@ -167,6 +177,9 @@ func Start(app core.App, cfg Config) (*Logger, error) {
 // Stop are dropped.
 func (l *Logger) Stop() {
 	l.once.Do(func() {
+		for _, en := range l.refusals.due(time.Time{}) {
+			l.enqueue(en)
+		}
 		l.stopped.Store(true)
 		close(l.stop)
 		<-l.done
@@ -187,7 +200,17 @@ func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] {
 			err := e.Next()
 			if err != nil || l.mode == All {
 				if en, ok := requestEntry(e, err, started); ok {
-					l.enqueue(en)
+					if refused(en.status()) {
+						due, dropped := l.refusals.add(e.RealIP(), en)
+						if dropped {
+							l.dropped.Add(1)
+						}
+						for _, d := range due {
+							l.enqueue(d)
+						}
+					} else {
+						l.enqueue(en)
+					}
 				}
 			}
 			l.toConsole(e, err, time.Since(started))
@@ -214,7 +237,7 @@ func requestEntry(e *core.RequestEvent, err error, started time.Time) (entry, bo
 
 	status := e.Status()
 	method := cut(strings.ToUpper(e.Request.Method), 50)
-	uri := cut(e.Request.URL.RequestURI(), 3000)
+	uri := cut(e.Request.URL.RequestURI(), maxURL)
 	data := &requestData{
 		Type:     "request",
 		ExecTime: float64(time.Since(started)) / float64(time.Millisecond),
@@ -238,8 +261,8 @@ func requestEntry(e *core.RequestEvent, err error, started time.Time) (entry, bo
 	data.URL = uri
 	data.Method = method
 	data.Status = status
-	data.Referer = cut(e.Request.Referer(), 2000)
-	data.UserAgent = cut(e.Request.UserAgent(), 2000)
+	data.Referer = cut(e.Request.Referer(), maxClientField)
+	data.UserAgent = cut(e.Request.UserAgent(), maxClientField)
 	if e.Auth != nil {
 		data.Auth = e.Auth.Collection().Name
 		if settings.Logs.LogAuthId {
@@ -281,10 +304,18 @@ func (l *Logger) run() {
 	gather := time.NewTimer(gatherFor)
 	gather.Stop()
 	var reported int64
+	// Refusals held for a minute are written once it ends, even when no
+	// later refusal comes to take them.
+	due := time.NewTicker(refusalsFlushEvery)
+	defer due.Stop()
 	for {
 		select {
 		case en := <-l.queue:
 			batch = append(batch[:0], en)
+		case now := <-due.C:
+			if batch = append(batch[:0], l.refusals.due(now)...); len(batch) == 0 {
+				continue
+			}
 		case <-l.stop:
 			for len(l.queue) > 0 {
 				batch = l.fill(batch[:0])
