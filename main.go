@@ -94,6 +94,8 @@ func main() {
 		"which /v1 requests go to PocketBase's logs: all, or errors (4xx and 5xx) only")
 	cobra.OnInitialize(func() { opts.RequestLog = requestlog.Mode(requestLog) })
 
+	flags.DurationVar(&opts.AuditRetention, "audit-retention", hooks.DefaultAuditRetention,
+		"how long the audit trail of key changes keeps a record (0: forever)")
 	flags.BoolVar(&opts.AccessLog, "access-log", false, "log one console line per /v1 request")
 	flags.DurationVar(&opts.SlowRequest, "slow-request", hooks.DefaultSlowRequest,
 		"log /v1 requests that take longer than this as warnings (0: never)")

@@ -8,6 +8,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/router"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/audit"
 )
 
 // errCreateKeyInDashboard answers the dashboard's "New record" on api_keys:
@@ -40,7 +41,19 @@ func bindAPIKeyRecordHooks(app core.App) {
 		if err := apikeys.CheckRecord(e.App, e.Record); err != nil {
 			return asFieldError(err)
 		}
-		return e.Next()
+		// The save and its audit records in one transaction.
+		before := e.Record.Original()
+		by := audit.Actor{Address: e.RealIP()}
+		if e.Auth != nil {
+			by.ID, by.Email = e.Auth.Id, e.Auth.Email()
+		}
+		return e.App.RunInTransaction(func(tx core.App) error {
+			e.App = tx
+			if err := e.Next(); err != nil {
+				return err
+			}
+			return apikeys.WriteAudit(tx, before, e.Record, by)
+		})
 	})
 	// Every save, the dashboard's and the service's alike.
 	app.OnRecordValidate(apikeys.Collection).BindFunc(func(e *core.RecordEvent) error {

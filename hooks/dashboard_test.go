@@ -10,6 +10,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
+	"petstore/internal/audit"
 )
 
 // "New record" on api_keys in the dashboard says where keys are issued.
@@ -61,7 +62,7 @@ func TestStaleKeyFormKeepsBan(t *testing.T) {
 			break
 		}
 	}
-	newKey, _, err := apikeys.Roll(s.App, id, time.Hour)
+	newKey, _, err := apikeys.Roll(s.App, id, time.Hour, audit.CLI)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
+	"petstore/internal/audit"
 )
 
 // dashboard saves records as PocketBase's dashboard does: the whole form,
@@ -85,7 +86,7 @@ func TestRevocationIsFinalInTheDashboard(t *testing.T) {
 					key := d.NewKey(t, apikeys.NewKey{Name: "shop"})
 					id := d.KeyRecord(t, key).Id
 					stale := d.load(t, apikeys.Collection, id)
-					if err := apikeys.Revoke(d.App, id); err != nil {
+					if err := apikeys.Revoke(d.App, id, audit.CLI); err != nil {
 						t.Fatal(err)
 					}
 					f := d.load(t, apikeys.Collection, id)
@@ -148,7 +149,7 @@ func TestDashboardLeavesTheExpiry(t *testing.T) {
 			id := d.KeyRecord(t, key).Id
 			stale := d.load(t, apikeys.Collection, id)
 			moved := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Millisecond)
-			if _, err := apikeys.Change(d.App, id, apikeys.Changes{Expires: &moved}); err != nil {
+			if _, err := apikeys.Change(d.App, id, apikeys.Changes{Expires: &moved}, audit.CLI); err != nil {
 				t.Fatal(err)
 			}
 			stale["name"] = "renamed"

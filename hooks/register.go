@@ -58,6 +58,8 @@ type Options struct {
 	// SlowRequest is the duration over which a /v1 request is logged as a
 	// warning; 0 logs none.
 	SlowRequest time.Duration
+	// AuditRetention is how long the audit trail keeps a record; 0: forever.
+	AuditRetention time.Duration
 	// MetricsAddr is where GET /metrics is served (serve --metrics-addr),
 	// on a listener of its own; empty: nowhere.
 	MetricsAddr string
@@ -100,6 +102,7 @@ func Register(app core.App, opts *Options) *Service {
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
+	bindAuditRecords(app, s.log, func() time.Duration { return opts.AuditRetention })
 	idempotency.BindPurge(app, s.log)
 	database.BindDailyOptimize(app, s.log)
 	return s

@@ -11,6 +11,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
+	"petstore/internal/audit"
 )
 
 const (
@@ -145,7 +146,7 @@ func TestAuthRevokedAndExpiredKeys(t *testing.T) {
 		disable func(t *testing.T, key string)
 	}{
 		{"revoked with apikeys.Revoke", func(t *testing.T, key string) {
-			if err := apikeys.Revoke(s.App, s.KeyRecord(t, key).Id); err != nil {
+			if err := apikeys.Revoke(s.App, s.KeyRecord(t, key).Id, audit.CLI); err != nil {
 				t.Fatal(err)
 			}
 		}},

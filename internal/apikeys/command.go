@@ -11,6 +11,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/spf13/cobra"
 
+	"petstore/internal/audit"
 	"petstore/internal/usage"
 )
 
@@ -81,7 +82,7 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 				}
 				nk.Expires = t
 			}
-			key, r, err := Create(app, nk)
+			key, r, err := Create(app, nk, audit.CLI)
 			if err != nil {
 				return err
 			}
@@ -140,7 +141,7 @@ func (c *Command) revokeCommand(app core.App) *cobra.Command {
 		Short: "Revoke a key; it is refused from the next request on",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := Revoke(app, args[0]); err != nil {
+			if err := Revoke(app, args[0], audit.CLI); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Revoked API key %s.\n", args[0])
@@ -156,7 +157,7 @@ func (c *Command) rollCommand(app core.App) *cobra.Command {
 		Short: "Give a key a new secret and print it once (alone on stdout's first line); the old one works for --grace",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, r, err := Roll(app, args[0], grace)
+			key, r, err := Roll(app, args[0], grace, audit.CLI)
 			if err != nil {
 				return err
 			}
@@ -192,7 +193,7 @@ func (c *Command) expireCommand(app core.App) *cobra.Command {
 					return err
 				}
 			}
-			if _, err := Change(app, args[0], Changes{Expires: &expires}); err != nil {
+			if _, err := Change(app, args[0], Changes{Expires: &expires}, audit.CLI); err != nil {
 				return err
 			}
 			if never {
@@ -214,7 +215,7 @@ func (c *Command) unbanCommand(app core.App) *cobra.Command {
 		Short: "Lift a key's ban",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := Unban(app, args[0]); err != nil {
+			if err := Unban(app, args[0], audit.CLI); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Lifted any ban of API key %s.\n", args[0])

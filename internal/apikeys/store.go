@@ -10,6 +10,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/types"
 
+	"petstore/internal/audit"
 	"petstore/internal/dataversion"
 )
 
@@ -81,7 +82,7 @@ func checkExpiry(t, now time.Time) error {
 
 // Create stores a new key and returns it with its record. The returned key is
 // the only copy of it: only its hash is stored.
-func Create(app core.App, nk NewKey) (string, *core.Record, error) {
+func Create(app core.App, nk NewKey, by audit.Actor) (string, *core.Record, error) {
 	if err := checkExpiry(nk.Expires, time.Now()); err != nil {
 		return "", nil, err
 	}
@@ -108,7 +109,15 @@ func Create(app core.App, nk NewKey) (string, *core.Record, error) {
 	if err := CheckRecord(app, r); err != nil {
 		return "", nil, err
 	}
-	if err := app.Save(r); err != nil {
+	err = app.RunInTransaction(func(tx core.App) error {
+		if err := tx.Save(r); err != nil {
+			return err
+		}
+		return audit.Write(tx, audit.Entry{Action: audit.KeyCreated, Key: r.Id, By: by, Details: map[string]any{
+			"name": nk.Name, "plan": nk.Plan, "per_minute": nk.PerMinute, "per_day": nk.PerDay, ExpiresField: r.GetString(ExpiresField),
+		}})
+	})
+	if err != nil {
 		return "", nil, err
 	}
 	return key, r, nil
@@ -281,7 +290,13 @@ func TouchLastUsed(app core.App, id string, now time.Time) error {
 
 // SaveBan bans the key with the given record id until until.
 func SaveBan(app core.App, id string, until time.Time) error {
-	return setColumns(app, id, dbx.Params{"banned_until": dateString(until)})
+	return app.RunInTransaction(func(tx core.App) error {
+		if err := setColumns(tx, id, dbx.Params{"banned_until": dateString(until)}); err != nil {
+			return err
+		}
+		return audit.Write(tx, audit.Entry{Action: audit.KeyBanned, Key: id, By: audit.System,
+			Details: map[string]any{BannedUntilField: dateString(until)}})
+	})
 }
 
 // setColumns writes columns of one key directly, not the whole record: it
@@ -299,8 +314,8 @@ func dateString(t time.Time) string {
 }
 
 // Revoke marks the key with the given record id as revoked, for good.
-func Revoke(app core.App, id string) error {
-	_, err := update(app, id, func(r *core.Record) error {
+func Revoke(app core.App, id string, by audit.Actor) error {
+	_, err := update(app, id, by, func(r *core.Record) error {
 		r.Set(RevokedField, RevokedValue)
 		return nil
 	})
@@ -312,12 +327,12 @@ func Revoke(app core.App, id string) error {
 // working for grace (none when 0); a roll during a grace period ends that
 // period's secret at once, as only one previous secret is kept. A revoked or
 // expired key is not rolled (ErrState): its new secret would not work.
-func Roll(app core.App, id string, grace time.Duration) (string, *core.Record, error) {
+func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string, *core.Record, error) {
 	if grace < 0 || grace > MaxGrace {
 		return "", nil, badSettings("", "the grace period must be from 0 to %d days", MaxGrace/(24*time.Hour))
 	}
 	key := Generate()
-	r, err := update(app, id, func(r *core.Record) error {
+	r, err := update(app, id, by, func(r *core.Record) error {
 		now := time.Now()
 		if IsRevoked(r) {
 			return badState(RevokedField, "the key is revoked, so it cannot be rolled: issue a new key instead")
@@ -348,8 +363,8 @@ func Roll(app core.App, id string, grace time.Duration) (string, *core.Record, e
 // to lift a ban: it clears banned_until and sets ban_lifted, from which every
 // instance's limiter, reading the key, learns to forget the rejections
 // counted before the lift.
-func Unban(app core.App, id string) error {
-	_, err := update(app, id, func(r *core.Record) error {
+func Unban(app core.App, id string, by audit.Actor) error {
+	_, err := update(app, id, by, func(r *core.Record) error {
 		r.Set(BannedUntilField, "")
 		r.Set(BanLiftedField, types.NowDateTime())
 		return nil
@@ -371,7 +386,7 @@ type Changes struct {
 
 // Change applies c to the key with the given record id, in one transaction:
 // all of it, or nothing when a part breaks a rule.
-func Change(app core.App, id string, c Changes) (*core.Record, error) {
+func Change(app core.App, id string, c Changes, by audit.Actor) (*core.Record, error) {
 	if c.Expires != nil {
 		if err := checkExpiry(*c.Expires, time.Now()); err != nil {
 			return nil, err
@@ -384,7 +399,7 @@ func Change(app core.App, id string, c Changes) (*core.Record, error) {
 			return nil, err
 		}
 	}
-	return update(app, id, func(r *core.Record) error {
+	return update(app, id, by, func(r *core.Record) error {
 		if c.Name != nil {
 			r.Set("name", *c.Name)
 		}
@@ -412,8 +427,9 @@ func Change(app core.App, id string, c Changes) (*core.Record, error) {
 }
 
 // update reads, edits and saves one key in a transaction, so that a ban or a
-// count the limiter writes meanwhile is not overwritten with what was read.
-func update(app core.App, id string, edit func(*core.Record) error) (*core.Record, error) {
+// count the limiter writes meanwhile is not overwritten with what was read,
+// and writes the audit records of what changed in the same transaction.
+func update(app core.App, id string, by audit.Actor, edit func(*core.Record) error) (*core.Record, error) {
 	var r *core.Record
 	err := app.RunInTransaction(func(tx core.App) error {
 		// Take SQLite's write lock before reading (waiting for it as long as
@@ -430,13 +446,17 @@ func update(app core.App, id string, edit func(*core.Record) error) (*core.Recor
 		if err != nil {
 			return err
 		}
+		before := r.Original()
 		if err := edit(r); err != nil {
 			return err
 		}
 		if err := CheckRecord(tx, r); err != nil {
 			return err
 		}
-		return tx.Save(r)
+		if err := tx.Save(r); err != nil {
+			return err
+		}
+		return WriteAudit(tx, before, r, by)
 	})
 	if err != nil {
 		return nil, err

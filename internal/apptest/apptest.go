@@ -27,6 +27,7 @@ import (
 	"petstore/hooks"
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
+	"petstore/internal/audit"
 	"petstore/internal/contract"
 	"petstore/internal/database"
 	"petstore/internal/pets"
@@ -176,7 +177,7 @@ func (s *Server) NewKey(t testing.TB, nk apikeys.NewKey) string {
 	}
 	perMinute, perDay := nk.PerMinute, nk.PerDay
 	nk.PerMinute, nk.PerDay = 0, 0
-	key, r, err := apikeys.Create(s.App, nk)
+	key, r, err := apikeys.Create(s.App, nk, audit.CLI)
 	if err != nil {
 		t.Fatalf("create key: %v", err)
 	}

@@ -9,6 +9,8 @@
 // webhook events of the same name describe the same changes.
 package audit
 
+import "github.com/pocketbase/pocketbase/core"
+
 // Collection is the name of the collection that holds the trail.
 const Collection = "audit_log"
 
@@ -33,3 +35,41 @@ const (
 	ActorCLI    = "cli"    // the keys command, on the server's own machine
 	ActorSystem = "system" // the service itself: the limiter's bans
 )
+
+// Actor is who made a change.
+type Actor struct {
+	ID      string // a superuser's record id, ActorCLI or ActorSystem
+	Email   string // a superuser's
+	Address string // the client's address, for a change over HTTP
+}
+
+// The actors that are not a superuser.
+var (
+	CLI    = Actor{ID: ActorCLI}
+	System = Actor{ID: ActorSystem}
+)
+
+// Entry is one record of the trail.
+type Entry struct {
+	Action  Action
+	Key     string // the api_keys record id
+	By      Actor
+	Details map[string]any // the values before and after: {"field": {"old": …, "new": …}}
+}
+
+// Write saves e with app, which is the transaction of the change e
+// describes, so that the record exists if and only if the change commits.
+func Write(app core.App, e Entry) error {
+	collection, err := app.FindCachedCollectionByNameOrId(Collection)
+	if err != nil {
+		return err
+	}
+	r := core.NewRecord(collection)
+	r.Set("action", string(e.Action))
+	r.Set("key", e.Key)
+	r.Set("actor", e.By.ID)
+	r.Set("actor_email", e.By.Email)
+	r.Set("address", e.By.Address)
+	r.Set("details", e.Details)
+	return app.Save(r)
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/audit"
 	"petstore/internal/usage"
 )
 
@@ -59,7 +60,7 @@ func handleCreateKey(e *core.RequestEvent) error {
 	if err := decodeBody(e, &body); err != nil {
 		return err
 	}
-	key, r, err := apikeys.Create(e.App, body.newKey())
+	key, r, err := apikeys.Create(e.App, body.newKey(), actor(e))
 	if err != nil {
 		return storeError(err)
 	}
@@ -75,7 +76,7 @@ func handleChangeKey(e *core.RequestEvent) error {
 	if err != nil {
 		return err
 	}
-	if _, err := apikeys.Change(e.App, e.Request.PathValue("id"), c); err != nil {
+	if _, err := apikeys.Change(e.App, e.Request.PathValue("id"), c, actor(e)); err != nil {
 		return storeError(err)
 	}
 	return answerWithView(e, e.Request.PathValue("id"))
@@ -90,7 +91,7 @@ func handleRollKey(e *core.RequestEvent) error {
 	if err != nil {
 		return err
 	}
-	key, r, err := apikeys.Roll(e.App, e.Request.PathValue("id"), grace)
+	key, r, err := apikeys.Roll(e.App, e.Request.PathValue("id"), grace, actor(e))
 	if err != nil {
 		return storeError(err)
 	}
@@ -98,14 +99,14 @@ func handleRollKey(e *core.RequestEvent) error {
 }
 
 func handleRevokeKey(e *core.RequestEvent) error {
-	if err := apikeys.Revoke(e.App, e.Request.PathValue("id")); err != nil {
+	if err := apikeys.Revoke(e.App, e.Request.PathValue("id"), actor(e)); err != nil {
 		return storeError(err)
 	}
 	return answerWithView(e, e.Request.PathValue("id"))
 }
 
 func handleLiftBan(e *core.RequestEvent) error {
-	if err := apikeys.Unban(e.App, e.Request.PathValue("id")); err != nil {
+	if err := apikeys.Unban(e.App, e.Request.PathValue("id"), actor(e)); err != nil {
 		return storeError(err)
 	}
 	return answerWithView(e, e.Request.PathValue("id"))
@@ -147,4 +148,9 @@ func answerWithView(e *core.RequestEvent, id string) error {
 		return storeError(err)
 	}
 	return e.JSON(http.StatusOK, viewOf(r, time.Now()))
+}
+
+// actor is the superuser making a request, for the audit trail.
+func actor(e *core.RequestEvent) audit.Actor {
+	return audit.Actor{ID: e.Auth.Id, Email: e.Auth.Email(), Address: e.RealIP()}
 }

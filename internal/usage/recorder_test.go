@@ -6,12 +6,13 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
+	"petstore/internal/audit"
 	"petstore/internal/usage"
 )
 
 func keyID(t *testing.T, s *apptest.Server) string {
 	t.Helper()
-	_, r, err := apikeys.Create(s.App, apikeys.NewKey{Plan: "free", Name: "shop"})
+	_, r, err := apikeys.Create(s.App, apikeys.NewKey{Plan: "free", Name: "shop"}, audit.CLI)
 	if err != nil {
 		t.Fatal(err)
 	}

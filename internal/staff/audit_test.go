@@ -1,0 +1,100 @@
+package staff_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/pocketbase/dbx"
+
+	"petstore/internal/audit"
+)
+
+// auditRow is a record of audit_log.
+type auditRow struct {
+	ID         string `db:"id"`
+	Action     string `db:"action"`
+	Key        string `db:"key"`
+	Actor      string `db:"actor"`
+	ActorEmail string `db:"actor_email"`
+	Address    string `db:"address"`
+	Details    string `db:"details"`
+}
+
+func auditRows(t *testing.T, s *staffServer, key string) []auditRow {
+	t.Helper()
+	var rows []auditRow
+	err := s.App.DB().Select("id", "action", "key", "actor", "actor_email", "address", "details").
+		From(audit.Collection).Where(dbx.HashExp{"key": key}).OrderBy("rowid").All(&rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestStaffChangesAreAudited: each change through the staff API leaves one
+// audit record, with the superuser, its address and the values; a refused
+// change leaves none; and nobody, a superuser included, can create, change
+// or delete a record through the records API.
+func TestStaffChangesAreAudited(t *testing.T) {
+	s := start(t)
+	var k key
+	s.call(t, http.MethodPost, "/keys", map[string]any{"name": "shop", "plan": "free"}, http.StatusCreated, &k)
+	s.call(t, http.MethodPatch, "/keys/"+k.ID, map[string]any{"plan": "pro"}, http.StatusOK, nil)
+	s.call(t, http.MethodPatch, "/keys/"+k.ID, map[string]any{"expires": time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)}, http.StatusOK, nil)
+	s.call(t, http.MethodPost, "/keys/"+k.ID+"/roll", map[string]any{"graceSeconds": 60}, http.StatusCreated, nil)
+	s.call(t, http.MethodPost, "/keys/"+k.ID+"/revoke", nil, http.StatusOK, nil)
+	s.call(t, http.MethodPost, "/keys/"+k.ID+"/roll", map[string]any{"graceSeconds": 0}, http.StatusConflict, nil) // revoked: refused
+
+	rows := auditRows(t, s, k.ID)
+	want := []audit.Action{audit.KeyCreated, audit.KeyQuotaChanged, audit.KeyExpiryChanged, audit.KeyRolled, audit.KeyRevoked}
+	if len(rows) != len(want) {
+		t.Fatalf("%d audit records, want %d: %+v", len(rows), len(want), rows)
+	}
+	superuser, err := s.App.FindAuthRecordByEmail("_superusers", "staff@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		if r.Action != string(want[i]) || r.Actor != superuser.Id || r.ActorEmail != "staff@example.com" || r.Address != "127.0.0.1" {
+			t.Errorf("record %d: %+v, want %s by %s from 127.0.0.1", i, r, want[i], superuser.Id)
+		}
+	}
+	if rows[1].Details != `{"plan":{"new":"`+planID(t, s, "pro")+`","old":"`+planID(t, s, "free")+`"}}` {
+		t.Errorf("quota change details: %s", rows[1].Details)
+	}
+
+	// Append-only, for superusers too.
+	records := "/api/collections/" + audit.Collection + "/records"
+	if r := s.Do(t, http.MethodPatch, records+"/"+rows[0].ID, s.token, map[string]any{"actor": "someone"}); r.StatusCode != http.StatusForbidden {
+		t.Errorf("a superuser's update of an audit record: %d %s, want 403", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodDelete, records+"/"+rows[0].ID, s.token, nil); r.StatusCode != http.StatusForbidden {
+		t.Errorf("a superuser's delete of an audit record: %d %s, want 403", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodPost, records, s.token, map[string]any{"action": "key.revoked", "key": k.ID, "actor": "x"}); r.StatusCode != http.StatusForbidden {
+		t.Errorf("a superuser's create of an audit record: %d %s, want 403", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodGet, records+"/"+rows[0].ID, s.token, nil); r.StatusCode != http.StatusOK {
+		t.Errorf("a superuser's read of an audit record: %d %s", r.StatusCode, r.Body)
+	}
+	record, err := s.App.FindRecordById(audit.Collection, rows[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.App.Delete(record); err == nil {
+		t.Error("the app deleted an audit record")
+	}
+	if len(auditRows(t, s, k.ID)) != len(want) {
+		t.Error("the trail changed")
+	}
+}
+
+func planID(t *testing.T, s *staffServer, name string) string {
+	t.Helper()
+	plan, err := s.App.FindFirstRecordByData("plans", "name", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan.Id
+}
