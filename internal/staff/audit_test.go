@@ -32,7 +32,8 @@ func auditRows(t *testing.T, s *staffServer, key string) []auditRow {
 	return rows
 }
 
-// TestStaffChangesAreAudited: each change through the staff API leaves one
+// TestStaffChangesAreAudited: each change through the staff API, and a
+// dashboard save, leaves one
 // audit record, with the superuser, its address and the values; a refused
 // change leaves none; and nobody, a superuser included, can create, change
 // or delete a record through the records API.
@@ -43,11 +44,18 @@ func TestStaffChangesAreAudited(t *testing.T) {
 	s.call(t, http.MethodPatch, "/keys/"+k.ID, map[string]any{"plan": "pro"}, http.StatusOK, nil)
 	s.call(t, http.MethodPatch, "/keys/"+k.ID, map[string]any{"expires": time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)}, http.StatusOK, nil)
 	s.call(t, http.MethodPost, "/keys/"+k.ID+"/roll", map[string]any{"graceSeconds": 60}, http.StatusCreated, nil)
+
+	// The dashboard's save of the record (the records API), here of its
+	// per-day quota: audited as the same superuser.
+	records := "/api/collections/" + audit.Collection + "/records"
+	if r := s.Do(t, http.MethodPatch, "/api/collections/api_keys/records/"+k.ID, s.token, map[string]any{"per_day": 500}); r.StatusCode != http.StatusOK {
+		t.Fatalf("dashboard save: %d %s", r.StatusCode, r.Body)
+	}
 	s.call(t, http.MethodPost, "/keys/"+k.ID+"/revoke", nil, http.StatusOK, nil)
 	s.call(t, http.MethodPost, "/keys/"+k.ID+"/roll", map[string]any{"graceSeconds": 0}, http.StatusConflict, nil) // revoked: refused
 
 	rows := auditRows(t, s, k.ID)
-	want := []audit.Action{audit.KeyCreated, audit.KeyQuotaChanged, audit.KeyExpiryChanged, audit.KeyRolled, audit.KeyRevoked}
+	want := []audit.Action{audit.KeyCreated, audit.KeyQuotaChanged, audit.KeyExpiryChanged, audit.KeyRolled, audit.KeyQuotaChanged, audit.KeyRevoked}
 	if len(rows) != len(want) {
 		t.Fatalf("%d audit records, want %d: %+v", len(rows), len(want), rows)
 	}
@@ -64,8 +72,11 @@ func TestStaffChangesAreAudited(t *testing.T) {
 		t.Errorf("quota change details: %s", rows[1].Details)
 	}
 
+	if rows[4].Details != `{"per_day":{"new":"500","old":"0"}}` {
+		t.Errorf("dashboard save details: %s", rows[4].Details)
+	}
+
 	// Append-only, for superusers too.
-	records := "/api/collections/" + audit.Collection + "/records"
 	if r := s.Do(t, http.MethodPatch, records+"/"+rows[0].ID, s.token, map[string]any{"actor": "someone"}); r.StatusCode != http.StatusForbidden {
 		t.Errorf("a superuser's update of an audit record: %d %s, want 403", r.StatusCode, r.Body)
 	}
