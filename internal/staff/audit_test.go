@@ -33,10 +33,9 @@ func auditRows(t *testing.T, s *staffServer, key string) []auditRow {
 }
 
 // TestStaffChangesAreAudited: each change through the staff API, and a
-// dashboard save, leaves one
-// audit record, with the superuser, its address and the values; a refused
-// change leaves none; and nobody, a superuser included, can create, change
-// or delete a record through the records API.
+// dashboard save, leaves one audit record, with the superuser, its address
+// and the values; a refused change leaves none; and nobody, a superuser
+// included, can create, change or delete a record through the records API.
 func TestStaffChangesAreAudited(t *testing.T) {
 	s := start(t)
 	var k key
