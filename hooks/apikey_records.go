@@ -32,17 +32,15 @@ func bindAPIKeyRecordHooks(app core.App) {
 		return e.BadRequestError(errCreateKeyInDashboard, nil)
 	})
 	app.OnRecordUpdateRequest(apikeys.Collection).BindFunc(func(e *core.RecordRequestEvent) error {
-		stored := e.Record.Original()
-		for _, field := range append(apikeys.ServiceFields, apikeys.ExpiresField) {
-			e.Record.Set(field, stored.Get(field))
-		}
+		k := &apikeys.APIKey{Record: e.Record}
+		k.KeepServiceFields()
 		// Checked here too, for an answer that says what is wrong at the top,
 		// where the dashboard shows it.
-		if err := apikeys.CheckRecord(e.App, e.Record); err != nil {
+		if err := apikeys.CheckRecord(e.App, k); err != nil {
 			return asFieldError(err)
 		}
 		// The save and its audit records in one transaction.
-		before := e.Record.Original()
+		before := k.Stored()
 		by := audit.Actor{Address: e.RealIP()}
 		if e.Auth != nil {
 			by.ID, by.Email = e.Auth.Id, e.Auth.Email()
@@ -52,18 +50,18 @@ func bindAPIKeyRecordHooks(app core.App) {
 			if err := e.Next(); err != nil {
 				return err
 			}
-			return apikeys.WriteAudit(tx, before, e.Record, by)
+			return apikeys.WriteAudit(tx, before, k, by)
 		})
 	})
 	// Every save, the dashboard's and the service's alike.
 	app.OnRecordValidate(apikeys.Collection).BindFunc(func(e *core.RecordEvent) error {
-		if err := apikeys.CheckRecord(e.App, e.Record); err != nil {
+		if err := apikeys.CheckRecord(e.App, &apikeys.APIKey{Record: e.Record}); err != nil {
 			return asFieldError(err)
 		}
 		return e.Next()
 	})
-	app.OnRecordValidate("plans").BindFunc(func(e *core.RecordEvent) error {
-		if err := apikeys.CheckPlan(e.App, e.Record); err != nil {
+	app.OnRecordValidate(apikeys.PlansCollection).BindFunc(func(e *core.RecordEvent) error {
+		if err := apikeys.CheckPlan(e.App, &apikeys.Plan{Record: e.Record}); err != nil {
 			return asFieldError(err)
 		}
 		return e.Next()

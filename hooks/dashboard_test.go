@@ -75,16 +75,18 @@ func TestStaleKeyFormKeepsBan(t *testing.T) {
 		t.Fatalf("save: %d %s", r.StatusCode, r.Body)
 	}
 	saved := s.KeyRecord(t, newKey)
-	if saved.GetString("name") != "renamed shop" {
-		t.Errorf("name %q, want the edit", saved.GetString("name"))
+	if saved.Name() != "renamed shop" {
+		t.Errorf("name %q, want the edit", saved.Name())
 	}
-	for _, field := range apikeys.ServiceFields {
+	serviceFields := []string{apikeys.HashField, apikeys.PrefixField, apikeys.PreviousHashField, apikeys.PreviousPrefixField,
+		apikeys.PreviousUntilField, apikeys.BannedUntilField, apikeys.BanLiftedField, apikeys.LastUsedField, apikeys.ExpiresField}
+	for _, field := range serviceFields {
 		if got, want := saved.GetString(field), stored.GetString(field); got != want {
 			t.Errorf("%s %q after the save, want %q as stored", field, got, want)
 		}
 	}
-	if apikeys.State(saved, time.Now()) != apikeys.StateBanned {
-		t.Errorf("state %s, want banned", apikeys.State(saved, time.Now()))
+	if saved.State(time.Now()) != apikeys.StateBanned {
+		t.Errorf("state %s, want banned", saved.State(time.Now()))
 	}
 	r = s.Do(t, http.MethodGet, "/v1/pets", newKey, nil)
 	apptest.ExpectError(t, r, http.StatusTooManyRequests, "api_key_banned")

@@ -104,8 +104,8 @@ func TestRevocationIsFinalInTheDashboard(t *testing.T) {
 						t.Errorf("save: %d %s, want 400 saying revocation cannot be undone, about revoked", r.StatusCode, r.Body)
 					}
 					stored := d.KeyRecord(t, key)
-					if !apikeys.IsRevoked(stored) || stored.GetString("name") != "shop" {
-						t.Errorf("stored revoked %q, name %q; want revoked and unchanged", stored.GetString(apikeys.RevokedField), stored.GetString("name"))
+					if !stored.Revoked() || stored.Name() != "shop" {
+						t.Errorf("stored revoked %q, name %q; want revoked and unchanged", stored.GetString(apikeys.RevokedField), stored.Name())
 					}
 					d.Do(t, http.MethodGet, "/v1/pets", key, nil).Error(t, http.StatusUnauthorized)
 				})
@@ -157,8 +157,8 @@ func TestDashboardLeavesTheExpiry(t *testing.T) {
 				t.Fatalf("stale save: %d %s", r.StatusCode, r.Body)
 			}
 			saved := d.KeyRecord(t, key)
-			if saved.GetString("name") != "renamed" || !saved.GetDateTime(apikeys.ExpiresField).Time().Equal(moved) {
-				t.Errorf("after the stale save: name %q, expires %v; want renamed, %v", saved.GetString("name"), saved.GetDateTime(apikeys.ExpiresField), moved)
+			if saved.Name() != "renamed" || !saved.Expires().Equal(moved) {
+				t.Errorf("after the stale save: name %q, expires %v; want renamed, %v", saved.Name(), saved.Expires(), moved)
 			}
 
 			// An expired key: clearing or moving its expiry on a fresh form
@@ -224,7 +224,7 @@ func TestDashboardKeyRules(t *testing.T) {
 	if r := d.save(t, http.MethodPatch, "/api/collections/api_keys/records/"+id, "JSON", f); r.StatusCode != http.StatusOK {
 		t.Fatalf("good edit: %d %s", r.StatusCode, r.Body)
 	}
-	if r := d.KeyRecord(t, key); r.GetString("name") != "the shop" || r.GetInt("per_minute") != 100 {
+	if r := d.KeyRecord(t, key); r.Name() != "the shop" || r.PerMinute() != 100 {
 		t.Errorf("saved %v", r.FieldsData())
 	}
 }

@@ -152,14 +152,14 @@ func TestAuthRevokedAndExpiredKeys(t *testing.T) {
 		}},
 		{"revoked in the dashboard", func(t *testing.T, key string) {
 			r := s.KeyRecord(t, key)
-			r.Set("revoked", true)
+			r.Set(apikeys.RevokedField, true) // as a script written for the former bool field sends it
 			if err := s.App.Save(r); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"expired in the dashboard", func(t *testing.T, key string) {
 			r := s.KeyRecord(t, key)
-			r.Set("expires", time.Now().Add(-time.Minute))
+			r.Set(apikeys.ExpiresField, time.Now().Add(-time.Minute))
 			if err := s.App.Save(r); err != nil {
 				t.Fatal(err)
 			}

@@ -120,7 +120,7 @@ func TestRedisBanThresholdExactAcrossInstances(t *testing.T) {
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("round %d: %v, want %v", round, got, want)
 				}
-				until := servers[0].KeyRecord(t, key).GetDateTime("banned_until").Time()
+				until := servers[0].KeyRecord(t, key).BannedUntil()
 				if left := time.Until(until); left < 14*time.Minute || left > 15*time.Minute {
 					t.Fatalf("round %d: banned_until %v, want in about 15 minutes", round, until)
 				}

@@ -177,7 +177,7 @@ func TestBanHeadersAgree(t *testing.T) {
 			before := time.Now()
 			r := s.Do(t, http.MethodGet, "/v1/pets", key, nil)
 			after := retryAfter(t, r, "api_key_banned")
-			until := s.KeyRecord(t, key).GetDateTime("banned_until").Time()
+			until := s.KeyRecord(t, key).BannedUntil()
 			if most := int64((until.Sub(before) + time.Second - 1) / time.Second); after < most-2 || after > most {
 				t.Fatalf("banned request %d: Retry-After %d, want the ban's %d seconds", i, after, most)
 			}

@@ -191,9 +191,9 @@ func TestBanReachedReportedAndLifted(t *testing.T) {
 
 	// Staff see it on the key.
 	record := s.KeyRecord(t, key)
-	until := record.GetDateTime("banned_until").Time()
-	if time.Until(until) < 14*time.Minute || apikeys.State(record, time.Now()) != apikeys.StateBanned {
-		t.Fatalf("banned_until %v, state %s", until, apikeys.State(record, time.Now()))
+	until := record.BannedUntil()
+	if time.Until(until) < 14*time.Minute || record.State(time.Now()) != apikeys.StateBanned {
+		t.Fatalf("banned_until %v, state %s", until, record.State(time.Now()))
 	}
 
 	// ... and lift it.

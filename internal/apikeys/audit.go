@@ -16,16 +16,16 @@ var auditedFields = []struct {
 	{RevokedField, audit.KeyRevoked},
 	{ExpiresField, audit.KeyExpiryChanged},
 	{BanLiftedField, audit.KeyBanLifted},
-	{"plan", audit.KeyQuotaChanged},
-	{"per_minute", audit.KeyQuotaChanged},
-	{"per_day", audit.KeyQuotaChanged},
+	{PlanField, audit.KeyQuotaChanged},
+	{PerMinuteField, audit.KeyQuotaChanged},
+	{PerDayField, audit.KeyQuotaChanged},
 }
 
 // WriteAudit writes, with tx (the transaction that saved after from before),
 // one audit record per action the change amounts to, with the old and new
 // values of its fields. A rolled key's details hold when its previous secret
 // stops working, never a secret or its hash.
-func WriteAudit(tx core.App, before, after *core.Record, by audit.Actor) error {
+func WriteAudit(tx core.App, before, after *APIKey, by audit.Actor) error {
 	details := map[audit.Action]map[string]any{}
 	var order []audit.Action
 	for _, f := range auditedFields {

@@ -73,7 +73,11 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if nk.Plan == "" {
-				return errors.New("--plan is required: free, pro, business or enterprise")
+				names, err := PlanNames(app)
+				if err != nil {
+					return err
+				}
+				return fmt.Errorf("--plan is required: %s", names)
 			}
 			if expires != "" {
 				t, err := parseTime("--expires", expires)
@@ -82,17 +86,17 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 				}
 				nk.Expires = t
 			}
-			key, r, err := Create(app, nk, audit.CLI)
+			key, k, err := Create(app, nk, audit.CLI)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), key)
 			fmt.Fprintf(cmd.ErrOrStderr(), "Created API key %s (id %s, plan %s). Store it now: it is not shown again.\n",
-				r.GetString("prefix")+"…", r.Id, nk.Plan)
+				k.Prefix()+"…", k.Id, nk.Plan)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&nk.Plan, "plan", "", "plan: free, pro, business or enterprise (required)")
+	cmd.Flags().StringVar(&nk.Plan, "plan", "", "the key's plan: the name of a record of the plans collection, e.g. free (required)")
 	cmd.Flags().StringVar(&nk.Name, "name", "", "who uses the key, e.g. \"the shop's website\" (required)")
 	cmd.Flags().IntVar(&nk.PerMinute, "per-minute", 0, "per-minute quota overriding the plan's")
 	cmd.Flags().IntVar(&nk.PerDay, "per-day", 0, "per-day quota overriding the plan's")
@@ -106,7 +110,7 @@ func (c *Command) listCommand(app core.App) *cobra.Command {
 		Short: "List keys (never the keys themselves), with the requests served and refused today (UTC)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			records, err := List(app)
+			keys, err := List(app)
 			if err != nil {
 				return err
 			}
@@ -119,15 +123,14 @@ func (c *Command) listCommand(app core.App) *cobra.Command {
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tNAME\tPREFIX\tPLAN\tSTATE\tEXPIRES\tLAST USED\tSERVED TODAY\tREFUSED TODAY")
-			for _, r := range records {
+			for _, k := range keys {
 				plan := ""
-				if p := r.ExpandedOne("plan"); p != nil {
-					plan = p.GetString("name")
+				if p := k.Plan(); p != nil {
+					plan = p.Name()
 				}
-				counts := today[r.Id]
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Id, orDash(printable(r.GetString("name"))),
-					r.GetString("prefix")+"…", plan, State(r, now),
-					orDash(r.GetDateTime("expires").String()), orDash(r.GetDateTime("last_used").String()),
+				counts := today[k.Id]
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", k.Id, orDash(printable(k.Name())),
+					k.Prefix()+"…", plan, k.State(now), orDash(dateOrEmpty(k.Expires())), orDash(dateOrEmpty(k.LastUsed())),
 					counts.Served(), counts.Limited)
 			}
 			return w.Flush()
@@ -157,17 +160,17 @@ func (c *Command) rollCommand(app core.App) *cobra.Command {
 		Short: "Give a key a new secret and print it once (alone on stdout's first line); the old one works for --grace",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, r, err := Roll(app, args[0], grace, audit.CLI)
+			key, k, err := Roll(app, args[0], grace, audit.CLI)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), key)
 			old := "The old key is refused from now on."
-			if until := r.GetDateTime(PreviousUntilField); !until.IsZero() {
-				old = fmt.Sprintf("The old key %s… works until %s.", r.GetString(PreviousPrefixField), until.Time().Format(time.RFC3339))
+			if prefix, until := k.Previous(); !until.IsZero() {
+				old = fmt.Sprintf("The old key %s… works until %s.", prefix, until.Format(time.RFC3339))
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Rolled API key %s: new key %s…. %s Store the new key now: it is not shown again.\n",
-				r.Id, r.GetString(PrefixField), old)
+				k.Id, k.Prefix(), old)
 			return nil
 		},
 	}
@@ -249,6 +252,14 @@ func printable(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// dateOrEmpty is t as PocketBase shows dates, or "" when zero.
+func dateOrEmpty(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return dateString(t)
 }
 
 func orDash(s string) string {

@@ -24,29 +24,14 @@ type Query struct {
 	PerPage int // from 1
 }
 
-// Sort orders: a name, or a name with "-" for the reverse order. Ties go
-// newest first, then by id, so that pages neither repeat nor skip a key.
-const SortNewest = "-created"
-
-// Sorts are the orders a page may be in, each with its ORDER BY terms.
-var Sorts = map[string][]string{
-	"-created":  {"created DESC", "id DESC"},
-	"created":   {"created ASC", "id ASC"},
-	"name":      {"[[name]] COLLATE NOCASE ASC", "id ASC"},
-	"-name":     {"[[name]] COLLATE NOCASE DESC", "id DESC"},
-	"-lastUsed": {"last_used DESC", "created DESC", "id DESC"},                      // most recently used first, never used last
-	"lastUsed":  {"last_used ASC", "created DESC", "id DESC"},                       // never used first
-	"expires":   {"[[expires]] = '' ASC", "expires ASC", "created DESC", "id DESC"}, // soonest first, never last
-}
-
 // States are the key states, in the order the staff page offers them.
 var States = []string{StateActive, StateBanned, StateRevoked, StateExpired}
 
 // Page is one page of keys, with the counts that place it.
 type Page struct {
-	Keys     []*core.Record // with their plan expanded
-	Matching int            // keys matching Search and State, on every page
-	Total    int            // every key
+	Keys     []*APIKey // with their plan expanded
+	Matching int       // keys matching Search and State, on every page
+	Total    int       // every key
 }
 
 // Search returns the page of keys that q selects, as of now.
@@ -93,13 +78,13 @@ func Search(app core.App, q Query, now time.Time) (Page, error) {
 	for _, r := range records {
 		byID[r.Id] = r
 	}
-	page.Keys = make([]*core.Record, 0, len(ids))
+	page.Keys = make([]*APIKey, 0, len(ids))
 	for _, id := range ids {
 		if r := byID[id]; r != nil { // nil: deleted since the ids were read
-			page.Keys = append(page.Keys, r)
+			page.Keys = append(page.Keys, &APIKey{r})
 		}
 	}
-	for _, err := range app.ExpandRecords(page.Keys, []string{"plan"}, nil) {
+	for _, err := range app.ExpandRecords(records, []string{PlanField}, nil) {
 		return page, err
 	}
 	return page, nil
@@ -118,9 +103,8 @@ func searchExp(search string) dbx.Expression {
 	prefix := strings.TrimSuffix(strings.TrimSuffix(search, "…"), "...")
 	return dbx.Or(
 		dbx.HashExp{"id": search},
-		dbx.NewExp(`name LIKE {:contains} ESCAPE '\'`, dbx.Params{"contains": "%" + escapeLike(search) + "%"}),
-		dbx.NewExp(`prefix LIKE {:starts} ESCAPE '\' OR previous_prefix LIKE {:starts} ESCAPE '\'`,
-			dbx.Params{"starts": escapeLike(prefix) + "%"}),
+		dbx.NewExp(nameContainsSQL, dbx.Params{"contains": "%" + escapeLike(search) + "%"}),
+		dbx.NewExp(prefixStartsSQL, dbx.Params{"starts": escapeLike(prefix) + "%"}),
 	)
 }
 
@@ -132,29 +116,24 @@ func escapeLike(s string) string {
 // stateExp matches the keys in state at now, as State tells it. Dates are
 // stored as text that sorts as time does; an empty one sorts first.
 func stateExp(state string, now time.Time) dbx.Expression {
-	at := dbx.Params{"now": dateString(now)}
-	live := "revoked = '' AND (expires = '' OR expires > {:now})"
-	switch state {
-	case StateRevoked:
-		return dbx.NewExp("revoked <> ''")
-	case StateExpired:
-		return dbx.NewExp("revoked = '' AND expires <> '' AND expires <= {:now}", at)
-	case StateBanned:
-		return dbx.NewExp(live+" AND banned_until > {:now}", at)
-	case StateActive:
-		return dbx.NewExp(live+" AND banned_until <= {:now}", at)
+	if cond, ok := stateSQL[state]; ok {
+		return dbx.NewExp(cond, dbx.Params{"now": dateString(now)})
 	}
 	return nil
 }
 
 // List returns every key, newest first, with its plan expanded.
-func List(app core.App) ([]*core.Record, error) {
-	records, err := app.FindRecordsByFilter(Collection, "", "-created", 0, 0)
-	if err != nil {
+func List(app core.App) ([]*APIKey, error) {
+	var keys []*APIKey
+	if err := app.RecordQuery(Collection).OrderBy(Sorts[SortNewest]...).All(&keys); err != nil {
 		return nil, err
 	}
-	for _, err := range app.ExpandRecords(records, []string{"plan"}, nil) {
+	records := make([]*core.Record, len(keys))
+	for i, k := range keys {
+		records[i] = k.Record
+	}
+	for _, err := range app.ExpandRecords(records, []string{PlanField}, nil) {
 		return nil, err
 	}
-	return records, nil
+	return keys, nil
 }

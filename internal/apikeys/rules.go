@@ -1,14 +1,13 @@
 package apikeys
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 )
 
@@ -80,15 +79,15 @@ func checkName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "":
-		return "", badSettings("name", "a name is required: who uses the key, e.g. the shop's website")
+		return "", badSettings(NameField, "a name is required: who uses the key, e.g. the shop's website")
 	case !utf8.ValidString(name):
-		return "", badSettings("name", "a name must be UTF-8 text")
+		return "", badSettings(NameField, "a name must be UTF-8 text")
 	case utf8.RuneCountInString(name) > maxNameLen:
-		return "", badSettings("name", "a name has at most %d characters", maxNameLen)
+		return "", badSettings(NameField, "a name has at most %d characters", maxNameLen)
 	}
 	for _, r := range name {
 		if unprintable(r) {
-			return "", badSettings("name", "a name cannot hold control or text-direction characters (it holds U+%04X)", r)
+			return "", badSettings(NameField, "a name cannot hold control or text-direction characters (it holds U+%04X)", r)
 		}
 	}
 	return name, nil
@@ -106,13 +105,13 @@ func unprintable(r rune) bool {
 func checkOwnQuotas(perMinute, perDay int64) error {
 	switch {
 	case perMinute < 0:
-		return badSettings("per_minute", "quotas must be positive, or 0 for the plan's")
+		return badSettings(PerMinuteField, "quotas must be positive, or 0 for the plan's")
 	case perDay < 0:
-		return badSettings("per_day", "quotas must be positive, or 0 for the plan's")
+		return badSettings(PerDayField, "quotas must be positive, or 0 for the plan's")
 	case perMinute > MaxPerMinute:
-		return badSettings("per_minute", "a per-minute quota is at most %d", MaxPerMinute)
+		return badSettings(PerMinuteField, "a per-minute quota is at most %d", MaxPerMinute)
 	case perDay > MaxPerDay:
-		return badSettings("per_day", "a per-day quota is at most %d", int64(MaxPerDay))
+		return badSettings(PerDayField, "a per-day quota is at most %d", int64(MaxPerDay))
 	}
 	return nil
 }
@@ -120,21 +119,21 @@ func checkOwnQuotas(perMinute, perDay int64) error {
 // checkQuotaOrder checks that a key's effective per-minute quota (its own,
 // else its plan's) is not above its effective per-day quota: a minute
 // allowing more than the whole day promises what the day refuses.
-func checkQuotaOrder(perMinute, perDay int64, plan *core.Record) error {
-	minute, minuteWhose := effective(perMinute, plan.GetInt("per_minute"))
-	day, dayWhose := effective(perDay, plan.GetInt("per_day"))
+func checkQuotaOrder(perMinute, perDay int64, plan *Plan) error {
+	minute, minuteWhose := effective(perMinute, plan.PerMinute())
+	day, dayWhose := effective(perDay, plan.PerDay())
 	if minute > day {
-		return badSettings("per_minute", "the per-minute quota, %d (%s), is above the per-day quota, %d (%s): a key may not do more in a minute than in a day",
+		return badSettings(PerMinuteField, "the per-minute quota, %d (%s), is above the per-day quota, %d (%s): a key may not do more in a minute than in a day",
 			minute, minuteWhose, day, dayWhose)
 	}
 	return nil
 }
 
-func effective(own int64, plans int) (int64, string) {
+func effective(own, plans int64) (int64, string) {
 	if own > 0 {
 		return own, "the key's own"
 	}
-	return int64(plans), "the plan's"
+	return plans, "the plan's"
 }
 
 // CheckRecord checks an api_keys record about to be saved against the
@@ -142,32 +141,29 @@ func effective(own int64, plans int) (int64, string) {
 // the name, the quotas and the plan keep the rules above when they change.
 // What is unchanged is not checked again, so a key saved before a rule
 // existed can still be revoked, rolled or renamed.
-func CheckRecord(app core.App, r *core.Record) error {
-	normalizeRevoked(r)
-	stored := r.Original()
-	if !r.IsNew() && IsRevoked(stored) && !IsRevoked(r) {
+func CheckRecord(app core.App, k *APIKey) error {
+	k.normalizeRevoked()
+	stored := k.Stored()
+	if !k.IsNew() && stored.Revoked() && !k.Revoked() {
 		return badState(RevokedField, revocationFinal)
 	}
-	perMinute, perDay := int64(r.GetInt("per_minute")), int64(r.GetInt("per_day"))
-	quotasChanged := r.IsNew() || r.GetString("plan") != stored.GetString("plan") ||
-		perMinute != int64(stored.GetInt("per_minute")) || perDay != int64(stored.GetInt("per_day"))
+	perMinute, perDay := k.PerMinute(), k.PerDay()
+	quotasChanged := k.IsNew() || k.PlanID() != stored.PlanID() ||
+		perMinute != stored.PerMinute() || perDay != stored.PerDay()
 	if quotasChanged {
 		if err := checkOwnQuotas(perMinute, perDay); err != nil {
 			return err
 		}
 	}
-	if r.IsNew() || r.GetString("name") != stored.GetString("name") {
-		name, err := checkName(r.GetString("name"))
+	if k.IsNew() || k.Name() != stored.Name() {
+		name, err := checkName(k.Name())
 		if err != nil {
 			return err
 		}
-		r.Set("name", name)
+		k.SetName(name)
 	}
 	if quotasChanged {
-		plan, err := app.FindRecordById("plans", r.GetString("plan"))
-		if errors.Is(err, sql.ErrNoRows) {
-			return badSettings("plan", "a plan is required: free, pro, business or enterprise")
-		}
+		plan, err := findPlanByID(app, k.PlanID())
 		if err != nil {
 			return err
 		}
@@ -179,53 +175,22 @@ func CheckRecord(app core.App, r *core.Record) error {
 // CheckPlan checks a plan record about to be saved: its per-minute quota is
 // not above its per-day quota, and no key on it ends up with an effective
 // per-minute quota above its effective per-day quota.
-func CheckPlan(app core.App, plan *core.Record) error {
-	perMinute, perDay := plan.GetInt("per_minute"), plan.GetInt("per_day")
+func CheckPlan(app core.App, plan *Plan) error {
+	perMinute, perDay := plan.PerMinute(), plan.PerDay()
 	if perMinute > perDay {
-		return badSettings("per_minute", "the per-minute quota, %d, is above the per-day quota, %d: a key may not do more in a minute than in a day", perMinute, perDay)
+		return badSettings(planPerMinuteField, "the per-minute quota, %d, is above the per-day quota, %d: a key may not do more in a minute than in a day", perMinute, perDay)
 	}
 	if plan.IsNew() {
 		return nil
 	}
 	var clashes int
-	err := app.DB().NewQuery(`SELECT count(*) FROM ` + Collection + ` WHERE plan = {:plan}
-		AND (CASE WHEN per_minute > 0 THEN per_minute ELSE {:perMinute} END) > (CASE WHEN per_day > 0 THEN per_day ELSE {:perDay} END)`).
-		Bind(map[string]any{"plan": plan.Id, "perMinute": perMinute, "perDay": perDay}).Row(&clashes)
+	err := app.DB().NewQuery(planClashSQL).
+		Bind(dbx.Params{"plan": plan.Id, "perMinute": perMinute, "perDay": perDay}).Row(&clashes)
 	if err != nil {
 		return err
 	}
 	if clashes > 0 {
-		return badSettings("per_day", "%d key(s) on this plan would get a per-minute quota above their per-day quota: change their own quotas on the staff page first", clashes)
+		return badSettings(planPerDayField, "%d key(s) on this plan would get a per-minute quota above their per-day quota: change their own quotas on the staff page first", clashes)
 	}
 	return nil
-}
-
-// The api_keys field `revoked` is a select field: empty, or RevokedValue.
-// The dashboard then shows a revoked key as "revoked", not as a green True.
-const (
-	RevokedField = "revoked"
-	RevokedValue = "revoked"
-)
-
-// IsRevoked reports whether r is revoked.
-func IsRevoked(r *core.Record) bool {
-	return r.GetString(RevokedField) != ""
-}
-
-// normalizeRevoked turns the booleans that scripts written for the former
-// bool field send ("true", "false", as JSON or form values) into the select
-// field's values.
-func normalizeRevoked(r *core.Record) {
-	switch r.GetString(RevokedField) {
-	case "true", "1", "on":
-		r.Set(RevokedField, RevokedValue)
-	case "false", "0", "off":
-		r.Set(RevokedField, "")
-	}
-}
-
-// expired reports whether r has expired at now.
-func expired(r *core.Record, now time.Time) bool {
-	expires := r.GetDateTime("expires")
-	return !expires.IsZero() && !expires.Time().After(now)
 }

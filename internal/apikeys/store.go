@@ -14,40 +14,9 @@ import (
 	"petstore/internal/dataversion"
 )
 
-// Collection is the name of the collection that holds the keys.
-const Collection = "api_keys"
-
-// HashField is the api_keys field holding Hash(key), the only trace of a key.
-const HashField = "key_hash"
-
 // ErrInvalid means a key is unknown, revoked or expired. Callers do not learn
 // which, so that a guesser learns nothing either.
 var ErrInvalid = errors.New("invalid API key")
-
-// Fields of api_keys that the service writes and staff never edit (see
-// ServiceFields).
-const (
-	PrefixField         = "prefix"
-	PreviousHashField   = "previous_hash"
-	PreviousPrefixField = "previous_prefix"
-	PreviousUntilField  = "previous_until"
-	BannedUntilField    = "banned_until"
-	BanLiftedField      = "ban_lifted"
-)
-
-// ServiceFields are the api_keys fields that only the service writes: the
-// key's hashes, the ban, its last use. The dashboard's edit form sends every
-// field back as it was loaded, so its saves must leave these as stored.
-var ServiceFields = []string{
-	HashField, PrefixField, PreviousHashField, PreviousPrefixField, PreviousUntilField,
-	BannedUntilField, BanLiftedField, "last_used",
-}
-
-// ExpiresField is when a key stops working (empty: never). It changes only
-// through the explicit expiry action (Change with Expires: the staff page,
-// its PATCH route, `keys expire`), never through a record save, which may
-// come from a form loaded before the expiry changed.
-const ExpiresField = "expires"
 
 // MaxGrace bounds how long a rolled key's previous secret may keep working.
 const MaxGrace = 30 * 24 * time.Hour
@@ -61,17 +30,6 @@ type NewKey struct {
 	Expires   time.Time // zero: never
 }
 
-func findPlan(app core.App, name string) (*core.Record, error) {
-	if name == "" {
-		return nil, badSettings("plan", "a plan is required: free, pro, business or enterprise")
-	}
-	plan, err := app.FindFirstRecordByData("plans", "name", name)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w %q", ErrUnknownPlan, name)
-	}
-	return plan, err
-}
-
 // checkExpiry refuses an expiry that is not in the future (zero: never).
 func checkExpiry(t, now time.Time) error {
 	if !t.IsZero() && !t.After(now) {
@@ -82,45 +40,42 @@ func checkExpiry(t, now time.Time) error {
 
 // Create stores a new key and returns it with its record. The returned key is
 // the only copy of it: only its hash is stored.
-func Create(app core.App, nk NewKey, by audit.Actor) (string, *core.Record, error) {
+func Create(app core.App, nk NewKey, by audit.Actor) (string, *APIKey, error) {
 	if err := checkExpiry(nk.Expires, time.Now()); err != nil {
 		return "", nil, err
 	}
-	plan, err := findPlan(app, nk.Plan)
+	plan, err := FindPlan(app, nk.Plan)
 	if err != nil {
 		return "", nil, err
 	}
-	collection, err := app.FindCachedCollectionByNameOrId(Collection)
+	k, err := newAPIKey(app)
 	if err != nil {
 		return "", nil, err
 	}
 
 	key := Generate()
-	r := core.NewRecord(collection)
-	r.Set("name", nk.Name)
-	r.Set("plan", plan.Id)
-	r.Set(HashField, Hash(key))
-	r.Set(PrefixField, DisplayPrefix(key))
-	r.Set("per_minute", nk.PerMinute)
-	r.Set("per_day", nk.PerDay)
-	if !nk.Expires.IsZero() {
-		r.Set(ExpiresField, nk.Expires)
-	}
-	if err := CheckRecord(app, r); err != nil {
+	k.SetName(nk.Name)
+	k.SetPlanID(plan.Id)
+	k.setSecret(key, time.Time{})
+	k.SetPerMinute(int64(nk.PerMinute))
+	k.SetPerDay(int64(nk.PerDay))
+	k.setExpires(nk.Expires)
+	if err := CheckRecord(app, k); err != nil {
 		return "", nil, err
 	}
 	err = app.RunInTransaction(func(tx core.App) error {
-		if err := tx.Save(r); err != nil {
+		if err := tx.Save(k); err != nil {
 			return err
 		}
-		return audit.Write(tx, audit.Entry{Action: audit.KeyCreated, Key: r.Id, By: by, Details: map[string]any{
-			"name": nk.Name, "plan": nk.Plan, "per_minute": nk.PerMinute, "per_day": nk.PerDay, ExpiresField: r.GetString(ExpiresField),
+		return audit.Write(tx, audit.Entry{Action: audit.KeyCreated, Key: k.Id, By: by, Details: map[string]any{
+			NameField: nk.Name, PlanField: nk.Plan, PerMinuteField: nk.PerMinute, PerDayField: nk.PerDay,
+			ExpiresField: k.GetString(ExpiresField),
 		}})
 	})
 	if err != nil {
 		return "", nil, err
 	}
-	return key, r, nil
+	return key, k, nil
 }
 
 // Key is what a request needs of its API key: which key it is, its quota
@@ -136,15 +91,6 @@ type Key struct {
 	BanLifted   time.Time // when a ban was last lifted; zero: never
 	LastUsed    time.Time
 }
-
-// findKeySQL reads a key joined with its plan, by hash: its current secret's,
-// or its previous secret's during a roll's grace period. It is one
-// statement, prepared once (see Finder).
-const findKeySQL = `SELECT k.id, k.revoked <> '' AS revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day,
-	p.name, p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes,
-	k.key_hash <> :hash AS by_previous, k.previous_until
-	FROM api_keys k JOIN plans p ON p.id = k.plan
-	WHERE k.key_hash = :hash OR (k.previous_hash = :hash AND k.previous_until > :now) LIMIT 1`
 
 // Finder finds keys by their hash with one statement, prepared once: SQLite
 // parses it once per pooled connection instead of once per request.
@@ -253,27 +199,6 @@ func firstPositive(values ...int64) int64 {
 	return 0
 }
 
-// Key states, as `keys list` shows them.
-const (
-	StateActive  = "active"
-	StateRevoked = "revoked"
-	StateExpired = "expired"
-	StateBanned  = "banned"
-)
-
-// State tells whether a key is usable at now.
-func State(r *core.Record, now time.Time) string {
-	switch {
-	case IsRevoked(r):
-		return StateRevoked
-	case expired(r, now):
-		return StateExpired
-	case r.GetDateTime("banned_until").Time().After(now):
-		return StateBanned
-	}
-	return StateActive
-}
-
 // lastUsedResolution keeps last_used writes to one per key per minute.
 const lastUsedResolution = time.Minute
 
@@ -285,13 +210,13 @@ func (k *Key) LastUsedStale(now time.Time) bool {
 
 // TouchLastUsed records that the key with the given record id was used at now.
 func TouchLastUsed(app core.App, id string, now time.Time) error {
-	return setColumns(app, id, dbx.Params{"last_used": dateString(now)})
+	return setColumns(app, id, dbx.Params{LastUsedField: dateString(now)})
 }
 
 // SaveBan bans the key with the given record id until until.
 func SaveBan(app core.App, id string, until time.Time) error {
 	return app.RunInTransaction(func(tx core.App) error {
-		if err := setColumns(tx, id, dbx.Params{"banned_until": dateString(until)}); err != nil {
+		if err := setColumns(tx, id, dbx.Params{BannedUntilField: dateString(until)}); err != nil {
 			return err
 		}
 		return audit.Write(tx, audit.Entry{Action: audit.KeyBanned, Key: id, By: audit.System,
@@ -307,16 +232,10 @@ func setColumns(app core.App, id string, columns dbx.Params) error {
 	return err
 }
 
-// dateString is t as PocketBase stores dates.
-func dateString(t time.Time) string {
-	d, _ := types.ParseDateTime(t) // a time.Time always parses
-	return d.String()
-}
-
 // Revoke marks the key with the given record id as revoked, for good.
 func Revoke(app core.App, id string, by audit.Actor) error {
-	_, err := update(app, id, by, func(r *core.Record) error {
-		r.Set(RevokedField, RevokedValue)
+	_, err := update(app, id, by, func(k *APIKey) error {
+		k.revoke()
 		return nil
 	})
 	return err
@@ -327,36 +246,31 @@ func Revoke(app core.App, id string, by audit.Actor) error {
 // working for grace (none when 0); a roll during a grace period ends that
 // period's secret at once, as only one previous secret is kept. A revoked or
 // expired key is not rolled (ErrState): its new secret would not work.
-func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string, *core.Record, error) {
+func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string, *APIKey, error) {
 	if grace < 0 || grace > MaxGrace {
 		return "", nil, badSettings("", "the grace period must be from 0 to %d days", MaxGrace/(24*time.Hour))
 	}
 	key := Generate()
-	r, err := update(app, id, by, func(r *core.Record) error {
+	k, err := update(app, id, by, func(k *APIKey) error {
 		now := time.Now()
-		if IsRevoked(r) {
+		if k.Revoked() {
 			return badState(RevokedField, "the key is revoked, so it cannot be rolled: issue a new key instead")
 		}
-		if expired(r, now) {
+		if k.Expired(now) {
 			return badState(ExpiresField, "the key expired at %s, so it cannot be rolled: move its expiry first, or issue a new key",
-				r.GetDateTime(ExpiresField).Time().UTC().Format(time.RFC3339))
+				k.Expires().UTC().Format(time.RFC3339))
 		}
-		previousHash, previousPrefix, previousUntil := "", "", ""
+		var previousUntil time.Time
 		if grace > 0 {
-			previousHash, previousPrefix = r.GetString(HashField), r.GetString(PrefixField)
-			previousUntil = dateString(now.Add(grace))
+			previousUntil = now.Add(grace)
 		}
-		r.Set(PreviousHashField, previousHash)
-		r.Set(PreviousPrefixField, previousPrefix)
-		r.Set(PreviousUntilField, previousUntil)
-		r.Set(HashField, Hash(key))
-		r.Set(PrefixField, DisplayPrefix(key))
+		k.setSecret(key, previousUntil)
 		return nil
 	})
 	if err != nil {
 		return "", nil, err
 	}
-	return key, r, nil
+	return key, k, nil
 }
 
 // Unban lifts the ban of the key with the given record id. It is the one way
@@ -364,9 +278,8 @@ func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string,
 // instance's limiter, reading the key, learns to forget the rejections
 // counted before the lift.
 func Unban(app core.App, id string, by audit.Actor) error {
-	_, err := update(app, id, by, func(r *core.Record) error {
-		r.Set(BannedUntilField, "")
-		r.Set(BanLiftedField, types.NowDateTime())
+	_, err := update(app, id, by, func(k *APIKey) error {
+		k.liftBan(time.Now())
 		return nil
 	})
 	return err
@@ -386,41 +299,37 @@ type Changes struct {
 
 // Change applies c to the key with the given record id, in one transaction:
 // all of it, or nothing when a part breaks a rule.
-func Change(app core.App, id string, c Changes, by audit.Actor) (*core.Record, error) {
+func Change(app core.App, id string, c Changes, by audit.Actor) (*APIKey, error) {
 	if c.Expires != nil {
 		if err := checkExpiry(*c.Expires, time.Now()); err != nil {
 			return nil, err
 		}
 	}
-	var plan *core.Record
+	var plan *Plan
 	if c.Plan != nil {
 		var err error
-		if plan, err = findPlan(app, *c.Plan); err != nil {
+		if plan, err = FindPlan(app, *c.Plan); err != nil {
 			return nil, err
 		}
 	}
-	return update(app, id, by, func(r *core.Record) error {
+	return update(app, id, by, func(k *APIKey) error {
 		if c.Name != nil {
-			r.Set("name", *c.Name)
+			k.SetName(*c.Name)
 		}
 		if plan != nil {
-			r.Set("plan", plan.Id)
+			k.SetPlanID(plan.Id)
 		}
 		if c.PerMinute != nil {
-			r.Set("per_minute", *c.PerMinute)
+			k.SetPerMinute(int64(*c.PerMinute))
 		}
 		if c.PerDay != nil {
-			r.Set("per_day", *c.PerDay)
+			k.SetPerDay(int64(*c.PerDay))
 		}
 		if c.Expires != nil {
-			if IsRevoked(r) {
+			if k.Revoked() {
 				return badState(ExpiresField, "the key is revoked: its expiry no longer matters, and does not change")
 			}
-			if c.Expires.IsZero() {
-				r.Set(ExpiresField, "")
-			} else {
-				r.Set(ExpiresField, *c.Expires)
-			}
+			k.setExpires(*c.Expires)
 		}
 		return nil
 	})
@@ -429,8 +338,8 @@ func Change(app core.App, id string, c Changes, by audit.Actor) (*core.Record, e
 // update reads, edits and saves one key in a transaction, so that a ban or a
 // count the limiter writes meanwhile is not overwritten with what was read,
 // and writes the audit records of what changed in the same transaction.
-func update(app core.App, id string, by audit.Actor, edit func(*core.Record) error) (*core.Record, error) {
-	var r *core.Record
+func update(app core.App, id string, by audit.Actor, edit func(*APIKey) error) (*APIKey, error) {
+	k := &APIKey{}
 	err := app.RunInTransaction(func(tx core.App) error {
 		// Take SQLite's write lock before reading (waiting for it as long as
 		// busy_timeout allows): a transaction that reads first cannot write
@@ -438,34 +347,34 @@ func update(app core.App, id string, by audit.Actor, edit func(*core.Record) err
 		if _, err := tx.DB().Update(Collection, dbx.Params{"id": dbx.NewExp("id")}, dbx.HashExp{"id": id}).Execute(); err != nil {
 			return err
 		}
-		var err error
-		r, err = tx.FindRecordById(Collection, id)
+		r, err := tx.FindRecordById(Collection, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w with id %q", ErrNotFound, id)
 		}
 		if err != nil {
 			return err
 		}
-		before := r.Original()
-		if err := edit(r); err != nil {
+		k.Record = r
+		before := k.Stored()
+		if err := edit(k); err != nil {
 			return err
 		}
-		if err := CheckRecord(tx, r); err != nil {
+		if err := CheckRecord(tx, k); err != nil {
 			return err
 		}
-		if err := tx.Save(r); err != nil {
+		if err := tx.Save(k); err != nil {
 			return err
 		}
-		return WriteAudit(tx, before, r, by)
+		return WriteAudit(tx, before, k, by)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return r, nil
+	return k, nil
 }
 
 // Get returns the key with the given record id, with its plan expanded.
-func Get(app core.App, id string) (*core.Record, error) {
+func Get(app core.App, id string) (*APIKey, error) {
 	r, err := app.FindRecordById(Collection, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w with id %q", ErrNotFound, id)
@@ -473,18 +382,11 @@ func Get(app core.App, id string) (*core.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if errs := app.ExpandRecord(r, []string{"plan"}, nil); len(errs) > 0 {
-		return nil, errs["plan"]
+	if errs := app.ExpandRecord(r, []string{PlanField}, nil); len(errs) > 0 {
+		return nil, errs[PlanField]
 	}
-	return r, nil
+	return &APIKey{r}, nil
 }
-
-// countByStateSQL counts keys by State's rules, in State's order.
-const countByStateSQL = `SELECT CASE
-	WHEN revoked <> '' THEN 'revoked'
-	WHEN expires <> '' AND expires <= :now THEN 'expired'
-	WHEN banned_until > :now THEN 'banned'
-	ELSE 'active' END AS state, COUNT(*) FROM api_keys GROUP BY state`
 
 // CountByState counts the keys in each State at now, every state included.
 func CountByState(db *sql.DB, now time.Time) (map[string]int64, error) {

@@ -182,7 +182,7 @@ func (s *Server) NewKey(t testing.TB, nk apikeys.NewKey) string {
 		t.Fatalf("create key: %v", err)
 	}
 	if perMinute != 0 || perDay != 0 {
-		_, err := s.App.DB().Update(apikeys.Collection, dbx.Params{"per_minute": perMinute, "per_day": perDay},
+		_, err := s.App.DB().Update(apikeys.Collection, dbx.Params{apikeys.PerMinuteField: perMinute, apikeys.PerDayField: perDay},
 			dbx.HashExp{"id": r.Id}).Execute()
 		if err != nil {
 			t.Fatalf("set the key's quotas: %v", err)
@@ -331,13 +331,13 @@ func (s *Server) CountRecords(t testing.TB, collection string) int64 {
 }
 
 // KeyRecord is the api_keys record of key, as staff see it in the dashboard.
-func (s *Server) KeyRecord(t testing.TB, key string) *core.Record {
+func (s *Server) KeyRecord(t testing.TB, key string) *apikeys.APIKey {
 	t.Helper()
-	r, err := s.App.FindFirstRecordByData(apikeys.Collection, "key_hash", apikeys.Hash(key))
+	r, err := s.App.FindFirstRecordByData(apikeys.Collection, apikeys.HashField, apikeys.Hash(key))
 	if err != nil {
 		t.Fatalf("find key record: %v", err)
 	}
-	return r
+	return &apikeys.APIKey{Record: r}
 }
 
 // StaffToken creates a PocketBase superuser and returns one of its auth
@@ -372,7 +372,7 @@ func (s *Server) CreatePet(t testing.TB, key string, body any) pets.Pet {
 // returns the keys, in the order of I.
 func (s *Server) SeedKeys(t testing.TB, n int, name string) []string {
 	t.Helper()
-	plan, err := s.App.FindFirstRecordByData("plans", "name", "free")
+	plan, err := apikeys.FindPlan(s.App, "free")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,10 +383,10 @@ func (s *Server) SeedKeys(t testing.TB, n int, name string) []string {
 		for i := range keys {
 			keys[i] = apikeys.Generate()
 			row := dbx.Params{
-				"id": fmt.Sprintf("seed%011d", i), "name": fmt.Sprintf("%s %d", name, i), "plan": plan.Id,
-				"key_hash": apikeys.Hash(keys[i]), "prefix": apikeys.DisplayPrefix(keys[i]),
-				"created": date(now.Add(time.Duration(i-n) * time.Minute)), "updated": date(now),
-				"last_used": date(now.Add(-time.Duration(i%1000) * time.Minute)),
+				"id": fmt.Sprintf("seed%011d", i), apikeys.NameField: fmt.Sprintf("%s %d", name, i), apikeys.PlanField: plan.Id,
+				apikeys.HashField: apikeys.Hash(keys[i]), apikeys.PrefixField: apikeys.DisplayPrefix(keys[i]),
+				apikeys.CreatedField: date(now.Add(time.Duration(i-n) * time.Minute)), apikeys.UpdatedField: date(now),
+				apikeys.LastUsedField: date(now.Add(-time.Duration(i%1000) * time.Minute)),
 			}
 			switch i % 10 {
 			case 1:

@@ -190,7 +190,7 @@ func TestKeysAreScopedPerAPIKey(t *testing.T) {
 	}
 
 	// Deleting an API key deletes its answers.
-	rec, err := s.App.FindFirstRecordByData(apikeys.Collection, "key_hash", apikeys.Hash(a))
+	rec, err := s.App.FindFirstRecordByData(apikeys.Collection, apikeys.HashField, apikeys.Hash(a))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func petstore(t *testing.T, dir string, args ...string) (stdout, stderr string, 
 }
 
 // keyRecords opens dir like the server does and returns its api_keys.
-func keyRecords(t *testing.T, dir string) []*core.Record {
+func keyRecords(t *testing.T, dir string) []*apikeys.APIKey {
 	t.Helper()
 	app := core.NewBaseApp(core.BaseAppConfig{DataDir: dir})
 	if err := app.Bootstrap(); err != nil {
@@ -60,16 +60,16 @@ func TestKeysCreate(t *testing.T) {
 		t.Fatalf("%d keys stored, want 2", len(records))
 	}
 	for _, r := range records {
-		plan := r.ExpandedOne("plan").GetString("name")
+		plan := r.Plan().Name()
 		switch r.Id {
 		case id:
-			if plan != "free" || r.GetString("name") != "x" || r.GetString("key_hash") != apikeys.Hash(key) ||
-				!strings.HasPrefix(key, r.GetString("prefix")) || !r.GetDateTime("expires").IsZero() {
+			if plan != "free" || r.Name() != "x" || r.Hash() != apikeys.Hash(key) ||
+				!strings.HasPrefix(key, r.Prefix()) || !r.Expires().IsZero() {
 				t.Errorf("free key stored as %v", r.FieldsData())
 			}
 		case id2:
-			if plan != "enterprise" || r.GetInt("per_minute") != 5 || r.GetInt("per_day") != 7 ||
-				!r.GetDateTime("expires").Time().Equal(expires) {
+			if plan != "enterprise" || r.PerMinute() != 5 || r.PerDay() != 7 ||
+				!r.Expires().Equal(expires) {
 				t.Errorf("enterprise key stored as %v", r.FieldsData())
 			}
 		default:

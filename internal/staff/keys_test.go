@@ -531,6 +531,39 @@ type chunked struct{ io.Reader }
 // The staff body limit, 16 KiB, holds however a body is sent: with a
 // length, or chunked (whose last read may bring the end of the body with
 // it), at every size around the limit.
+// Messages name the plans there are, as staff have edited them in the
+// dashboard: a plan added there is offered at once.
+func TestPlanNamesComeFromThePlans(t *testing.T) {
+	s := start(t)
+	plans, err := s.App.FindCollectionByNameOrId(apikeys.PlansCollection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gold := core.NewRecord(plans)
+	gold.Load(map[string]any{"name": "gold", "per_minute": 5000, "per_day": 1_000_000})
+	if err := s.App.Save(gold); err != nil {
+		t.Fatal(err)
+	}
+	const names = "free, pro, business, enterprise or gold"
+	for _, c := range []struct {
+		body map[string]any
+		want string
+	}{
+		{map[string]any{"name": "x"}, "A plan is required: " + names + "."},
+		{map[string]any{"name": "x", "plan": "platinum"}, `Unknown plan "platinum": the plans are ` + names + "."},
+	} {
+		r := s.Do(t, http.MethodPost, "/api/petstore/keys", s.token, c.body)
+		var e struct {
+			Message string `json:"message"`
+		}
+		r.JSON(t, &e)
+		if r.StatusCode != http.StatusBadRequest || e.Message != c.want {
+			t.Errorf("%v: %d %q, want 400 %q", c.body, r.StatusCode, e.Message, c.want)
+		}
+	}
+	s.create(t, map[string]any{"plan": "gold"})
+}
+
 func TestBodyLimit(t *testing.T) {
 	s := start(t)
 	const limit = 16 << 10

@@ -3,8 +3,6 @@ package staff
 import (
 	"time"
 
-	"github.com/pocketbase/pocketbase/core"
-
 	"petstore/internal/apikeys"
 	"petstore/internal/usage"
 )
@@ -52,44 +50,44 @@ type previousView struct {
 	Until  time.Time `json:"until"`
 }
 
-// viewOf is r (with its plan expanded) as seen at now.
-func viewOf(r *core.Record, now time.Time) keyView {
+// viewOf is k (with its plan expanded) as seen at now.
+func viewOf(k *apikeys.APIKey, now time.Time) keyView {
 	v := keyView{
-		ID:      r.Id,
-		Name:    r.GetString("name"),
-		Prefix:  r.GetString(apikeys.PrefixField),
-		State:   apikeys.State(r, now),
-		Expires: timeOf(r, apikeys.ExpiresField),
-		Created: r.GetDateTime("created").Time(),
+		ID:      k.Id,
+		Name:    k.Name(),
+		Prefix:  k.Prefix(),
+		State:   k.State(now),
+		Expires: utcOrNil(k.Expires()),
+		Created: k.Created(),
 	}
-	if plan := r.ExpandedOne("plan"); plan != nil {
-		v.Plan = plan.GetString("name")
-		v.PerMinute = quotaOf(r, plan, "per_minute")
-		v.PerDay = quotaOf(r, plan, "per_day")
+	if plan := k.Plan(); plan != nil {
+		v.Plan = plan.Name()
+		v.PerMinute = quotaOf(k.PerMinute(), plan.PerMinute())
+		v.PerDay = quotaOf(k.PerDay(), plan.PerDay())
 	}
 	if v.State == apikeys.StateBanned {
-		v.BannedUntil = timeOf(r, apikeys.BannedUntilField)
+		v.BannedUntil = utcOrNil(k.BannedUntil())
 	}
-	v.LastUsed = timeOf(r, "last_used")
-	if until := timeOf(r, apikeys.PreviousUntilField); until != nil && until.After(now) && v.State != apikeys.StateRevoked {
-		v.Previous = &previousView{Prefix: r.GetString(apikeys.PreviousPrefixField), Until: *until}
+	v.LastUsed = utcOrNil(k.LastUsed())
+	if prefix, until := k.Previous(); until.After(now) && v.State != apikeys.StateRevoked {
+		v.Previous = &previousView{Prefix: prefix, Until: until.UTC()}
 	}
 	return v
 }
 
-func quotaOf(key, plan *core.Record, field string) quotaView {
-	if own := key.GetInt(field); own > 0 {
-		return quotaView{Value: int64(own), Own: true}
+// quotaOf is a key's quota: its own when set, else its plan's.
+func quotaOf(own, plans int64) quotaView {
+	if own > 0 {
+		return quotaView{Value: own, Own: true}
 	}
-	return quotaView{Value: int64(plan.GetInt(field))}
+	return quotaView{Value: plans}
 }
 
-// timeOf is a date field in UTC, or nil when empty.
-func timeOf(r *core.Record, field string) *time.Time {
-	d := r.GetDateTime(field)
-	if d.IsZero() {
+// utcOrNil is t in UTC, or nil when zero.
+func utcOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
 		return nil
 	}
-	t := d.Time().UTC()
+	t = t.UTC()
 	return &t
 }
