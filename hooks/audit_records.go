@@ -19,18 +19,33 @@ const DefaultAuditRetention = 365 * 24 * time.Hour
 // records API, superusers included.
 var errAuditAppendOnly = errors.New("the audit trail is append-only: the service writes it, nobody changes or deletes a record")
 
-// bindAuditRecords keeps audit_log append-only and logs each record. The
-// records API may only read it (superusers); a save or delete of an
-// existing record is refused whatever sends it. Records older than
-// retention are pruned daily (0 keeps them forever), by a statement of its
-// own, which no record hook sees.
-func bindAuditRecords(app core.App, log *slog.Logger, retention func() time.Duration) {
+// errAuditCollectionFixed answers a change or deletion of the audit_log
+// collection itself through the collections API (the dashboard).
+var errAuditCollectionFixed = errors.New("the audit trail's collection cannot be changed or deleted: its records are kept for the retention period (--audit-retention)")
+
+// bindAuditRecords keeps audit_log append-only, and logs and counts each
+// record once its transaction commits (counted gets its action). The records API may only
+// read it (superusers); a save or delete of an existing record is refused
+// whatever sends it, and the collections API neither changes nor deletes
+// the collection. Records older than retention are pruned daily (0 keeps
+// them forever), by a statement of its own, which no record hook sees.
+func bindAuditRecords(app core.App, log *slog.Logger, retention func() time.Duration, counted func(audit.Action)) {
 	refuse := func(e *core.RecordRequestEvent) error { return e.ForbiddenError(errAuditAppendOnly.Error(), nil) }
 	app.OnRecordCreateRequest(audit.Collection).BindFunc(refuse)
 	app.OnRecordUpdateRequest(audit.Collection).BindFunc(refuse)
 	app.OnRecordDeleteRequest(audit.Collection).BindFunc(refuse)
 	app.OnRecordUpdate(audit.Collection).BindFunc(func(e *core.RecordEvent) error { return errAuditAppendOnly })
 	app.OnRecordDelete(audit.Collection).BindFunc(func(e *core.RecordEvent) error { return errAuditAppendOnly })
+	refuseCollection := func(e *core.CollectionRequestEvent) error {
+		// By id: an update request may have renamed the collection it loaded.
+		trail, err := e.App.FindCachedCollectionByNameOrId(audit.Collection)
+		if err == nil && e.Collection.Id == trail.Id {
+			return e.ForbiddenError(errAuditCollectionFixed.Error(), nil)
+		}
+		return e.Next()
+	}
+	app.OnCollectionUpdateRequest().BindFunc(refuseCollection)
+	app.OnCollectionDeleteRequest().BindFunc(refuseCollection)
 
 	// Logged once the change's transaction commits. Not an after-create
 	// hook: petstore binds none, so that pets' events know when somebody
@@ -41,8 +56,11 @@ func bindAuditRecords(app core.App, log *slog.Logger, retention func() time.Dura
 		}
 		r := e.Record
 		logIt := func() {
-			log.Info("Audit: "+r.GetString("action"), "key", r.GetString("key"), "actor", r.GetString("actor"),
-				"actorEmail", r.GetString("actor_email"), "address", r.GetString("address"), "details", r.Get("details"))
+			action := r.GetString(audit.ActionField)
+			log.Info("Audit: "+action, "key", r.GetString(audit.KeyField), "actor", r.GetString(audit.ActorField),
+				"actorEmail", r.GetString(audit.ActorEmailField), "address", r.GetString(audit.AddressField),
+				"details", r.Get(audit.DetailsField))
+			counted(audit.Action(action))
 		}
 		if tx := e.App.TxInfo(); tx != nil {
 			tx.OnComplete(func(txErr error) error {
@@ -63,7 +81,7 @@ func bindAuditRecords(app core.App, log *slog.Logger, retention func() time.Dura
 			return
 		}
 		cutoff, _ := types.ParseDateTime(time.Now().Add(-keep))
-		if _, err := app.NonconcurrentDB().Delete(audit.Collection, dbx.NewExp("created < {:cutoff}", dbx.Params{"cutoff": cutoff.String()})).Execute(); err != nil {
+		if _, err := app.NonconcurrentDB().Delete(audit.Collection, dbx.NewExp(audit.CreatedField+" < {:cutoff}", dbx.Params{"cutoff": cutoff.String()})).Execute(); err != nil {
 			log.Error("Could not prune the audit trail", "error", err)
 		}
 	})

@@ -21,6 +21,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
+	"petstore/internal/audit"
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
 	"petstore/internal/idempotency"
@@ -72,9 +73,10 @@ const DefaultSlowRequest = time.Second
 type Service struct {
 	log      *slog.Logger // the one logger: console and dashboard
 	err      error
-	base     api.BaseURL // Options.PublicURL, checked
-	draining atomic.Bool // from SIGTERM on: /readyz answers 503
-	bans     func()      // counts a ban started; nil without metrics
+	base     api.BaseURL  // Options.PublicURL, checked
+	draining atomic.Bool  // from SIGTERM on: /readyz answers 503
+	bans     func()       // counts a ban started; nil without metrics
+	audits   func(string) // counts an audit record by action; nil without metrics
 }
 
 // Err is the error that stopped `serve` from starting, if any. PocketBase
@@ -102,7 +104,11 @@ func Register(app core.App, opts *Options) *Service {
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
-	bindAuditRecords(app, s.log, func() time.Duration { return opts.AuditRetention })
+	bindAuditRecords(app, s.log, func() time.Duration { return opts.AuditRetention }, func(action audit.Action) {
+		if s.audits != nil {
+			s.audits(string(action))
+		}
+	})
 	idempotency.BindPurge(app, s.log)
 	database.BindDailyOptimize(app, s.log)
 	return s
@@ -179,6 +185,7 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		}
 		observer = m
 		s.bans = m.ObserveBan
+		s.audits = m.ObserveAudit
 	}
 
 	documents := api.NewDocuments(base)

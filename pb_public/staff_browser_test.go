@@ -309,8 +309,8 @@ func (p *staffPage) shots(name string) {
 // A store-staff user, in headless Chromium, signs in on /staff/, issues a key
 // and reads it once, is told why a key with a minute above its day is
 // refused, rolls a key with a grace period, moves and removes its expiry,
-// drives another into a ban and lifts it, reads its use in the chart, and
-// revokes the first; /v1 answers as each step says, and the page offers only
+// drives another into a ban and lifts it, reads its use in the chart and its
+// history from the audit trail, and revokes the first; /v1 answers as each step says, and the page offers only
 // what each key's state allows.
 func TestStaffPageInChromium(t *testing.T) {
 	p := openStaffPage(t)
@@ -442,6 +442,20 @@ func TestStaffPageInChromium(t *testing.T) {
 	}
 	if got, want := p.text("#usage-today"), fmt.Sprintf("%d requests, %d refused", requests, refused); !strings.Contains(got, want) {
 		t.Errorf("today's total reads %q, want %q", got, want)
+	}
+	// Beside it, the key's history from the audit trail, newest first.
+	p.waitFor("the history", `document.querySelectorAll('#history li').length === 3`)
+	history := eval[[]string](p, `[...document.querySelectorAll('#history li')].map(li => li.textContent)`)
+	for i, want := range []string{"Ban lifted by staff@example.com from 127.0.0.1", "Banned by the service", "Issued by staff@example.com from 127.0.0.1"} {
+		if !strings.Contains(history[i], want) {
+			t.Errorf("history entry %d reads %q, want %q", i, history[i], want)
+		}
+	}
+	if !strings.Contains(history[2], "plan: free") || !strings.Contains(history[2], "per minute: 1") {
+		t.Errorf("the issue's details read %q", history[2])
+	}
+	if got := p.text("#history-count"); got != "· 3 of 3 changes, newest first" {
+		t.Errorf("the history's count reads %q", got)
 	}
 	p.shots("usage-chart")
 

@@ -14,6 +14,17 @@ import "github.com/pocketbase/pocketbase/core"
 // Collection is the name of the collection that holds the trail.
 const Collection = "audit_log"
 
+// The fields of audit_log.
+const (
+	ActionField     = "action"
+	KeyField        = "key" // the api_keys record id
+	ActorField      = "actor"
+	ActorEmailField = "actor_email"
+	AddressField    = "address"
+	DetailsField    = "details"
+	CreatedField    = "created"
+)
+
 // Action is what happened.
 type Action string
 
@@ -65,11 +76,11 @@ func Write(app core.App, e Entry) error {
 		return err
 	}
 	r := core.NewRecord(collection)
-	r.Set("action", string(e.Action))
-	r.Set("key", e.Key)
-	r.Set("actor", e.By.ID)
-	r.Set("actor_email", e.By.Email)
-	r.Set("address", e.By.Address)
-	r.Set("details", e.Details)
+	r.Set(ActionField, string(e.Action))
+	r.Set(KeyField, e.Key)
+	r.Set(ActorField, e.By.ID)
+	r.Set(ActorEmailField, e.By.Email)
+	r.Set(AddressField, e.By.Address)
+	r.Set(DetailsField, e.Details)
 	return app.Save(r)
 }

@@ -28,7 +28,7 @@
 //	petstore_realtime_subscribers               gauge      PocketBase realtime clients connected
 //	petstore_requestlog_rows_total              counter    rows written to the request log (not yet)
 //	petstore_requestlog_dropped_total           counter    entries not written (queue full, or coalesced into a count) (not yet)
-//	petstore_audit_events_total                 counter    action (not yet)
+//	petstore_audit_events_total                 counter    action: audit records committed by this instance
 //	petstore_http_connections_open              gauge      connections open on the public listener (not yet)
 //	petstore_http_connections_refused_total     counter    reason (per_address, global) (not yet)
 //	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed) (not yet)

@@ -21,6 +21,7 @@ type Metrics struct {
 	observers sync.Map // requestLabels → prometheus.Observer, so that a request builds no label strings
 	rateLimit *prometheus.CounterVec
 	bans      prometheus.Counter
+	audits    *prometheus.CounterVec
 }
 
 type requestLabels struct {
@@ -46,6 +47,10 @@ func New() *Metrics {
 			Name: "petstore_ratelimit_bans_total",
 			Help: "Bans of API keys started.",
 		}),
+		audits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "petstore_audit_events_total",
+			Help: "Audit records of API key changes written (committed) by this instance, by action.",
+		}, []string{"action"}),
 	}
 	info := version.Read()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -54,7 +59,7 @@ func New() *Metrics {
 		ConstLabels: prometheus.Labels{"version": info.Version, "revision": info.Revision, "goversion": info.GoVersion},
 	})
 	build.Set(1)
-	m.registry.MustRegister(m.requests, m.rateLimit, m.bans, build,
+	m.registry.MustRegister(m.requests, m.rateLimit, m.bans, m.audits, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -85,3 +90,7 @@ func (m *Metrics) ObserveRateLimit(plan, outcome string) {
 
 // ObserveBan counts a ban started.
 func (m *Metrics) ObserveBan() { m.bans.Inc() }
+
+// ObserveAudit counts an audit record, committed, by its action (one of
+// package audit's, a bounded set).
+func (m *Metrics) ObserveAudit(action string) { m.audits.WithLabelValues(action).Inc() }

@@ -15,11 +15,12 @@ import (
 // TestCLIAndBansAreAudited: the keys command's changes are audited as "cli",
 // and a ban the limiter starts as "system", each also a line on the
 // server's or the command's console, which names the key's id and never the
-// key.
+// key, and counted in the metrics of the instance that wrote it.
 func TestCLIAndBansAreAudited(t *testing.T) {
 	dir := t.TempDir()
 	key, id := createKey(t, dir, "--plan", "free", "--per-minute", "1")
-	p := start(t, dir)
+	metricsAddr := freeAddr(t)
+	p := start(t, dir, "--metrics-addr", metricsAddr)
 	ctx := context.Background()
 	// Over the quota, again and again: the free plan bans a key that keeps
 	// sending while refused.
@@ -56,5 +57,13 @@ func TestCLIAndBansAreAudited(t *testing.T) {
 	}
 	if out := p.Output(); !strings.Contains(out, "Audit: key.banned") || strings.Contains(out, key) {
 		t.Errorf("server console: want the ban's audit line and no key:\n%s", out)
+	}
+	// The server wrote the ban; the keys command, another process, the rest.
+	counted := map[string]float64{}
+	for _, m := range scrape(t, metricsAddr)["petstore_audit_events_total"].GetMetric() {
+		counted[labelsOf(m)] = m.GetCounter().GetValue()
+	}
+	if len(counted) != 1 || counted["action=key.banned"] != 1 {
+		t.Errorf("petstore_audit_events_total: %v, want action=key.banned 1 alone", counted)
 	}
 }

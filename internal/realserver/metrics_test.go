@@ -23,12 +23,7 @@ func TestMetricsCountEveryAnswer(t *testing.T) {
 	dir := t.TempDir()
 	business, _ := createKey(t, dir, "--plan", "business")
 	free, freeID := createKey(t, dir, "--plan", "free", "--per-minute", "2")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metricsAddr := ln.Addr().String()
-	ln.Close()
+	metricsAddr := freeAddr(t)
 	p := start(t, dir, "--metrics-addr", metricsAddr)
 	ctx := context.Background()
 
@@ -52,16 +47,7 @@ func TestMetricsCountEveryAnswer(t *testing.T) {
 	if status, _, _ := p.Do(ctx, http.MethodGet, "/metrics", "", nil); status != http.StatusNotFound {
 		t.Errorf("/metrics on the public listener: %d, want 404", status)
 	}
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
+	families := scrape(t, metricsAddr)
 
 	requests := map[string]uint64{}
 	for _, m := range families["http_server_request_duration_seconds"].GetMetric() {
@@ -118,6 +104,33 @@ func TestMetricsCountEveryAnswer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// scrape reads /metrics at addr with Prometheus' own parser.
+func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	return families
 }
 
 // labelsOf is a metric's labels as name=value pairs, sorted by name.

@@ -95,8 +95,62 @@ func TestStaffChangesAreAudited(t *testing.T) {
 	if err := s.App.Delete(record); err == nil {
 		t.Error("the app deleted an audit record")
 	}
+	// Nor is the collection changed, emptied or deleted in the dashboard.
+	collection := "/api/collections/" + audit.Collection
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPatch, collection},
+		{http.MethodDelete, collection + "/truncate"},
+		{http.MethodDelete, collection},
+	} {
+		var body any
+		if c.method == http.MethodPatch {
+			body = map[string]any{"listRule": "", "name": "audit_log_old"}
+		}
+		if r := s.Do(t, c.method, c.path, s.token, body); r.StatusCode < 400 {
+			t.Errorf("%s %s by a superuser: %d %s, want refused", c.method, c.path, r.StatusCode, r.Body)
+		}
+	}
+	if c, err := s.App.FindCollectionByNameOrId(audit.Collection); err != nil || c.ListRule != nil {
+		t.Errorf("the collection after the refusals: %v, %v", c, err)
+	}
 	if len(auditRows(t, s, k.ID)) != len(want) {
 		t.Error("the trail changed")
+	}
+
+	// The staff page reads a key's history, newest first, a page at a time.
+	var history struct {
+		Page, PerPage, TotalItems, TotalPages int
+		Items                                 []struct {
+			ID, Action, Actor, ActorEmail, Address string
+			Details                                map[string]any
+			Created                                time.Time
+		}
+	}
+	s.call(t, http.MethodGet, "/keys/"+k.ID+"/history?perPage=4", nil, http.StatusOK, &history)
+	if history.Page != 1 || history.PerPage != 4 || history.TotalItems != len(want) || history.TotalPages != 2 || len(history.Items) != 4 {
+		t.Fatalf("history: %+v", history)
+	}
+	for i, item := range history.Items {
+		w := rows[len(rows)-1-i]
+		if item.ID != w.ID || item.Action != w.Action || item.Actor != superuser.Id || item.ActorEmail != "staff@example.com" ||
+			item.Address != "127.0.0.1" || time.Since(item.Created) > time.Minute {
+			t.Errorf("history item %d: %+v, want record %+v", i, item, w)
+		}
+	}
+	if d, _ := history.Items[1].Details["per_day"].(map[string]any); d["old"] != "0" || d["new"] != "500" {
+		t.Errorf("the dashboard save's details: %v", history.Items[1].Details)
+	}
+	s.call(t, http.MethodGet, "/keys/"+k.ID+"/history?perPage=4&page=2", nil, http.StatusOK, &history)
+	if len(history.Items) != 2 || history.Items[1].Action != string(audit.KeyCreated) {
+		t.Errorf("history's last page: %+v", history.Items)
+	}
+	for path, status := range map[string]int{
+		"/keys/nosuchkey000000/history":                  http.StatusNotFound,
+		"/keys/" + k.ID + "/history?page=0":              http.StatusBadRequest,
+		"/keys/" + k.ID + "/history?perPage=101":         http.StatusBadRequest,
+		"/keys/" + k.ID + "/history?perPage=1&perPage=2": http.StatusBadRequest,
+	} {
+		s.call(t, http.MethodGet, path, nil, status, nil)
 	}
 }
 

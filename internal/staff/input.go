@@ -249,6 +249,23 @@ func listQuery(q url.Values) (apikeys.Query, error) {
 	return query, nil
 }
 
+// historyQuery reads a history's query: page (from 1, default 1) and
+// perPage (1 to maxPerPage, default 20), each at most once.
+func historyQuery(q url.Values) (page, perPage int, err error) {
+	for _, name := range []string{"page", "perPage"} {
+		if len(q[name]) > 1 {
+			return 0, 0, badRequest("%s is given more than once", name)
+		}
+	}
+	if page, err = wholeNumber(q, "page", 1, 1, 1<<31); err != nil {
+		return 0, 0, err
+	}
+	if perPage, err = wholeNumber(q, "perPage", 20, 1, maxPerPage); err != nil {
+		return 0, 0, err
+	}
+	return page, perPage, nil
+}
+
 // parseDays reads ?days=N: 1 to usage.Retention, default 30, given once.
 func parseDays(q url.Values) (int, error) {
 	if len(q["days"]) > 1 {

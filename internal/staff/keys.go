@@ -130,6 +130,29 @@ func handleUsage(history *usage.Recorder) func(*core.RequestEvent) error {
 	}
 }
 
+func handleHistory(e *core.RequestEvent) error {
+	page, perPage, err := historyQuery(e.Request.URL.Query())
+	if err != nil {
+		return err
+	}
+	k, err := apikeys.Get(e.App, e.Request.PathValue("id"))
+	if err != nil {
+		return storeError(err)
+	}
+	h, err := audit.ForKey(e.App, k.Id, page, perPage)
+	if err != nil {
+		return storeError(err)
+	}
+	list := historyList{
+		Page: page, PerPage: perPage, TotalItems: h.Total, TotalPages: (h.Total + perPage - 1) / perPage,
+		Items: make([]historyView, len(h.Entries)),
+	}
+	for i, entry := range h.Entries {
+		list.Items[i] = historyOf(entry)
+	}
+	return e.JSON(http.StatusOK, list)
+}
+
 // answerWithKey answers 201 with the key's view and, this once, the key.
 func answerWithKey(e *core.RequestEvent, id, key string) error {
 	r, err := apikeys.Get(e.App, id)

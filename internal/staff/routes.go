@@ -1,6 +1,6 @@
 // Package staff is the JSON API behind the staff page (/staff/): store staff,
 // signed in as PocketBase superusers, issue, search, change, expire, roll,
-// revoke and unban API keys and read each key's use. Errors have
+// revoke and unban API keys and read each key's use and history. Errors have
 // PocketBase's shape ({"status","message","data"}), like the rest of /api/.
 package staff
 
@@ -34,6 +34,7 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder) {
 	g.POST("/keys/{id}/revoke", handleRevokeKey)
 	g.POST("/keys/{id}/lift-ban", handleLiftBan)
 	g.GET("/keys/{id}/usage", handleUsage(history))
+	g.GET("/keys/{id}/history", handleHistory) // the key's audit trail, newest first: ?page=&perPage=
 }
 
 // noStore keeps answers, new keys among them, out of every cache.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/audit"
 	"petstore/internal/usage"
 )
 
@@ -90,4 +91,33 @@ func utcOrNil(t time.Time) *time.Time {
 	}
 	t = t.UTC()
 	return &t
+}
+
+// historyList is a page of a key's audit trail, newest first, in
+// PocketBase's list shape.
+type historyList struct {
+	Page       int           `json:"page"`
+	PerPage    int           `json:"perPage"`
+	TotalItems int           `json:"totalItems"`
+	TotalPages int           `json:"totalPages"`
+	Items      []historyView `json:"items"`
+}
+
+// historyView is one change of a key, as the trail holds it.
+type historyView struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+	// Actor is a superuser's record id (with ActorEmail), "cli" or "system".
+	Actor      string         `json:"actor"`
+	ActorEmail string         `json:"actorEmail"`
+	Address    string         `json:"address"` // the client's, for a change over HTTP
+	Details    map[string]any `json:"details"` // the values before and after
+	Created    time.Time      `json:"created"`
+}
+
+func historyOf(e audit.Recorded) historyView {
+	return historyView{
+		ID: e.ID, Action: string(e.Action), Actor: e.By.ID, ActorEmail: e.By.Email, Address: e.By.Address,
+		Details: e.Details, Created: e.Created.UTC(),
+	}
 }

@@ -9,6 +9,7 @@ const $ = (selector, root = document) => root.querySelector(selector);
 
 let list = null;     // the last page from the server: {page, perPage, totalItems, totalPages, totalKeys, items}
 let plans = [];      // names, cheapest first
+let planNames = {};  // record id → name, to show the plans an audit record names by id
 let usageKey = null; // the key whose use is shown
 let page = 1;
 
@@ -123,6 +124,7 @@ $("#sign-out").addEventListener("click", () => {
 async function loadPlans() {
   const records = await pb.collection("plans").getFullList({ sort: "per_minute,name", requestKey: null });
   plans = records.map((p) => p.name);
+  planNames = Object.fromEntries(records.map((p) => [p.id, p.name]));
   for (const select of document.querySelectorAll("select[name=plan]")) {
     select.replaceChildren(...plans.map((name) => h("option", { value: name, textContent: name })));
   }
@@ -449,11 +451,12 @@ $("#key-dialog").addEventListener("close", forgetKey);
 
 // --- usage ------------------------------------------------------------------
 
-// showUsage shows k's use below the list; reveal scrolls it into view, for
-// a click on Usage (on a phone, it is far below the card clicked).
+// showUsage shows k's use and history below the list; reveal scrolls it
+// into view, for a click on Usage (on a phone, it is far below the card
+// clicked).
 async function showUsage(k, reveal = false) {
   usageKey = k;
-  const days = await api("GET", `/keys/${k.id}/usage?days=30`);
+  const [days] = await Promise.all([api("GET", `/keys/${k.id}/usage?days=30`), showHistory(k, 1)]);
   const today = days[days.length - 1];
   $("#usage-name").textContent = k.name || k.prefix + "…";
   $("#usage-today").textContent =
@@ -505,6 +508,76 @@ function drawChart(days) {
 // A switch between light and dark redraws the chart in the new colours.
 matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
   if (shownDays) drawChart(shownDays);
+});
+
+// --- history ----------------------------------------------------------------
+
+// What each audit action is, to staff.
+const actions = {
+  "key.created": "Issued", "key.rolled": "Rolled", "key.revoked": "Revoked", "key.expiry_changed": "Expiry changed",
+  "key.ban_lifted": "Ban lifted", "key.banned": "Banned", "key.scopes_changed": "Scopes changed",
+  "key.quota_changed": "Plan or quotas changed",
+};
+
+// The fields an audit record's details name, to staff.
+const fieldNames = {
+  name: "name", plan: "plan", per_minute: "per minute", per_day: "per day", expires: "expires", revoked: "revoked",
+  ban_lifted: "ban lifted", banned_until: "banned until", previous_until: "old secret works until", scopes: "scopes",
+};
+
+// detailValue is a value an audit record holds for field, as staff read it.
+function detailValue(field, value) {
+  if (Array.isArray(value)) return value.length ? value.join(", ") : "none";
+  if (value === "" || value === null || value === undefined) {
+    return { expires: "never", previous_until: "not at all", per_minute: "the plan's", per_day: "the plan's" }[field] || "none";
+  }
+  if ((field === "per_minute" || field === "per_day") && Number(value) === 0) return "the plan's";
+  if (field === "plan") return planNames[value] || value;
+  if (/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/.test(value)) return exact(value.replace(" ", "T"));
+  return typeof value === "number" ? count(value) : String(value);
+}
+
+// changeText is an audit record's details, in fieldNames' order: "plan: free
+// → pro, per day: 500".
+function changeText(details) {
+  const order = Object.keys(fieldNames);
+  const rank = (field) => (order.includes(field) ? order.indexOf(field) : order.length);
+  return Object.entries(details || {}).sort(([a], [b]) => rank(a) - rank(b)).map(([field, v]) => {
+    const name = fieldNames[field] || field;
+    if (v && typeof v === "object" && !Array.isArray(v) && "new" in v) {
+      return `${name}: ${detailValue(field, v.old)} → ${detailValue(field, v.new)}`;
+    }
+    return `${name}: ${detailValue(field, v)}`;
+  }).join(", ");
+}
+
+// who made an audit record's change.
+function who(item) {
+  return item.actorEmail || { cli: "the keys command", system: "the service" }[item.actor] || item.actor;
+}
+
+let historyPage = 0;
+
+// showHistory shows page `at` of k's audit trail, newest first: the first
+// page replaces what is shown, a later one is added below it.
+async function showHistory(k, at) {
+  const answer = await api("GET", `/keys/${k.id}/history?page=${at}&perPage=20`);
+  historyPage = answer.page;
+  const items = answer.items.map((item) => h("li", { dataset: { action: item.action } },
+    h("time", { dateTime: item.created, textContent: when(item.created), title: exact(item.created) }),
+    h("strong", { textContent: actions[item.action] || item.action, title: item.action }),
+    ` by ${who(item)}`, item.address ? ` from ${item.address}` : "",
+    item.details && Object.keys(item.details).length ? h("div", { className: "change", textContent: changeText(item.details) }) : null));
+  if (at === 1) $("#history").replaceChildren(...items);
+  else $("#history").append(...items);
+  const shown = $("#history").children.length;
+  $("#history-count").textContent = answer.totalItems === 0 ? "· no changes recorded"
+    : `· ${count(shown)} of ${count(answer.totalItems)} change${answer.totalItems === 1 ? "" : "s"}, newest first`;
+  $("#history-more").hidden = answer.page >= answer.totalPages;
+}
+
+$("#history-more").addEventListener("click", () => {
+  if (usageKey) showHistory(usageKey, historyPage + 1).catch((err) => setStatus(err.message));
 });
 
 $("#usage-close").addEventListener("click", () => {

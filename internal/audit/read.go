@@ -1,0 +1,66 @@
+package audit
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/core"
+)
+
+// Recorded is an entry as the trail holds it.
+type Recorded struct {
+	Entry
+	ID      string
+	Created time.Time
+}
+
+// recordedOf is the entry r holds.
+func recordedOf(r *core.Record) (Recorded, error) {
+	e := Recorded{
+		Entry: Entry{
+			Action: Action(r.GetString(ActionField)),
+			Key:    r.GetString(KeyField),
+			By:     Actor{ID: r.GetString(ActorField), Email: r.GetString(ActorEmailField), Address: r.GetString(AddressField)},
+		},
+		ID:      r.Id,
+		Created: r.GetDateTime(CreatedField).Time(),
+	}
+	if raw := r.GetString(DetailsField); raw != "" && raw != "null" {
+		if err := json.Unmarshal([]byte(raw), &e.Details); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+// History is a page of one key's entries, newest first, and how many the
+// key has in all.
+type History struct {
+	Entries []Recorded
+	Total   int
+}
+
+// ForKey returns page (from 1) of the entries of the api_keys record key,
+// perPage a page, newest first.
+func ForKey(app core.App, key string, page, perPage int) (History, error) {
+	var h History
+	ofKey := dbx.HashExp{KeyField: key}
+	if err := app.RecordQuery(Collection).Select("count(*)").Where(ofKey).Row(&h.Total); err != nil {
+		return h, err
+	}
+	var records []*core.Record
+	err := app.RecordQuery(Collection).Where(ofKey).
+		OrderBy(CreatedField+" DESC", "rowid DESC").
+		Limit(int64(perPage)).Offset(int64(page-1) * int64(perPage)).All(&records)
+	if err != nil {
+		return h, err
+	}
+	h.Entries = make([]Recorded, len(records))
+	for i, r := range records {
+		if h.Entries[i], err = recordedOf(r); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
