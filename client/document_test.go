@@ -30,7 +30,7 @@ func TestCodesAndStatusesAreTheDocuments(t *testing.T) {
 	if err := json.Unmarshal(openapi.JSON, &doc); err != nil {
 		t.Fatal(err)
 	}
-	codes := []ErrorCode{CodeInvalidRequest, CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeGone,
+	codes := []ErrorCode{CodeInvalidRequest, CodeUnauthorized, CodeInsufficientScope, CodeNotFound, CodeMethodNotAllowed, CodeGone,
 		CodePayloadTooLarge, CodeUnsupportedMediaType, CodeIdempotencyKeyReused, CodeRateLimitExceeded,
 		CodeAPIKeyBanned, CodeInternalError}
 	if want := doc.Components.Schemas.Error.Properties.Code.Enum; !sameSet(codes, want) {

@@ -31,6 +31,10 @@ type Error struct {
 	// RateLimit is the rate-limit state the answer reported; zero when it
 	// reported none (an answer that is not the API's).
 	RateLimit RateLimit
+	// Scope is, with CodeInsufficientScope, the scope the call needs and the
+	// API key lacks ("pets:write"), from the answer's WWW-Authenticate;
+	// empty otherwise. Staff give a key its scopes.
+	Scope string
 }
 
 func (e *Error) Error() string {
@@ -48,6 +52,7 @@ type ErrorCode string
 const (
 	CodeInvalidRequest       ErrorCode = "invalid_request"        // 400: a parameter, the body or the Idempotency-Key breaks a rule; Message says which
 	CodeUnauthorized         ErrorCode = "unauthorized"           // 401: the API key is missing, unknown, revoked or expired
+	CodeInsufficientScope    ErrorCode = "insufficient_scope"     // 403: the API key may not make this call; see Scope. Nothing happened
 	CodeNotFound             ErrorCode = "not_found"              // 404: no pet has the id
 	CodeMethodNotAllowed     ErrorCode = "method_not_allowed"     // 405: not sent by this client
 	CodeGone                 ErrorCode = "gone"                   // 410: GetPet after its sunset, 5 December 2030
@@ -66,9 +71,28 @@ func (c *Client) errorFrom(resp *http.Response, body []byte, rl RateLimit) *Erro
 		shaped.Code != "" && shaped.Message != "" && shaped.Status == resp.StatusCode {
 		e := &Error{StatusCode: resp.StatusCode, Code: ErrorCode(shaped.Code), Message: shaped.Message, RateLimit: rl}
 		e.RetryAfter, _ = retryAfter(resp, time.Now())
+		if e.Code == CodeInsufficientScope {
+			e.Scope = challengeParam(resp.Header.Get("WWW-Authenticate"), "scope")
+		}
 		return e
 	}
 	return c.notTheAPI(resp, body, rl)
+}
+
+// challengeParam is the quoted parameter name of a bearer challenge
+// (RFC 6750: Bearer error="insufficient_scope", scope="pets:write"), or "".
+func challengeParam(challenge, name string) string {
+	_, params, ok := strings.Cut(challenge, " ")
+	if !ok {
+		return ""
+	}
+	for param := range strings.SplitSeq(params, ",") {
+		key, value, ok := strings.Cut(strings.TrimSpace(param), "=")
+		if ok && strings.EqualFold(key, name) {
+			return strings.Trim(value, `"`)
+		}
+	}
+	return ""
 }
 
 // notTheAPI is the Error for an answer that is not the API's JSON: it names

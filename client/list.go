@@ -39,8 +39,8 @@ type Page struct {
 // other address.
 //
 // Errors: an *Error with CodeInvalidRequest for a bad Limit, Status or
-// Cursor, CodeUnauthorized for the API key, CodeRateLimitExceeded or
-// CodeAPIKeyBanned when the wait is longer than the call may wait; an *Error
+// Cursor, CodeUnauthorized for the API key, CodeInsufficientScope for a key
+// without pets:read, CodeRateLimitExceeded or CodeAPIKeyBanned when the wait is longer than the call may wait; an *Error
 // without Code when the answer is not the API's; a network or context error
 // when no answer came after the retries. On an error the Page is empty.
 func (c *Client) ListPage(ctx context.Context, opts ListOptions) (Page, error) {

@@ -48,6 +48,7 @@ func petFrom(p gen.Pet) Pet {
 //
 // Errors: an *Error with CodeInvalidRequest when the service refuses the pet
 // (Message says which field and rule), CodeUnauthorized for the API key,
+// CodeInsufficientScope for a key without pets:write (nothing is added),
 // CodeRateLimitExceeded or CodeAPIKeyBanned when the wait is longer than the
 // call may wait (RetryAfter says how long), and any other code the service
 // answers; an *Error without Code when the answer is not the API's; a
@@ -87,7 +88,8 @@ func (c *Client) CreatePetWithKey(ctx context.Context, idempotencyKey string, pe
 // GetPet fetches the pet with id.
 //
 // Errors: an *Error with CodeNotFound when no pet has id, CodeGone from
-// 5 December 2030, CodeUnauthorized for the API key, CodeRateLimitExceeded or
+// 5 December 2030, CodeUnauthorized for the API key, CodeInsufficientScope
+// for a key without pets:read, CodeRateLimitExceeded or
 // CodeAPIKeyBanned when the wait is longer than the call may wait; an *Error
 // without Code when the answer is not the API's; a network or context error
 // when no answer came after the retries.

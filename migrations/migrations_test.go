@@ -157,7 +157,8 @@ func TestRevokedBecomesASelectField(t *testing.T) {
 	}
 	orderBefore := order()
 
-	if err := app.RunAllMigrations(); err != nil {
+	// Up to this migration: later ones add fields.
+	if _, err := core.NewMigrationsRunner(app, migrationsBefore("1763683631")).Up(); err != nil {
 		t.Fatal(err)
 	}
 	field, ok := func() (*core.SelectField, bool) {
@@ -200,5 +201,78 @@ func TestRevokedBecomesASelectField(t *testing.T) {
 		if got := r.GetBool("revoked"); got != revoked {
 			t.Errorf("reverted, a key stored with revoked %v reads %v", revoked, got)
 		}
+	}
+}
+
+// Every key saved before scopes existed may do everything it did: it gets
+// both scopes, shown in the dashboard after last_used; reverted, the field
+// goes.
+func TestExistingKeysGetEveryScope(t *testing.T) {
+	app := newApp(t)
+	if _, err := core.NewMigrationsRunner(app, migrationsBefore("1763683740")).Up(); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := app.FindFirstRecordByData("plans", "name", "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := app.FindCollectionByNameOrId("api_keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 3 {
+		r := core.NewRecord(keys)
+		r.Load(map[string]any{"name": "shop", "plan": plan.Id, "key_hash": strings.Repeat(string(rune('a'+i)), 64)})
+		if i == 1 {
+			r.Set("revoked", "revoked")
+		}
+		if err := app.Save(r); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Id)
+	}
+
+	if err := app.RunAllMigrations(); err != nil {
+		t.Fatal(err)
+	}
+	keys, err = app.FindCollectionByNameOrId("api_keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	field, ok := keys.Fields.GetByName("scopes").(*core.SelectField)
+	if !ok || !field.Required || field.MaxSelect != 2 || !slices.Equal(field.Values, []string{"pets:read", "pets:write"}) {
+		t.Fatalf("scopes is %+v, want a required select of pets:read and pets:write, both allowed", field)
+	}
+	names := keys.Fields.FieldNames()
+	if i := slices.Index(names, "scopes"); i < 1 || names[i-1] != "last_used" {
+		t.Errorf("fields %v, want scopes after last_used", names)
+	}
+	for _, id := range ids {
+		r, err := app.FindRecordById("api_keys", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.GetStringSlice("scopes"); !slices.Equal(got, []string{"pets:read", "pets:write"}) {
+			t.Errorf("key %s has scopes %v, want both", id, got)
+		}
+	}
+
+	runner := core.NewMigrationsRunner(app, core.AppMigrations)
+	for {
+		reverted, err := runner.Down(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reverted) == 0 || strings.HasPrefix(reverted[0], "1763683740") {
+			break
+		}
+	}
+	keys, err = app.FindCollectionByNameOrId("api_keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys.Fields.GetByName("scopes") != nil {
+		t.Error("reverted, api_keys still has scopes")
 	}
 }

@@ -310,7 +310,8 @@ func (p *staffPage) shots(name string) {
 // and reads it once, is told why a key with a minute above its day is
 // refused, rolls a key with a grace period, moves and removes its expiry,
 // drives another into a ban and lifts it, reads its use in the chart and its
-// history from the audit trail, and revokes the first; /v1 answers as each step says, and the page offers only
+// history from the audit trail, issues a read-only key and widens it, and
+// revokes the first; /v1 answers as each step says, and the page offers only
 // what each key's state allows.
 func TestStaffPageInChromium(t *testing.T) {
 	p := openStaffPage(t)
@@ -458,6 +459,39 @@ func TestStaffPageInChromium(t *testing.T) {
 		t.Errorf("the history's count reads %q", got)
 	}
 	p.shots("usage-chart")
+
+	// A read-only key: chosen at issue, marked with a badge, refused on
+	// create; widened later, it creates from its next request on.
+	p.do("open the create form", chromedp.Click(chromedp.CSS("#new-key")), chromedp.WaitVisible(chromedp.CSS("#create-dialog")),
+		chromedp.SetValue(chromedp.CSS(`#create-form [name=plan]`), "free"),
+		chromedp.SendKeys(chromedp.CSS(`#create-form [name=name]`), "shop window"),
+		chromedp.Click(chromedp.CSS(`#create-form input[name=scopes][value="pets:write"]`)))
+	p.shots("create-read-only")
+	p.do("create", chromedp.Click(chromedp.CSS(`#create-form button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS("#key-value")))
+	display := p.text("#key-value")
+	p.done(display)
+	displayID := p.s.KeyRecord(t, display).Id
+	p.waitFor("the read-only badge", rowHas(displayID, ".scope-badge"))
+	if got := p.text(row(displayID) + " .scope-badge"); got != "read only" {
+		t.Errorf("the read-only key's badge reads %q", got)
+	}
+	p.shots("read-only-badge")
+	if status := p.v1(display); status != http.StatusOK {
+		t.Errorf("a read-only key lists: %d", status)
+	}
+	junk := map[string]any{"name": "Junk", "categoryId": 1}
+	apptest.ExpectError(t, p.s.Do(t, http.MethodPost, "/v1/pets", display, junk), http.StatusForbidden, "insufficient_scope")
+	p.do("change", chromedp.Click(chromedp.CSS(row(displayID)+` button[data-action=change]`)), chromedp.WaitVisible(chromedp.CSS("#edit-dialog")))
+	if got := eval[[]string](p, `[...document.querySelectorAll('#edit-form input[name=scopes]:checked')].map(b => b.value)`); !slices.Equal(got, []string{"pets:read"}) {
+		t.Errorf("the change dialog ticks %q, want pets:read alone", got)
+	}
+	p.shots("change-scopes")
+	p.do("widen", chromedp.Click(chromedp.CSS(`#edit-form input[name=scopes][value="pets:write"]`)),
+		chromedp.Click(chromedp.CSS(`#edit-form button[type=submit]`)), chromedp.WaitNotVisible(chromedp.CSS("#edit-dialog")))
+	p.waitFor("no badge", "!("+rowHas(displayID, ".scope-badge")+")")
+	if r := p.s.Do(t, http.MethodPost, "/v1/pets", display, junk); r.StatusCode != http.StatusCreated {
+		t.Errorf("the widened key creates: %d %s", r.StatusCode, r.Body)
+	}
 
 	// Revoke, confirmed: the next request is refused, and the row offers
 	// nothing but its use.

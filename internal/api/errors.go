@@ -14,6 +14,7 @@ import (
 const (
 	CodeInvalidRequest       = "invalid_request"
 	CodeUnauthorized         = "unauthorized"
+	CodeInsufficientScope    = "insufficient_scope"
 	CodeNotFound             = "not_found"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeGone                 = "gone"
@@ -28,7 +29,7 @@ const (
 // Codes is the whole catalogue; the OpenAPI document's Error.code lists
 // exactly these (checked by the openapi package's tests).
 var Codes = []string{
-	CodeInvalidRequest, CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeGone, CodePayloadTooLarge,
+	CodeInvalidRequest, CodeUnauthorized, CodeInsufficientScope, CodeNotFound, CodeMethodNotAllowed, CodeGone, CodePayloadTooLarge,
 	CodeUnsupportedMediaType, CodeIdempotencyKeyReused, CodeRateLimitExceeded, CodeAPIKeyBanned, CodeInternalError,
 }
 

@@ -19,11 +19,17 @@ const (
 	identifyKeyMiddlewareId       = "petstoreIdentifyKey"
 	identifyKeyMiddlewarePriority = -1005 // after PocketBase's security headers, before the rate limit
 	requireKeyMiddlewareId        = "petstoreRequireKey"
+	requireScopeMiddlewareId      = "petstoreRequireScope"
+	// requireScope only declares the route's scope: it runs before
+	// rateLimit, which enforces it.
+	requireScopeMiddlewarePriority = identifyKeyMiddlewarePriority - 2
 
 	// eventKeyAPIKey holds the request's valid *apikeys.Key;
-	// eventKeyAuthError holds why there is none.
+	// eventKeyAuthError holds why there is none; eventKeyScope holds the
+	// apikeys.Scope the route needs (requireScope).
 	eventKeyAPIKey    = "petstoreApiKey"
 	eventKeyAuthError = "petstoreAuthError"
+	eventKeyScope     = "petstoreScope"
 
 	authRealm = "petstore"
 )
@@ -91,6 +97,41 @@ func requireKey() *hook.Handler[*core.RequestEvent] {
 			return authErr
 		},
 	}
+}
+
+// requireScope makes the route need scope of its API key. A request whose
+// key lacks it is refused with 403 insufficient_scope by rateLimit, after
+// the request is counted against the key and before the limit can refuse
+// it: a request the key may never make is told so, not to retry later. A
+// request without a valid key is still refused by requireKey (401).
+func requireScope(scope apikeys.Scope) *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       requireScopeMiddlewareId,
+		Priority: requireScopeMiddlewarePriority,
+		Func: func(e *core.RequestEvent) error {
+			e.Set(eventKeyScope, scope)
+			return e.Next()
+		},
+	}
+}
+
+// outOfScope is the refusal of a request whose key k lacks the scope its
+// route needs, or nil when k has it or the route needs none (RFC 6750
+// section 3.1). Retry-After goes: waiting does not help.
+func outOfScope(e *core.RequestEvent, k *apikeys.Key) error {
+	needed, ok := e.Get(eventKeyScope).(apikeys.Scope)
+	if !ok || k.Allows(needed) {
+		return nil
+	}
+	h := e.Response.Header()
+	h.Del("Retry-After")
+	h.Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+string(needed)+`"`)
+	has := "none"
+	if len(k.Scopes) > 0 {
+		has = strings.Join(apikeys.ScopeNames(k.Scopes), ", ")
+	}
+	return newError(http.StatusForbidden, CodeInsufficientScope,
+		"This request needs the scope %s, which this API key does not have (its scopes: %s).", needed, has)
 }
 
 // apiKeyOf is the request's valid API key, or nil.

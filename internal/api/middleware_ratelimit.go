@@ -23,7 +23,9 @@ const (
 // client network's window for requests without a valid key. Refused
 // requests (429) count in no window. Every response carries the rate-limit
 // headers. A key's request goes into its usage history, served or refused,
-// on the UTC day its day window counted it in.
+// on the UTC day its day window counted it in. Once counted, a request
+// whose key lacks the route's scope is refused (outOfScope), before the
+// limit may refuse it.
 //
 // o, when not nil, counts each decision by plan and outcome.
 func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer) *hook.Handler[*core.RequestEvent] {
@@ -52,6 +54,11 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer) *hook.Han
 			}
 			if o != nil {
 				observeDecision(o, key, d)
+			}
+			if key != nil {
+				if err := outOfScope(e, key); err != nil {
+					return err
+				}
 			}
 			switch {
 			case d.Banned():

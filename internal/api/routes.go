@@ -54,9 +54,14 @@ type Deps struct {
 //	preflightHeaders OPTIONS get the rate-limit headers uncounted (PocketBase's CORS answers them)
 //	countUncounted   a request failing before rateLimit is counted against its IP
 //	identifyKey      resolves the bearer API key, if any
-//	rateLimit        counts the request (per key, else per IP), sets the headers, 429;
-//	                 records a key's request in its usage history
+//	rateLimit        counts the request (per key, else per IP), sets the headers;
+//	                 records a key's request in its usage history; then 403 for a
+//	                 key without the route's scope (requireScope), else 429
 //	BodyLimit        64 KiB (replaces PocketBase's 32 MB for /v1)
+//
+// Each operation's route adds requireKey (401 without a valid API key, after
+// rateLimit) and requireScope (the scope it needs, declared before rateLimit,
+// which enforces it): authentication, then the scope, then the limit.
 //
 // PocketBase's auth-token loader is unbound: it would try API keys as
 // PocketBase tokens.
@@ -70,9 +75,9 @@ func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 	}
 
 	petsURL := d.Base.links() + "/pets"
-	v1.GET("/pets", handleListPets(d.Pets, d.Version, petsURL)).Bind(requireKey())
-	v1.POST("/pets", handleCreatePet(d.PetWriter, petsURL)).Bind(requireKey())
-	v1.GET("/pets/{petId}", handleGetPet(d.Pets, d.Version)).Bind(requireKey(),
+	v1.GET("/pets", handleListPets(d.Pets, d.Version, petsURL)).Bind(requireKey(), requireScope(apikeys.ScopePetsRead))
+	v1.POST("/pets", handleCreatePet(d.PetWriter, petsURL)).Bind(requireKey(), requireScope(apikeys.ScopePetsWrite))
+	v1.GET("/pets/{petId}", handleGetPet(d.Pets, d.Version)).Bind(requireKey(), requireScope(apikeys.ScopePetsRead),
 		deprecated(getPetDeprecatedAt, getPetSunset, petsURL),
 		removedAfter(getPetSunset, d.Now, getPetReplacement))
 	// The contract itself needs no API key.

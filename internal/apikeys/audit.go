@@ -1,6 +1,8 @@
 package apikeys
 
 import (
+	"fmt"
+
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/audit"
@@ -19,6 +21,7 @@ var auditedFields = []struct {
 	{PlanField, audit.KeyQuotaChanged},
 	{PerMinuteField, audit.KeyQuotaChanged},
 	{PerDayField, audit.KeyQuotaChanged},
+	{ScopesField, audit.KeyScopesChanged},
 }
 
 // WriteAudit writes, with tx (the transaction that saved after from before),
@@ -29,8 +32,8 @@ func WriteAudit(tx core.App, before, after *APIKey, by audit.Actor) error {
 	details := map[audit.Action]map[string]any{}
 	var order []audit.Action
 	for _, f := range auditedFields {
-		old, new := before.GetString(f.field), after.GetString(f.field)
-		if old == new {
+		old, new := auditValue(before, f.field), auditValue(after, f.field)
+		if fmt.Sprint(old) == fmt.Sprint(new) {
 			continue
 		}
 		d, ok := details[f.action]
@@ -43,7 +46,7 @@ func WriteAudit(tx core.App, before, after *APIKey, by audit.Actor) error {
 			d[PreviousUntilField] = after.GetString(PreviousUntilField)
 			continue
 		}
-		d[f.field] = map[string]string{"old": old, "new": new}
+		d[f.field] = map[string]any{"old": old, "new": new}
 	}
 	for _, action := range order {
 		if err := audit.Write(tx, audit.Entry{Action: action, Key: after.Id, By: by, Details: details[action]}); err != nil {
@@ -51,4 +54,13 @@ func WriteAudit(tx core.App, before, after *APIKey, by audit.Actor) error {
 		}
 	}
 	return nil
+}
+
+// auditValue is the value of field as the trail records it: the scopes as
+// a list of names, anything else as the text PocketBase stores.
+func auditValue(k *APIKey, field string) any {
+	if field == ScopesField {
+		return ScopeNames(k.Scopes())
+	}
+	return k.GetString(field)
 }

@@ -67,8 +67,9 @@ func (c *Command) fail(err error) error {
 func (c *Command) createCommand(app core.App) *cobra.Command {
 	var nk NewKey
 	var expires string
+	var scopes []string
 	cmd := &cobra.Command{
-		Use:   "create --plan PLAN --name NAME",
+		Use:   "create --plan PLAN --name NAME [--scopes pets:read,pets:write]",
 		Short: "Create a key and print it once (alone on stdout's first line)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -86,13 +87,19 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 				}
 				nk.Expires = t
 			}
+			if cmd.Flags().Changed("scopes") {
+				var err error
+				if nk.Scopes, err = ParseScopes(scopes); err != nil {
+					return fmt.Errorf("--scopes: %w", err)
+				}
+			}
 			key, k, err := Create(app, nk, audit.CLI)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), key)
-			fmt.Fprintf(cmd.ErrOrStderr(), "Created API key %s (id %s, plan %s). Store it now: it is not shown again.\n",
-				k.Prefix()+"…", k.Id, nk.Plan)
+			fmt.Fprintf(cmd.ErrOrStderr(), "Created API key %s (id %s, plan %s) with the scopes %s. Store it now: it is not shown again.\n",
+				k.Prefix()+"…", k.Id, nk.Plan, scopeList(k.Scopes()))
 			return nil
 		},
 	}
@@ -101,13 +108,15 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 	cmd.Flags().IntVar(&nk.PerMinute, "per-minute", 0, "per-minute quota overriding the plan's")
 	cmd.Flags().IntVar(&nk.PerDay, "per-day", 0, "per-day quota overriding the plan's")
 	cmd.Flags().StringVar(&expires, "expires", "", "expiry time, RFC 3339 (default: never)")
+	cmd.Flags().StringSliceVar(&scopes, "scopes", ScopeNames(Scopes),
+		"what the key may do, comma-separated: pets:read (list and get pets), pets:write (add pets)")
 	return cmd
 }
 
 func (c *Command) listCommand(app core.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List keys (never the keys themselves), with the requests served and refused today (UTC)",
+		Short: "List keys (never the keys themselves) with their scopes, and the requests served and refused today (UTC)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keys, err := List(app)
@@ -122,16 +131,16 @@ func (c *Command) listCommand(app core.App) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tNAME\tPREFIX\tPLAN\tSTATE\tEXPIRES\tLAST USED\tSERVED TODAY\tREFUSED TODAY")
+			fmt.Fprintln(w, "ID\tNAME\tPREFIX\tPLAN\tSTATE\tSCOPES\tEXPIRES\tLAST USED\tSERVED TODAY\tREFUSED TODAY")
 			for _, k := range keys {
 				plan := ""
 				if p := k.Plan(); p != nil {
 					plan = p.Name()
 				}
 				counts := today[k.Id]
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", k.Id, orDash(printable(k.Name())),
-					k.Prefix()+"…", plan, k.State(now), orDash(dateOrEmpty(k.Expires())), orDash(dateOrEmpty(k.LastUsed())),
-					counts.Served(), counts.Limited)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", k.Id, orDash(printable(k.Name())),
+					k.Prefix()+"…", plan, k.State(now), strings.Join(ScopeNames(k.Scopes()), ","),
+					orDash(dateOrEmpty(k.Expires())), orDash(dateOrEmpty(k.LastUsed())), counts.Served(), counts.Limited)
 			}
 			return w.Flush()
 		},

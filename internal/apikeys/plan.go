@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/pocketbase/pocketbase/core"
 )
@@ -85,11 +84,8 @@ func PlanNames(app core.App) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch len(names) {
-	case 0:
+	if len(names) == 0 {
 		return "none yet: add one in the dashboard (/_/)", nil
-	case 1:
-		return names[0], nil
 	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1], nil
+	return listOf(names, "or"), nil
 }

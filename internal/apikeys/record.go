@@ -24,6 +24,7 @@ const (
 	ExpiresField   = "expires"
 	PerMinuteField = "per_minute"
 	PerDayField    = "per_day"
+	ScopesField    = "scopes" // a select field of Scopes, at least one
 	// Written by the service only (see KeepServiceFields).
 	BannedUntilField    = "banned_until"
 	BanLiftedField      = "ban_lifted"
@@ -39,13 +40,13 @@ const (
 // revoked key as "revoked", not as a green True.
 const RevokedValue = "revoked"
 
-// serviceFields are the fields that only the service writes: the key's
-// hashes and prefixes, the ban, its last use. The expiry changes only
-// through the explicit expiry action (Change with Expires: the staff page,
-// its PATCH route, `keys expire`).
+// serviceFields are the fields that a dashboard save leaves as stored: those
+// only the service writes (the key's hashes and prefixes, the ban, its last
+// use), and those that change only through an explicit action (Change: the
+// staff page, its PATCH route, the keys command): the expiry and the scopes.
 var serviceFields = []string{
 	HashField, PrefixField, PreviousHashField, PreviousPrefixField, PreviousUntilField,
-	BannedUntilField, BanLiftedField, LastUsedField, ExpiresField,
+	BannedUntilField, BanLiftedField, LastUsedField, ExpiresField, ScopesField,
 }
 
 var (
@@ -179,6 +180,19 @@ func (k *APIKey) PerDay() int64 { return int64(k.GetInt(PerDayField)) }
 // SetPerDay sets the key's own per-day quota; 0: the plan's.
 func (k *APIKey) SetPerDay(n int64) { k.Set(PerDayField, n) }
 
+// Scopes are what the key may do, in Scopes' order.
+func (k *APIKey) Scopes() []Scope {
+	names := k.GetStringSlice(ScopesField)
+	scopes := make([]Scope, len(names))
+	for i, name := range names {
+		scopes[i] = Scope(name)
+	}
+	return scopes
+}
+
+// setScopes sets what the key may do (checked by CheckRecord).
+func (k *APIKey) setScopes(scopes []Scope) { k.Set(ScopesField, ScopeNames(scopes)) }
+
 // BannedUntil is when the key's ban ends; before now (or zero): not banned.
 func (k *APIKey) BannedUntil() time.Time { return k.GetDateTime(BannedUntilField).Time() }
 
@@ -217,10 +231,11 @@ func (k *APIKey) State(now time.Time) string {
 }
 
 // KeepServiceFields sets back, from the stored key, every field that only
-// the service writes, and the expiry. The dashboard's edit form sends every
-// field back as it was loaded, so a form opened before a ban, a roll, a use
-// or an expiry change and saved later would otherwise lift the ban, undo the
-// roll, turn back the last use or the expiry.
+// the service writes, the expiry and the scopes. The dashboard's edit form
+// sends every field back as it was loaded, so a form opened before a ban, a
+// roll, a use, an expiry or a scope change and saved later would otherwise
+// lift the ban, undo the roll, turn back the last use or the expiry, or
+// widen the scopes.
 func (k *APIKey) KeepServiceFields() {
 	stored := k.Original()
 	for _, field := range serviceFields {
@@ -240,7 +255,7 @@ func dateString(t time.Time) string {
 // findKeySQL reads a key joined with its plan, by hash: its current secret's,
 // or its previous secret's during a roll's grace period. It is one
 // statement, prepared once (see Finder).
-const findKeySQL = `SELECT k.id, k.revoked <> '' AS revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day,
+const findKeySQL = `SELECT k.id, k.revoked <> '' AS revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day, k.scopes,
 	p.name, p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes,
 	k.key_hash <> :hash AS by_previous, k.previous_until
 	FROM api_keys k JOIN plans p ON p.id = k.plan

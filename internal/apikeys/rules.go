@@ -3,6 +3,7 @@ package apikeys
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -138,7 +139,8 @@ func effective(own, plans int64) (int64, string) {
 
 // CheckRecord checks an api_keys record about to be saved against the
 // stored one (none when new) and normalises it: revocation is final, and
-// the name, the quotas and the plan keep the rules above when they change.
+// the name, the quotas, the plan and the scopes (known ones, at least one,
+// in Scopes' order) keep the rules above when they change.
 // What is unchanged is not checked again, so a key saved before a rule
 // existed can still be revoked, rolled or renamed.
 func CheckRecord(app core.App, k *APIKey) error {
@@ -161,6 +163,13 @@ func CheckRecord(app core.App, k *APIKey) error {
 			return err
 		}
 		k.SetName(name)
+	}
+	if k.IsNew() || !slices.Equal(k.Scopes(), stored.Scopes()) {
+		scopes, err := normalizeScopes(k.Scopes())
+		if err != nil {
+			return err
+		}
+		k.setScopes(scopes)
 	}
 	if quotasChanged {
 		plan, err := findPlanByID(app, k.PlanID())

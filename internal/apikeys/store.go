@@ -2,8 +2,10 @@ package apikeys
 
 import (
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pocketbase/dbx"
@@ -28,6 +30,7 @@ type NewKey struct {
 	PerMinute int       // 0: the plan's quota
 	PerDay    int       // 0: the plan's quota
 	Expires   time.Time // zero: never
+	Scopes    []Scope   // none: all of Scopes
 }
 
 // checkExpiry refuses an expiry that is not in the future (zero: never).
@@ -60,6 +63,11 @@ func Create(app core.App, nk NewKey, by audit.Actor) (string, *APIKey, error) {
 	k.SetPerMinute(int64(nk.PerMinute))
 	k.SetPerDay(int64(nk.PerDay))
 	k.setExpires(nk.Expires)
+	scopes := nk.Scopes
+	if len(scopes) == 0 {
+		scopes = Scopes
+	}
+	k.setScopes(scopes)
 	if err := CheckRecord(app, k); err != nil {
 		return "", nil, err
 	}
@@ -69,7 +77,7 @@ func Create(app core.App, nk NewKey, by audit.Actor) (string, *APIKey, error) {
 		}
 		return audit.Write(tx, audit.Entry{Action: audit.KeyCreated, Key: k.Id, By: by, Details: map[string]any{
 			NameField: nk.Name, PlanField: nk.Plan, PerMinuteField: nk.PerMinute, PerDayField: nk.PerDay,
-			ExpiresField: k.GetString(ExpiresField),
+			ExpiresField: k.GetString(ExpiresField), ScopesField: ScopeNames(k.Scopes()),
 		}})
 	})
 	if err != nil {
@@ -78,11 +86,12 @@ func Create(app core.App, nk NewKey, by audit.Actor) (string, *APIKey, error) {
 	return key, k, nil
 }
 
-// Key is what a request needs of its API key: which key it is, its quota
-// (its own overrides, else its plan's) and its ban.
+// Key is what a request needs of its API key: which key it is, what it may
+// do, its quota (its own overrides, else its plan's) and its ban.
 type Key struct {
 	ID          string
-	Plan        string // the plan's name
+	Scopes      []Scope // shared between the copies Find returns: never changed
+	Plan        string  // the plan's name
 	PerMinute   int64
 	PerDay      int64
 	BanAfter    int64         // rejected requests within a minute that ban the key; 0: the per-minute quota
@@ -168,16 +177,21 @@ func (f *Finder) read(hash string, now time.Time) (foundKey, error) {
 		lastUsed, previousUntil                types.DateTime
 		perMinute, perDay, planMinute, planDay int64
 		banMinutes                             int64
+		scopes                                 string
 	)
 	err := f.stmt.QueryRow(sql.Named("hash", hash), sql.Named("now", types.NowDateTime().String())).Scan(
 		&k.ID, &found.revoked, &expires, &bannedUntil, &banLifted, &lastUsed,
-		&perMinute, &perDay, &k.Plan, &planMinute, &planDay, &k.BanAfter, &banMinutes,
+		&perMinute, &perDay, &scopes, &k.Plan, &planMinute, &planDay, &k.BanAfter, &banMinutes,
 		&found.byPrevious, &previousUntil)
 	if errors.Is(err, sql.ErrNoRows) {
 		return found, ErrInvalid
 	}
 	if err != nil {
 		return found, err
+	}
+	// A select field of several values is stored as a JSON array.
+	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
+		return found, fmt.Errorf("the scopes of API key %s: %w", k.ID, err)
 	}
 	found.expires = expires.Time()
 	found.previousUntil = previousUntil.Time()
@@ -198,6 +212,9 @@ func firstPositive(values ...int64) int64 {
 	}
 	return 0
 }
+
+// Allows reports whether the key may do what s names.
+func (k *Key) Allows(s Scope) bool { return slices.Contains(k.Scopes, s) }
 
 // lastUsedResolution keeps last_used writes to one per key per minute.
 const lastUsedResolution = time.Minute
@@ -295,6 +312,9 @@ type Changes struct {
 	// key's expiry, in the future. It is the one way to change an expiry,
 	// and it may bring an expired key back; a revoked key keeps its own.
 	Expires *time.Time
+	// Scopes replaces what the key may do (at least one scope); the next
+	// request with the key, on any instance, is held to them.
+	Scopes *[]Scope
 }
 
 // Change applies c to the key with the given record id, in one transaction:
@@ -330,6 +350,9 @@ func Change(app core.App, id string, c Changes, by audit.Actor) (*APIKey, error)
 				return badState(ExpiresField, "the key is revoked: its expiry no longer matters, and does not change")
 			}
 			k.setExpires(*c.Expires)
+		}
+		if c.Scopes != nil {
+			k.setScopes(*c.Scopes)
 		}
 		return nil
 	})

@@ -367,7 +367,7 @@ func (s *Server) CreatePet(t testing.TB, key string, body any) pets.Pet {
 // transaction (through apikeys.Create a key takes a few milliseconds): keys
 // named "<name> I" on the free plan, the I-th created I minutes after the
 // first, each used today (I mod 500 requests, I mod 7 of them refused) and
-// last used up to 1,000 minutes ago; of every ten, one is revoked, one
+// last used up to 1,000 minutes ago, with every scope; of every ten, one is revoked, one
 // expires (the first half have expired) and one is banned for an hour. It
 // returns the keys, in the order of I.
 func (s *Server) SeedKeys(t testing.TB, n int, name string) []string {
@@ -378,6 +378,10 @@ func (s *Server) SeedKeys(t testing.TB, n int, name string) []string {
 	}
 	now := time.Now().UTC()
 	date := func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000Z") }
+	allScopes, err := json.Marshal(apikeys.ScopeNames(apikeys.Scopes))
+	if err != nil {
+		t.Fatal(err)
+	}
 	keys := make([]string, n)
 	err = s.App.RunInTransaction(func(tx core.App) error {
 		for i := range keys {
@@ -387,6 +391,7 @@ func (s *Server) SeedKeys(t testing.TB, n int, name string) []string {
 				apikeys.HashField: apikeys.Hash(keys[i]), apikeys.PrefixField: apikeys.DisplayPrefix(keys[i]),
 				apikeys.CreatedField: date(now.Add(time.Duration(i-n) * time.Minute)), apikeys.UpdatedField: date(now),
 				apikeys.LastUsedField: date(now.Add(-time.Duration(i%1000) * time.Minute)),
+				apikeys.ScopesField:   string(allScopes),
 			}
 			switch i % 10 {
 			case 1:

@@ -32,6 +32,7 @@ type (
 		PerMinute int          `json:"perMinute"` // 0: the plan's
 		PerDay    int          `json:"perDay"`    // 0: the plan's
 		Expires   nullableTime `json:"expires"`   // RFC 3339; null: never
+		Scopes    *[]string    `json:"scopes"`    // not sent: every scope
 	}
 	changeRequest struct {
 		Name      *string      `json:"name"`
@@ -39,6 +40,7 @@ type (
 		PerMinute *int         `json:"perMinute"`
 		PerDay    *int         `json:"perDay"`
 		Expires   nullableTime `json:"expires"` // RFC 3339; null: never expires
+		Scopes    *[]string    `json:"scopes"`
 	}
 	rollRequest struct {
 		GraceSeconds *int64 `json:"graceSeconds"`
@@ -71,19 +73,33 @@ func (t *nullableTime) UnmarshalJSON(data []byte) error {
 
 var errBadTime = errors.New("an RFC 3339 time such as 2027-01-31T00:00:00Z, or null")
 
-func (c createRequest) newKey() apikeys.NewKey {
+func (c createRequest) newKey() (apikeys.NewKey, error) {
 	nk := apikeys.NewKey{Plan: c.Plan, Name: c.Name, PerMinute: c.PerMinute, PerDay: c.PerDay}
 	nk.Expires = c.Expires.Time
-	return nk
+	if c.Scopes != nil {
+		scopes, err := apikeys.ParseScopes(*c.Scopes)
+		if err != nil {
+			return nk, storeError(err)
+		}
+		nk.Scopes = scopes
+	}
+	return nk, nil
 }
 
 func (c changeRequest) changes() (apikeys.Changes, error) {
 	if c == (changeRequest{}) {
-		return apikeys.Changes{}, badRequest("nothing to change: send name, plan, perMinute, perDay or expires")
+		return apikeys.Changes{}, badRequest("nothing to change: send name, plan, perMinute, perDay, expires or scopes")
 	}
 	changes := apikeys.Changes{Name: c.Name, Plan: c.Plan, PerMinute: c.PerMinute, PerDay: c.PerDay}
 	if c.Expires.Sent {
 		changes.Expires = &c.Expires.Time
+	}
+	if c.Scopes != nil {
+		scopes, err := apikeys.ParseScopes(*c.Scopes)
+		if err != nil {
+			return changes, storeError(err)
+		}
+		changes.Scopes = &scopes
 	}
 	return changes, nil
 }

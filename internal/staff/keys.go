@@ -60,7 +60,11 @@ func handleCreateKey(e *core.RequestEvent) error {
 	if err := decodeBody(e, &body); err != nil {
 		return err
 	}
-	key, r, err := apikeys.Create(e.App, body.newKey(), actor(e))
+	nk, err := body.newKey()
+	if err != nil {
+		return err
+	}
+	key, r, err := apikeys.Create(e.App, nk, actor(e))
 	if err != nil {
 		return storeError(err)
 	}

@@ -29,7 +29,7 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder) {
 
 	g.GET("/keys", handleListKeys(history)) // ?search=&state=&sort=&page=&perPage=
 	g.POST("/keys", handleCreateKey)
-	g.PATCH("/keys/{id}", handleChangeKey) // name, plan, quotas, and the expiry (the one way to change it)
+	g.PATCH("/keys/{id}", handleChangeKey) // name, plan, quotas, scopes, and the expiry (the one way to change it)
 	g.POST("/keys/{id}/roll", handleRollKey)
 	g.POST("/keys/{id}/revoke", handleRevokeKey)
 	g.POST("/keys/{id}/lift-ban", handleLiftBan)

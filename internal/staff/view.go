@@ -27,6 +27,8 @@ type keyView struct {
 	Created  time.Time  `json:"created"`
 	// Previous is the secret before the last roll, while it still works.
 	Previous *previousView `json:"previous"`
+	// Scopes are what the key may do, in apikeys.Scopes' order.
+	Scopes []string `json:"scopes"`
 }
 
 // quotaView is a quota and whose it is: the key's own, or its plan's.
@@ -60,6 +62,7 @@ func viewOf(k *apikeys.APIKey, now time.Time) keyView {
 		State:   k.State(now),
 		Expires: utcOrNil(k.Expires()),
 		Created: k.Created(),
+		Scopes:  apikeys.ScopeNames(k.Scopes()),
 	}
 	if plan := k.Plan(); plan != nil {
 		v.Plan = plan.Name()

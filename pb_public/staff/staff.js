@@ -222,10 +222,20 @@ function nameCell(k) {
     h("div", { className: "id" }, "id ", id, copy));
 }
 
+// scopeBadge marks a key that may not do everything: "read only" (it may
+// only read), "write only" (it may only write); none for a key with every
+// scope.
+function scopeBadge(k) {
+  const reads = k.scopes.filter((s) => s.endsWith(":read")).length;
+  const label = reads === k.scopes.length ? "read only" : reads === 0 ? "write only" : "";
+  return label ? h("div", {}, h("span", { className: "scope-badge", textContent: label, title: `scopes: ${k.scopes.join(", ")}` })) : null;
+}
+
 function keyCell(k) {
   return cell("Key", "key", h("code", { className: "prefix", textContent: k.prefix + "…" }),
     k.previous ? h("div", { className: "muted previous", title: exact(k.previous.until) }, "old ", h("code", { textContent: k.previous.prefix + "…" }),
-      ` works until ${when(k.previous.until)}`) : null);
+      ` works until ${when(k.previous.until)}`) : null,
+    scopeBadge(k));
 }
 
 function lastUsedCell(k) {
@@ -329,6 +339,11 @@ function openDialog(dialog, k, submit) {
   dialog.showModal();
 }
 
+// checkedScopes are the scopes ticked in form, in the page's order.
+function checkedScopes(form) {
+  return [...form.querySelectorAll("input[name=scopes]:checked")].map((box) => box.value);
+}
+
 // quota reads an optional quota input: empty is 0, the plan's.
 function quota(input) {
   return input.value === "" ? 0 : Number(input.value);
@@ -345,7 +360,10 @@ $("#new-key").addEventListener("click", () => {
   const dialog = $("#create-dialog");
   $("form", dialog).reset();
   openDialog(dialog, null, async (form) => {
-    const body = { plan: form.plan.value, name: form.name.value.trim(), perMinute: quota(form.perMinute), perDay: quota(form.perDay) };
+    const body = {
+      plan: form.plan.value, name: form.name.value.trim(), perMinute: quota(form.perMinute), perDay: quota(form.perDay),
+      scopes: checkedScopes(form),
+    };
     if (form.expires.value) body.expires = new Date(form.expires.value).toISOString();
     const created = await api("POST", "/keys", body);
     return () => showKeyOnce("New key " + created.name, created.key);
@@ -388,23 +406,29 @@ function openExpiry(k) {
   });
 }
 
-// openEdit changes k's name, plan and own quotas. It sends only what staff
-// changed, so that a page loaded before someone else's change does not
-// turn that change back.
+// openEdit changes k's name, plan, own quotas and scopes. It sends only
+// what staff changed, so that a page loaded before someone else's change
+// does not turn that change back.
 function openEdit(k) {
   const dialog = $("#edit-dialog");
   const form = $("form", dialog);
   const loaded = {
     name: k.name, plan: k.plan,
     perMinute: k.perMinute.own ? k.perMinute.value : 0, perDay: k.perDay.own ? k.perDay.value : 0,
+    scopes: k.scopes.join(","),
   };
   form.name.value = loaded.name;
   form.plan.value = loaded.plan;
   form.perMinute.value = loaded.perMinute || "";
   form.perDay.value = loaded.perDay || "";
+  for (const box of form.querySelectorAll("input[name=scopes]")) box.checked = k.scopes.includes(box.value);
   openDialog(dialog, k, async () => {
-    const edited = { name: form.name.value.trim(), plan: form.plan.value, perMinute: quota(form.perMinute), perDay: quota(form.perDay) };
+    const edited = {
+      name: form.name.value.trim(), plan: form.plan.value, perMinute: quota(form.perMinute), perDay: quota(form.perDay),
+      scopes: checkedScopes(form).join(","),
+    };
     const changes = Object.fromEntries(Object.entries(edited).filter(([field, value]) => value !== loaded[field]));
+    if ("scopes" in changes) changes.scopes = changes.scopes === "" ? [] : changes.scopes.split(",");
     if (Object.keys(changes).length > 0) await api("PATCH", `/keys/${k.id}`, changes);
   });
 }

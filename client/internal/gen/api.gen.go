@@ -51,6 +51,7 @@ const (
 	ErrorCodeApiKeyBanned         ErrorCode = "api_key_banned"
 	ErrorCodeGone                 ErrorCode = "gone"
 	ErrorCodeIdempotencyKeyReused ErrorCode = "idempotency_key_reused"
+	ErrorCodeInsufficientScope    ErrorCode = "insufficient_scope"
 	ErrorCodeInternalError        ErrorCode = "internal_error"
 	ErrorCodeInvalidRequest       ErrorCode = "invalid_request"
 	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
@@ -69,6 +70,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeGone:
 		return true
 	case ErrorCodeIdempotencyKeyReused:
+		return true
+	case ErrorCodeInsufficientScope:
 		return true
 	case ErrorCodeInternalError:
 		return true
@@ -145,6 +148,36 @@ const (
 func (e IdempotencyKeyReusedErrorStatus) Valid() bool {
 	switch e {
 	case N422:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InsufficientScopeErrorCode.
+const (
+	InsufficientScopeErrorCodeInsufficientScope InsufficientScopeErrorCode = "insufficient_scope"
+)
+
+// Valid indicates whether the value is a known member of the InsufficientScopeErrorCode enum.
+func (e InsufficientScopeErrorCode) Valid() bool {
+	switch e {
+	case InsufficientScopeErrorCodeInsufficientScope:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InsufficientScopeErrorStatus.
+const (
+	N403 InsufficientScopeErrorStatus = 403
+)
+
+// Valid indicates whether the value is a known member of the InsufficientScopeErrorStatus enum.
+func (e InsufficientScopeErrorStatus) Valid() bool {
+	switch e {
+	case N403:
 		return true
 	default:
 		return false
@@ -445,6 +478,21 @@ type IdempotencyKeyReusedErrorCode string
 // IdempotencyKeyReusedErrorStatus defines model for IdempotencyKeyReusedError.Status.
 type IdempotencyKeyReusedErrorStatus int
 
+// InsufficientScopeError defines model for InsufficientScopeError.
+type InsufficientScopeError struct {
+	Code InsufficientScopeErrorCode `json:"code"`
+
+	// Message Human-readable description.
+	Message string                       `json:"message"`
+	Status  InsufficientScopeErrorStatus `json:"status"`
+}
+
+// InsufficientScopeErrorCode defines model for InsufficientScopeError.Code.
+type InsufficientScopeErrorCode string
+
+// InsufficientScopeErrorStatus defines model for InsufficientScopeError.Status.
+type InsufficientScopeErrorStatus int
+
 // InternalServerError defines model for InternalServerError.
 type InternalServerError struct {
 	Code InternalServerErrorCode `json:"code"`
@@ -612,6 +660,9 @@ type Status = PetStatus
 // BadRequest defines model for BadRequest.
 type BadRequest = BadRequestError
 
+// InsufficientScope defines model for InsufficientScope.
+type InsufficientScope = InsufficientScopeError
+
 // InternalError defines model for InternalError.
 type InternalError = InternalServerError
 
@@ -752,7 +803,7 @@ type ClientInterface interface {
 	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
-	// answers (`401`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
+	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
 	// key. Replays count against the rate limits like any request.
 	//
 	// Takes any type of body and a specified content type.
@@ -771,7 +822,7 @@ type ClientInterface interface {
 	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
-	// answers (`401`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
+	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
 	// key. Replays count against the rate limits like any request.
 	//
 	// Takes a body of the `application/json` content type.
@@ -822,7 +873,7 @@ func (c *Client) ListPets(ctx context.Context, params *ListPetsParams, reqEditor
 // gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
-// answers (`401`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
+// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
 // key. Replays count against the rate limits like any request.
 //
 // Takes any type of body and a specified content type.
@@ -851,7 +902,7 @@ func (c *Client) CreatePetWithBody(ctx context.Context, params *CreatePetParams,
 // gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
-// answers (`401`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
+// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
 // key. Replays count against the rate limits like any request.
 //
 // Takes a body of the `application/json` content type.
@@ -1123,7 +1174,7 @@ type ClientWithResponsesInterface interface {
 	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
-	// answers (`401`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
+	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
 	// key. Replays count against the rate limits like any request.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -1142,7 +1193,7 @@ type ClientWithResponsesInterface interface {
 	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
-	// answers (`401`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
+	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
 	// key. Replays count against the rate limits like any request.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -1185,6 +1236,16 @@ type ListPetsResponse400Headers struct {
 
 // ListPetsResponse401Headers the declared response headers of an HTTP 401 response for ListPets
 type ListPetsResponse401Headers struct {
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	WWWAuthenticate     string
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
+// ListPetsResponse403Headers the declared response headers of an HTTP 403 response for ListPets
+type ListPetsResponse403Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
 	WWWAuthenticate     string
@@ -1240,6 +1301,8 @@ type ListPetsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *InsufficientScope
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -1254,6 +1317,8 @@ type ListPetsResponse struct {
 	Headers400 *ListPetsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListPetsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListPetsResponse403Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListPetsResponse405Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -1277,6 +1342,11 @@ func (r ListPetsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListPetsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListPetsResponse) GetJSON403() *InsufficientScope {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -1359,6 +1429,16 @@ type CreatePetResponse401Headers struct {
 	XRateLimitReset     UnixTime
 }
 
+// CreatePetResponse403Headers the declared response headers of an HTTP 403 response for CreatePet
+type CreatePetResponse403Headers struct {
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	WWWAuthenticate     string
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
 // CreatePetResponse405Headers the declared response headers of an HTTP 405 response for CreatePet
 type CreatePetResponse405Headers struct {
 	Allow               string
@@ -1424,6 +1504,8 @@ type CreatePetResponse struct {
 	JSON400 *BadRequestError
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *InsufficientScope
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -1442,6 +1524,8 @@ type CreatePetResponse struct {
 	Headers400 *CreatePetResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreatePetResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreatePetResponse403Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *CreatePetResponse405Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -1469,6 +1553,11 @@ func (r CreatePetResponse) GetJSON400() *BadRequestError {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreatePetResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreatePetResponse) GetJSON403() *InsufficientScope {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -1567,6 +1656,19 @@ type GetPetResponse401Headers struct {
 	XRateLimitReset     UnixTime
 }
 
+// GetPetResponse403Headers the declared response headers of an HTTP 403 response for GetPet
+type GetPetResponse403Headers struct {
+	Deprecation         string
+	Link                string
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	Sunset              string
+	WWWAuthenticate     string
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
 // GetPetResponse404Headers the declared response headers of an HTTP 404 response for GetPet
 type GetPetResponse404Headers struct {
 	Deprecation         string
@@ -1647,6 +1749,8 @@ type GetPetResponse struct {
 	JSON400 *BadRequestError
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *UnauthorizedError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *InsufficientScopeError
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFoundError
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -1665,6 +1769,8 @@ type GetPetResponse struct {
 	Headers400 *GetPetResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetPetResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetPetResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetPetResponse404Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
@@ -1692,6 +1798,11 @@ func (r GetPetResponse) GetJSON400() *BadRequestError {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetPetResponse) GetJSON401() *UnauthorizedError {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetPetResponse) GetJSON403() *InsufficientScopeError {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -1782,7 +1893,7 @@ func (c *ClientWithResponses) ListPetsWithResponse(ctx context.Context, params *
 // gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
-// answers (`401`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
+// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
 // key. Replays count against the rate limits like any request.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -1807,7 +1918,7 @@ func (c *ClientWithResponses) CreatePetWithBodyWithResponse(ctx context.Context,
 // gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
-// answers (`401`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
+// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
 // key. Replays count against the rate limits like any request.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -1874,6 +1985,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest InsufficientScope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
@@ -2034,6 +2152,51 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListPetsResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 405:
 		var headers ListPetsResponse405Headers
 		if values := rsp.Header.Values("Allow"); len(values) > 0 {
@@ -2240,6 +2403,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest InsufficientScope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2427,6 +2597,51 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreatePetResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 405:
 		var headers CreatePetResponse405Headers
 		if values := rsp.Header.Values("Allow"); len(values) > 0 {
@@ -2709,6 +2924,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest InsufficientScopeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFoundError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2938,6 +3160,72 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetPetResponse403Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetPetResponse404Headers
 		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
