@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pocketbase/dbx"
+
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 	"petstore/internal/audit"
@@ -290,5 +292,61 @@ func TestNewPetFormSaysWhatToEnter(t *testing.T) {
 	r := d.save(t, http.MethodPost, "/api/collections/pets/records", "FormData", map[string]any{"name": "Rex", "categoryId": 3})
 	if r.StatusCode != http.StatusOK {
 		t.Errorf("a pet with a name and a category: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+// The dashboard shows a key's scopes and cannot change them: a fresh form
+// that widens them, or a form loaded before staff narrowed them, is saved
+// with the scopes as stored (its other edits kept), as JSON or FormData,
+// and the key stays refused where its scopes say. No scope change is
+// audited.
+func TestDashboardCannotChangeScopes(t *testing.T) {
+	d := newDashboard(t)
+	body := map[string]any{"name": "Rex", "categoryId": 1}
+	for _, encoding := range []string{"JSON", "FormData"} {
+		t.Run(encoding, func(t *testing.T) {
+			narrow := d.NewKey(t, apikeys.NewKey{Scopes: []apikeys.Scope{apikeys.ScopePetsRead}})
+			id := d.KeyRecord(t, narrow).Id
+			fresh := d.load(t, apikeys.Collection, id)
+			if got := fmt.Sprint(fresh[apikeys.ScopesField]); got != "[pets:read]" {
+				t.Errorf("the dashboard shows scopes %s, want [pets:read]", got)
+			}
+			fresh[apikeys.ScopesField] = []string{"pets:read", "pets:write"}
+			fresh[apikeys.NameField] = "widened?"
+			if r := d.save(t, http.MethodPatch, "/api/collections/api_keys/records/"+id, encoding, fresh); r.StatusCode != http.StatusOK {
+				t.Fatalf("fresh save: %d %s", r.StatusCode, r.Body)
+			}
+
+			wide := d.NewKey(t, apikeys.NewKey{})
+			wideID := d.KeyRecord(t, wide).Id
+			stale := d.load(t, apikeys.Collection, wideID)
+			readOnly := []apikeys.Scope{apikeys.ScopePetsRead}
+			if _, err := apikeys.Change(d.App, wideID, apikeys.Changes{Scopes: &readOnly}, audit.CLI); err != nil {
+				t.Fatal(err)
+			}
+			stale[apikeys.NameField] = "renamed"
+			if r := d.save(t, http.MethodPatch, "/api/collections/api_keys/records/"+wideID, encoding, stale); r.StatusCode != http.StatusOK {
+				t.Fatalf("stale save: %d %s", r.StatusCode, r.Body)
+			}
+
+			for key, name := range map[string]string{narrow: "widened?", wide: "renamed"} {
+				k := d.KeyRecord(t, key)
+				if got := k.Scopes(); len(got) != 1 || got[0] != apikeys.ScopePetsRead || k.Name() != name {
+					t.Errorf("after the saves: scopes %v, name %q; want [pets:read], %q", got, k.Name(), name)
+				}
+				if r := d.Do(t, http.MethodPost, "/v1/pets", key, body); r.StatusCode != http.StatusForbidden {
+					t.Errorf("create with the key: %d, want 403", r.StatusCode)
+				}
+			}
+			var changes int
+			err := d.App.DB().Select("count(*)").From(audit.Collection).
+				Where(dbx.HashExp{audit.ActionField: string(audit.KeyScopesChanged)}).Row(&changes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]int{"JSON": 1, "FormData": 2}[encoding]; changes != want {
+				t.Errorf("%d key.scopes_changed records, want %d (the staff's narrowing alone)", changes, want)
+			}
+		})
 	}
 }

@@ -94,6 +94,9 @@ func TestKeysFailures(t *testing.T) {
 		{"bad --expires", []string{"keys", "create", "--plan", "free", "--expires", "tomorrow"}, "not an RFC 3339 time"},
 		{"past --expires", []string{"keys", "create", "--plan", "free", "--expires", "2020-01-01T00:00:00Z"}, "must be in the future"},
 		{"argument to create", []string{"keys", "create", "--plan", "free", "extra"}, `unknown command "extra"`},
+		{"unknown --scopes", []string{"keys", "create", "--plan", "free", "--name", "x", "--scopes", "pets:read,pets:delete"},
+			`--scopes: unknown scope "pets:delete": the scopes are pets:read and pets:write`},
+		{"empty --scopes", []string{"keys", "create", "--plan", "free", "--name", "x", "--scopes", ""}, "--scopes: a key needs at least one scope"},
 		{"unknown command", []string{"keys", "rotate"}, `unknown command "rotate"`},
 		{"revoke unknown id", []string{"keys", "revoke", "abcdefghijklmno"}, `no API key with id "abcdefghijklmno"`},
 		{"revoke without id", []string{"keys", "revoke"}, "accepts 1 arg(s), received 0"},
@@ -331,5 +334,48 @@ func TestKeysExpireAndDeadKeys(t *testing.T) {
 	if status != 0 || strings.ContainsAny(stdout, "\x1b\x00\u202e") ||
 		!strings.Contains(stdout, `evil\u001B[2J\u0000\u202Egnp.exe\u0009tab`) {
 		t.Errorf("list with a legacy name:\n%q", stdout)
+	}
+}
+
+// A key issued read-only with `keys create --scopes` lists and is refused on
+// create; a roll keeps its scopes, and so do a restart of the server and
+// `keys list`.
+func TestScopesSurviveRollAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	key, id := createKey(t, dir, "--plan", "free", "--scopes", "pets:read")
+	body := []byte(`{"name": "Rex", "categoryId": 1}`)
+	check := func(p *realserver.Process, key, when string) {
+		t.Helper()
+		ctx := context.Background()
+		if status, body, err := p.Do(ctx, http.MethodGet, "/v1/pets", key, nil); err != nil || status != http.StatusOK {
+			t.Errorf("%s: list %d %v %s, want 200", when, status, err, body)
+		}
+		resp, answer, err := p.Exchange(ctx, http.MethodPost, "/v1/pets", key, body, "Content-Type", "application/json")
+		if err != nil || resp.StatusCode != http.StatusForbidden || !strings.Contains(string(answer), `"insufficient_scope"`) ||
+			resp.Header.Get("WWW-Authenticate") != `Bearer error="insufficient_scope", scope="pets:write"` {
+			t.Errorf("%s: create %v %v %s, want 403 insufficient_scope", when, resp, err, answer)
+		}
+	}
+	p := start(t, dir)
+	check(p, key, "issued read-only")
+
+	stdout, stderr, status := petstore(t, dir, "keys", "roll", id)
+	if status != 0 {
+		t.Fatalf("roll: %d %s", status, stderr)
+	}
+	rolled := strings.TrimSpace(stdout)
+	check(p, rolled, "rolled")
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	p = start(t, dir)
+	check(p, rolled, "after a restart")
+	list, _, _ := petstore(t, dir, "keys", "list")
+	if !regexp.MustCompile(`(?m)^` + id + `\s.*\sactive\s+pets:read\s`).MatchString(list) {
+		t.Errorf("keys list:\n%s\nwant the key active with pets:read", list)
+	}
+	if n := len(keyRecords(t, dir)); n != 1 {
+		t.Errorf("%d keys stored", n)
 	}
 }

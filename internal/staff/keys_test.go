@@ -48,6 +48,7 @@ type key struct {
 		Prefix string    `json:"prefix"`
 		Until  time.Time `json:"until"`
 	} `json:"previous"`
+	Scopes []string `json:"scopes"`
 }
 
 // keyList is a page of the list.
@@ -485,6 +486,15 @@ func TestBadInput(t *testing.T) {
 		{"change expiry to a date", "PATCH", "/keys/" + k.ID, map[string]any{"expires": "2030-01-01"}, 400, "Expires must be an RFC 3339 time", "expires"},
 		{"change in another case", "PATCH", "/keys/" + k.ID, `{"Name": "x"}`, 400, `did you mean "name"?`, "Name"},
 		{"change nothing", "PATCH", "/keys/" + k.ID, map[string]any{}, 400, "Nothing to change", ""},
+		{"unknown scope", "POST", "/keys", map[string]any{"plan": "free", "name": "x", "scopes": []string{"pets:read", "pets:delete"}}, 400,
+			`Unknown scope "pets:delete": the scopes are pets:read and pets:write`, ""},
+		{"no scope", "POST", "/keys", map[string]any{"plan": "free", "name": "x", "scopes": []string{}}, 400,
+			"A key needs at least one scope: pets:read or pets:write", ""},
+		{"null scopes", "POST", "/keys", `{"plan": "free", "name": "x", "scopes": null}`, 400, "Scopes cannot be null", "scopes"},
+		{"scopes as a string", "POST", "/keys", map[string]any{"plan": "free", "name": "x", "scopes": "pets:read"}, 400, "Scopes has the wrong type", "scopes"},
+		{"change to an unknown scope", "PATCH", "/keys/" + k.ID, map[string]any{"scopes": []string{"PETS:READ"}}, 400,
+			`Unknown scope "PETS:READ": the scopes are pets:read and pets:write`, ""},
+		{"change to no scope", "PATCH", "/keys/" + k.ID, map[string]any{"scopes": []string{}}, 400, "A key needs at least one scope", ""},
 		{"usage unknown id", "GET", "/keys/nosuchkey000000/usage", nil, 404, "No API key with id", ""},
 		{"usage days 0", "GET", "/keys/" + k.ID + "/usage?days=0", nil, 400, "Days must be a whole number from 1 to 90", ""},
 		{"usage days 91", "GET", "/keys/" + k.ID + "/usage?days=91", nil, 400, "Days must be", ""},
@@ -776,5 +786,63 @@ func TestListSearchesSortsAndPages(t *testing.T) {
 	}
 	if l := s.list(t, "page=4&perPage=2"); len(l.Items) != 0 || l.TotalItems != 5 {
 		t.Errorf("past the last page: %+v", l)
+	}
+}
+
+// Staff choose a key's scopes at issue (every scope unless they say) and
+// change them later: each change holds from the key's next request on /v1,
+// is audited with the scopes before and after, and survives a roll.
+func TestScopes(t *testing.T) {
+	s := start(t)
+	both := []string{"pets:read", "pets:write"}
+	if k := s.create(t, map[string]any{"plan": "free"}); !slices.Equal(k.Scopes, both) {
+		t.Errorf("a key issued without scopes has %q, want both", k.Scopes)
+	}
+	if k := s.create(t, map[string]any{"plan": "free", "scopes": []string{"pets:write", " pets:read", "pets:write"}}); !slices.Equal(k.Scopes, both) {
+		t.Errorf("scopes given out of order and twice are stored as %q, want %q", k.Scopes, both)
+	}
+
+	k := s.create(t, map[string]any{"plan": "free", "scopes": []string{"pets:read"}})
+	if !slices.Equal(k.Scopes, []string{"pets:read"}) {
+		t.Fatalf("issued read-only: %q", k.Scopes)
+	}
+	createPet := func(key string) int {
+		return s.Do(t, http.MethodPost, "/v1/pets", key, map[string]any{"name": "Rex", "categoryId": 1}).StatusCode
+	}
+	if got := createPet(k.Key); got != http.StatusForbidden {
+		t.Errorf("a read-only key creates: %d, want 403", got)
+	}
+
+	var changed key
+	s.call(t, http.MethodPatch, "/keys/"+k.ID, map[string]any{"scopes": both}, http.StatusOK, &changed)
+	if !slices.Equal(changed.Scopes, both) {
+		t.Errorf("widened: %q", changed.Scopes)
+	}
+	if got := createPet(k.Key); got != http.StatusCreated {
+		t.Errorf("widened, the next create: %d, want 201", got)
+	}
+	s.call(t, http.MethodPatch, "/keys/"+k.ID, map[string]any{"scopes": []string{"pets:write"}}, http.StatusOK, &changed)
+	if got := s.v1(t, k.Key); got != http.StatusForbidden {
+		t.Errorf("narrowed to pets:write, the next list: %d, want 403", got)
+	}
+
+	var rolled key
+	s.call(t, http.MethodPost, "/keys/"+k.ID+"/roll", map[string]any{"graceSeconds": 0}, http.StatusCreated, &rolled)
+	if !slices.Equal(rolled.Scopes, []string{"pets:write"}) || s.v1(t, rolled.Key) != http.StatusForbidden || createPet(rolled.Key) != http.StatusCreated {
+		t.Errorf("after a roll: scopes %q; want pets:write, held by the new secret", rolled.Scopes)
+	}
+
+	var details []string
+	for _, r := range auditRows(t, s, k.ID) {
+		if r.Action == "key.scopes_changed" {
+			details = append(details, r.Details)
+		}
+	}
+	want := []string{
+		`{"scopes":{"new":["pets:read","pets:write"],"old":["pets:read"]}}`,
+		`{"scopes":{"new":["pets:write"],"old":["pets:read","pets:write"]}}`,
+	}
+	if !slices.Equal(details, want) {
+		t.Errorf("key.scopes_changed details %q, want %q", details, want)
 	}
 }
