@@ -32,8 +32,9 @@ const (
 	PreviousHashField   = "previous_hash"
 	PreviousPrefixField = "previous_prefix"
 	PreviousUntilField  = "previous_until"
-	CreatedField        = "created"
-	UpdatedField        = "updated"
+	// PocketBase's autodate fields.
+	CreatedField = "created"
+	UpdatedField = "updated"
 )
 
 // RevokedValue is the one value of `revoked`: the dashboard then shows a
@@ -268,10 +269,10 @@ const countByStateSQL = `SELECT CASE
 	WHEN banned_until > :now THEN 'banned'
 	ELSE 'active' END AS state, COUNT(*) FROM api_keys GROUP BY state`
 
-// planClashSQL counts the keys on plan {:plan} whose effective per-minute
+// planClashSQL counts the keys on plan {:planId} whose effective per-minute
 // quota would be above their effective per-day quota under the plan's
 // quotas {:perMinute} and {:perDay}.
-const planClashSQL = `SELECT count(*) FROM api_keys WHERE plan = {:plan}
+const planClashSQL = `SELECT count(*) FROM api_keys WHERE plan = {:planId}
 	AND (CASE WHEN per_minute > 0 THEN per_minute ELSE {:perMinute} END) > (CASE WHEN per_day > 0 THEN per_day ELSE {:perDay} END)`
 
 // Sorts are the orders a page of keys may be in (a name, or a name with "-"

@@ -194,7 +194,7 @@ func CheckPlan(app core.App, plan *Plan) error {
 	}
 	var clashes int
 	err := app.DB().NewQuery(planClashSQL).
-		Bind(dbx.Params{"plan": plan.Id, "perMinute": perMinute, "perDay": perDay}).Row(&clashes)
+		Bind(dbx.Params{"planId": plan.Id, "perMinute": perMinute, "perDay": perDay}).Row(&clashes)
 	if err != nil {
 		return err
 	}
