@@ -58,6 +58,9 @@ type Config struct {
 	Now        func() time.Time // the service's clock (hooks.Options.Now); time.Now when nil
 	RequestLog requestlog.Mode
 	PublicURL  string // serve --public-url
+	// AuditRetention is how long the audit trail keeps a record (serve
+	// --audit-retention); 0: forever.
+	AuditRetention time.Duration
 	// Middleware is bound on the whole router: with a priority above
 	// BodyLimit's (-990), it runs inside the /v1 chain, just before the
 	// handler (tests inject panics there).
@@ -87,7 +90,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 		t.Fatalf("migrations: %v", err)
 	}
 	service := hooks.Register(app, &hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
-		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL})
+		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL, AuditRetention: cfg.AuditRetention})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
