@@ -15,13 +15,15 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/metrics"
+	"petstore/internal/requestlog"
 	"petstore/limits"
 )
 
 // startMetrics serves m at GET /metrics on addr, a listener of its own (never
 // the public one), with the figures read at each scrape: pets, keys by state,
-// the databases' files, the limiter's Redis, realtime subscribers.
-func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, limiter *limits.Limiter, log *slog.Logger, stops *stopper) error {
+// the databases' files, the limiter's Redis, realtime subscribers, the
+// request log's rows.
+func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, limiter *limits.Limiter, reqlog *requestlog.Logger, log *slog.Logger, stops *stopper) error {
 	m.Register(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_pets", Help: "Pets stored."},
 			countRows(reads, "SELECT COUNT(*) FROM pets", log)),
@@ -30,6 +32,16 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_realtime_subscribers", Help: "PocketBase realtime clients connected."},
 			func() float64 { return float64(app.SubscriptionsBroker().TotalClients()) }),
 		keyStates{reads, log},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "petstore_requestlog_rows_total", Help: "Rows written to the request log."},
+			func() float64 { return float64(reqlog.Written()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "petstore_requestlog_dropped_total", Help: "Requests without a row of their own in the request log, by reason.",
+			ConstLabels: prometheus.Labels{"reason": "full"},
+		}, func() float64 { return float64(reqlog.Dropped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "petstore_requestlog_dropped_total", Help: "Requests without a row of their own in the request log, by reason.",
+			ConstLabels: prometheus.Labels{"reason": "coalesced"},
+		}, func() float64 { return float64(reqlog.Coalesced()) }),
 	)
 	for _, file := range []string{"data.db", "data.db-wal", "auxiliary.db", "auxiliary.db-wal"} {
 		path := filepath.Join(app.DataDir(), file)

@@ -119,6 +119,10 @@ func Register(app core.App, opts *Options) *Service {
 func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) error {
 	app := se.App
 	stops := &stopper{app: app, log: s.log}
+	var m *metrics.Metrics // nil: no metrics
+	if opts.MetricsAddr != "" {
+		m = metrics.New()
+	}
 	history, err := usage.Start(app, 0, s.log)
 	if err != nil {
 		return err
@@ -163,6 +167,9 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		return err
 	}
 	petWriter.OnCreated(events.created)
+	if m != nil {
+		petWriter.OnCommitted(m.ObservePetsCommit)
+	}
 	stops.onTerminate("petstorePetWriterStop", "", func() error { petWriter.Stop(); return nil })
 
 	reqlog, err := requestlog.Start(app, requestlog.Config{
@@ -178,9 +185,8 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		now = time.Now
 	}
 	var observer api.Observer
-	if opts.MetricsAddr != "" {
-		m := metrics.New()
-		if err := startMetrics(app, opts.MetricsAddr, m, reads.DB(), limiter, s.log, stops); err != nil {
+	if m != nil {
+		if err := startMetrics(app, opts.MetricsAddr, m, reads.DB(), limiter, reqlog, s.log, stops); err != nil {
 			return fmt.Errorf("--metrics-addr %s: %w", opts.MetricsAddr, err)
 		}
 		observer = m

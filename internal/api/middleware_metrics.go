@@ -15,6 +15,9 @@ import (
 type Observer interface {
 	ObserveRequest(method, route string, status int, took time.Duration)
 	ObserveRateLimit(plan, outcome string)
+	// ObserveIdempotency counts a create with an Idempotency-Key by what
+	// became of it: stored, replayed or conflict.
+	ObserveIdempotency(outcome string)
 }
 
 // Outcomes of the rate limiter, and the plan of requests without a valid key.
@@ -23,6 +26,13 @@ const (
 	outcomeLimited  = "limited"
 	outcomeBanned   = "banned"
 	planAnonymous   = "anonymous"
+)
+
+// Outcomes of a create with an Idempotency-Key.
+const (
+	idempotencyStored   = "stored"
+	idempotencyReplayed = "replayed"
+	idempotencyConflict = "conflict"
 )
 
 // observeRequestsPriority runs observeRequests before every other /v1

@@ -53,7 +53,7 @@ func nextPageLink(prefix string, q pets.Query, last string) string {
 // in a transaction with the creates that arrive with it; with an
 // Idempotency-Key, its answer is stored in the same transaction (package
 // idempotency). Without one, the path does nothing more than create the pet.
-func handleCreatePet(writer *pets.Writer, petsURL string) func(*core.RequestEvent) error {
+func handleCreatePet(writer *pets.Writer, petsURL string, o Observer) func(*core.RequestEvent) error {
 	location := petLocation(petsURL + "/")
 	return func(e *core.RequestEvent) error {
 		defer writer.Expect()() // on its way while its body arrives and is checked
@@ -72,7 +72,7 @@ func handleCreatePet(writer *pets.Writer, petsURL string) func(*core.RequestEven
 			return err
 		}
 		if idemKey != "" {
-			return createPetOnce(e, writer, location, idemKey, body)
+			return createPetOnce(e, writer, location, idemKey, body, o)
 		}
 
 		np, derr := decodeNewPet(body)
@@ -89,8 +89,9 @@ func handleCreatePet(writer *pets.Writer, petsURL string) func(*core.RequestEven
 }
 
 // createPetOnce is createPet for a request with an Idempotency-Key: the
-// 201, or the 400 for the body, is remembered and replayed to retries.
-func createPetOnce(e *core.RequestEvent, writer *pets.Writer, location petLocation, idemKey string, body []byte) error {
+// 201, or the 400 for the body, is remembered and replayed to retries. o,
+// when not nil, counts what became of the key.
+func createPetOnce(e *core.RequestEvent, writer *pets.Writer, location petLocation, idemKey string, body []byte, o Observer) error {
 	scope, now := apiKeyID(e), time.Now()
 	var (
 		answer  idempotency.Answer
@@ -116,6 +117,9 @@ func createPetOnce(e *core.RequestEvent, writer *pets.Writer, location petLocati
 			})
 		return err
 	})
+	if o != nil && err == nil {
+		o.ObserveIdempotency(idempotencyOutcome(outcome))
+	}
 	switch {
 	case err != nil:
 		return err
@@ -131,6 +135,17 @@ func createPetOnce(e *core.RequestEvent, writer *pets.Writer, location petLocati
 		e.Response.Header().Set("Location", answer.Location)
 	}
 	return writeJSONBytes(e.Response, answer.Status, answer.Body)
+}
+
+// idempotencyOutcome is the metric's name of an outcome.
+func idempotencyOutcome(o idempotency.Outcome) string {
+	switch o {
+	case idempotency.Replayed:
+		return idempotencyReplayed
+	case idempotency.Reused:
+		return idempotencyConflict
+	}
+	return idempotencyStored
 }
 
 // petLocation is the address of each pet: the prefix of its id.

@@ -76,7 +76,7 @@ func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 
 	petsURL := d.Base.links() + "/pets"
 	v1.GET("/pets", handleListPets(d.Pets, d.Version, petsURL)).Bind(requireKey(), requireScope(apikeys.ScopePetsRead))
-	v1.POST("/pets", handleCreatePet(d.PetWriter, petsURL)).Bind(requireKey(), requireScope(apikeys.ScopePetsWrite))
+	v1.POST("/pets", handleCreatePet(d.PetWriter, petsURL, d.Metrics)).Bind(requireKey(), requireScope(apikeys.ScopePetsWrite))
 	v1.GET("/pets/{petId}", handleGetPet(d.Pets, d.Version)).Bind(requireKey(), requireScope(apikeys.ScopePetsRead),
 		deprecated(getPetDeprecatedAt, getPetSunset, petsURL),
 		removedAfter(getPetSunset, d.Now, getPetReplacement))

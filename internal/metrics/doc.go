@@ -18,16 +18,17 @@
 //	petstore_ratelimit_bans_total               counter    bans started
 //	petstore_ratelimit_redis_up                 gauge      1 while Redis decides, 0 while the limiter counts locally
 //	petstore_ratelimit_redis_lost_total         counter    times counting moved from Redis to local (not yet)
-//	petstore_pets_writer_batch_size             histogram  creates written per commit (not yet)
-//	petstore_pets_writer_commit_duration_seconds histogram one commit of the pets writer (not yet)
-//	petstore_idempotency_requests_total         counter    outcome (stored, replayed, conflict) (not yet)
+//	petstore_pets_writer_batch_size             histogram  creates written per commit
+//	petstore_pets_writer_commit_duration_seconds histogram one transaction of the pets writer, begin to commit
+//	petstore_idempotency_requests_total         counter    outcome (stored, replayed, conflict)
 //	petstore_idempotency_keys                   gauge      Idempotency-Keys remembered
 //	petstore_sqlite_file_bytes                  gauge      file (data.db, data.db-wal, auxiliary.db, auxiliary.db-wal)
 //	petstore_pets                               gauge      pets stored
 //	petstore_api_keys                           gauge      state (active, expired, revoked, banned)
 //	petstore_realtime_subscribers               gauge      PocketBase realtime clients connected
-//	petstore_requestlog_rows_total              counter    rows written to the request log (not yet)
-//	petstore_requestlog_dropped_total           counter    entries not written (queue full, or coalesced into a count) (not yet)
+//	petstore_requestlog_rows_total              counter    rows written to the request log
+//	petstore_requestlog_dropped_total           counter    reason: requests without a row of their own (full: the queue or the
+//	                                                       minute's refusals were full; coalesced: counted in their network's row)
 //	petstore_audit_events_total                 counter    action: audit records committed by this instance
 //	petstore_http_connections_open              gauge      connections open on the public listener (not yet)
 //	petstore_http_connections_refused_total     counter    reason (per_address, global) (not yet)

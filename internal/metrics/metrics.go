@@ -22,6 +22,10 @@ type Metrics struct {
 	rateLimit *prometheus.CounterVec
 	bans      prometheus.Counter
 	audits    *prometheus.CounterVec
+
+	idempotency   *prometheus.CounterVec
+	writerBatches prometheus.Histogram
+	writerCommits prometheus.Histogram
 }
 
 type requestLabels struct {
@@ -51,6 +55,20 @@ func New() *Metrics {
 			Name: "petstore_audit_events_total",
 			Help: "Audit records of API key changes written (committed) by this instance, by action.",
 		}, []string{"action"}),
+		idempotency: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "petstore_idempotency_requests_total",
+			Help: "Creates with an Idempotency-Key, by outcome (stored, replayed, conflict).",
+		}, []string{"outcome"}),
+		writerBatches: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "petstore_pets_writer_batch_size",
+			Help:    "Creates written per commit of the pets writer.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+		}),
+		writerCommits: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "petstore_pets_writer_commit_duration_seconds",
+			Help:    "One transaction of the pets writer, from its beginning to its commit.",
+			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1},
+		}),
 	}
 	info := version.Read()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -59,7 +77,7 @@ func New() *Metrics {
 		ConstLabels: prometheus.Labels{"version": info.Version, "revision": info.Revision, "goversion": info.GoVersion},
 	})
 	build.Set(1)
-	m.registry.MustRegister(m.requests, m.rateLimit, m.bans, m.audits, build,
+	m.registry.MustRegister(m.requests, m.rateLimit, m.bans, m.audits, m.idempotency, m.writerBatches, m.writerCommits, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -94,3 +112,16 @@ func (m *Metrics) ObserveBan() { m.bans.Inc() }
 // ObserveAudit counts an audit record, committed, by its action (one of
 // package audit's, a bounded set).
 func (m *Metrics) ObserveAudit(action string) { m.audits.WithLabelValues(action).Inc() }
+
+// ObserveIdempotency counts a create with an Idempotency-Key by outcome
+// (stored, replayed, conflict).
+func (m *Metrics) ObserveIdempotency(outcome string) {
+	m.idempotency.WithLabelValues(outcome).Inc()
+}
+
+// ObservePetsCommit counts one committed transaction of the pets writer:
+// the creates it held and how long it took.
+func (m *Metrics) ObservePetsCommit(creates int, took time.Duration) {
+	m.writerBatches.Observe(float64(creates))
+	m.writerCommits.Observe(took.Seconds())
+}

@@ -41,6 +41,9 @@ type Writer struct {
 	app core.App
 	// created hears of each caller's new rows after their commit; nil: none.
 	created func([]Row)
+	// committed hears of each transaction that committed: how many creates
+	// it held and how long it took; nil: none.
+	committed func(creates int, took time.Duration)
 	// Prepared once on the write connection, used in each transaction.
 	insert, savepoint, release, rollbackTo *sql.Stmt
 
@@ -142,6 +145,14 @@ func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 // and before Run returns. A work that failed, or a transaction that rolled
 // back, calls nothing. It is set before the first create.
 func (w *Writer) OnCreated(created func([]Row)) { w.created = created }
+
+// OnCommitted makes the writer call committed, in its own goroutine, after
+// each transaction that commits, with the number of creates it held and how
+// long it took from its beginning to its commit. It is set before the first
+// create.
+func (w *Writer) OnCommitted(committed func(creates int, took time.Duration)) {
+	w.committed = committed
+}
 
 // Create stores np as a new pet. It returns once the pet is committed.
 func (w *Writer) Create(np NewPet) (Pet, error) {
@@ -274,12 +285,16 @@ func (w *Writer) fill(batch []*write) []*write {
 // which SQLite rolled it back), nothing of it is stored: each write is run
 // again alone, so that it gets its own answer.
 func (w *Writer) commit(batch []*write) {
+	began := time.Now()
 	err := w.transaction(batch)
 	if err != nil && len(batch) > 1 {
 		for _, wr := range batch {
 			w.commit([]*write{wr})
 		}
 		return
+	}
+	if err == nil && w.committed != nil {
+		w.committed(len(batch), time.Since(began))
 	}
 	// The transaction has ended: committed, with every write of batch that
 	// has no error, or failed, without any. Each caller gets its answer.

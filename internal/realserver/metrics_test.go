@@ -3,10 +3,12 @@ package realserver_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -43,6 +45,21 @@ func TestMetricsCountEveryAnswer(t *testing.T) {
 	send(1, http.MethodGet, "/v1/no-such-thing", business, 404)
 	send(2, http.MethodGet, "/v1/pets", free, 200)
 	send(1, http.MethodGet, "/v1/pets", free, 429)
+	// Creates: two plain ones, and an Idempotency-Key stored, replayed and
+	// reused with another body.
+	create := func(body string, want int, header ...string) {
+		t.Helper()
+		resp, data, err := p.Exchange(ctx, http.MethodPost, "/v1/pets", business, []byte(body),
+			append([]string{"Content-Type", "application/json"}, header...)...)
+		if err != nil || resp.StatusCode != want {
+			t.Fatalf("create %s %v: %v %s, want %d", body, header, err, data, want)
+		}
+	}
+	create(`{"name":"Rex","categoryId":1}`, 201)
+	create(`{"name":"Tom","categoryId":2}`, 201)
+	create(`{"name":"Kit","categoryId":3}`, 201, "Idempotency-Key", "k-1")
+	create(`{"name":"Kit","categoryId":3}`, 201, "Idempotency-Key", "k-1")
+	create(`{"name":"Other","categoryId":3}`, 422, "Idempotency-Key", "k-1")
 
 	if status, _, _ := p.Do(ctx, http.MethodGet, "/metrics", "", nil); status != http.StatusNotFound {
 		t.Errorf("/metrics on the public listener: %d, want 404", status)
@@ -60,6 +77,8 @@ func TestMetricsCountEveryAnswer(t *testing.T) {
 		"http_request_method=GET,http_response_status_code=404,http_route=/v1/pets/{petId}": 1,
 		"http_request_method=DELETE,http_response_status_code=405,http_route=/v1/pets":      1,
 		"http_request_method=GET,http_response_status_code=404,http_route=other":            1,
+		"http_request_method=POST,http_response_status_code=201,http_route=/v1/pets":        4,
+		"http_request_method=POST,http_response_status_code=422,http_route=/v1/pets":        1,
 	} {
 		if requests[labels] != want {
 			t.Errorf("http_server_request_duration_seconds{%s}: %d, want %d (all: %v)", labels, requests[labels], want, requests)
@@ -70,7 +89,7 @@ func TestMetricsCountEveryAnswer(t *testing.T) {
 		decisions[labelsOf(m)] = m.GetCounter().GetValue()
 	}
 	for labels, want := range map[string]float64{
-		"outcome=admitted,plan=business":  6,
+		"outcome=admitted,plan=business":  11,
 		"outcome=admitted,plan=anonymous": 2,
 		"outcome=admitted,plan=free":      2,
 		"outcome=limited,plan=free":       1,
@@ -78,6 +97,44 @@ func TestMetricsCountEveryAnswer(t *testing.T) {
 		if decisions[labels] != want {
 			t.Errorf("petstore_ratelimit_requests_total{%s}: %v, want %v (all: %v)", labels, decisions[labels], want, decisions)
 		}
+	}
+	idempotency := map[string]float64{}
+	for _, m := range families["petstore_idempotency_requests_total"].GetMetric() {
+		idempotency[labelsOf(m)] = m.GetCounter().GetValue()
+	}
+	if want := map[string]float64{"outcome=stored": 1, "outcome=replayed": 1, "outcome=conflict": 1}; !maps.Equal(idempotency, want) {
+		t.Errorf("petstore_idempotency_requests_total: %v, want %v", idempotency, want)
+	}
+	// Every create ran in a committed transaction of the writer, the
+	// replayed and the refused ones too: they read in it.
+	if batches := families["petstore_pets_writer_batch_size"].GetMetric(); len(batches) != 1 ||
+		batches[0].GetHistogram().GetSampleSum() != 5 || batches[0].GetHistogram().GetSampleCount() == 0 {
+		t.Errorf("petstore_pets_writer_batch_size: %v, want a sum of 5", batches)
+	}
+	if commits := families["petstore_pets_writer_commit_duration_seconds"].GetMetric(); len(commits) != 1 ||
+		commits[0].GetHistogram().GetSampleCount() != families["petstore_pets_writer_batch_size"].GetMetric()[0].GetHistogram().GetSampleCount() {
+		t.Errorf("petstore_pets_writer_commit_duration_seconds: %v, one per commit", commits)
+	}
+	// The request log wrote a row per request but the second keyless 401 of
+	// the minute, counted in the first's row (written when the minute ends);
+	// if a minute began between the two, both have rows of their own. The
+	// writer gathers for a moment: wait for it.
+	const sent = 16
+	var rows, counted float64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		f := scrape(t, metricsAddr)
+		rows = f["petstore_requestlog_rows_total"].GetMetric()[0].GetCounter().GetValue()
+		for _, m := range f["petstore_requestlog_dropped_total"].GetMetric() {
+			if labelsOf(m) == "reason=coalesced" {
+				counted = m.GetCounter().GetValue()
+			}
+		}
+		if rows+counted >= sent {
+			break
+		}
+	}
+	if !(counted == 1 && (rows == sent-1 || rows == sent)) && !(counted == 0 && rows == sent) {
+		t.Errorf("petstore_requestlog_rows_total %v, dropped{reason=coalesced} %v; want %d rows and 1, or %d and 0", rows, counted, sent-1, sent)
 	}
 	build := families["petstore_build_info"].GetMetric()
 	if len(build) != 1 || build[0].GetGauge().GetValue() != 1 || !strings.Contains(labelsOf(build[0]), "goversion=go1.") {

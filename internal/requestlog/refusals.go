@@ -50,10 +50,19 @@ func refused(status int) bool {
 	return status == http.StatusUnauthorized || status == http.StatusTooManyRequests
 }
 
+// refusalFate is what add did with a refusal.
+type refusalFate int
+
+const (
+	refusalWritten refusalFate = iota // the network's first this minute: a row of its own
+	refusalCounted                    // counted in the network's row of the minute
+	refusalDropped                    // the minute holds maxHeldRefusals networks already
+)
+
 // add counts a refused request of ip's network. It returns the rows to write
 // now (en itself when it is the network's first refusal this minute, and the
-// counts of past minutes), and whether en was dropped.
-func (r *refusals) add(ip string, en entry) (due []entry, dropped bool) {
+// counts of past minutes), and what became of en.
+func (r *refusals) add(ip string, en entry) (due []entry, fate refusalFate) {
 	minute := en.created.Unix() / 60
 	key := refusalKey{limits.Network(ip), en.status()}
 	r.mu.Lock()
@@ -64,13 +73,13 @@ func (r *refusals) add(ip string, en entry) (due []entry, dropped bool) {
 	}
 	if h, ok := r.held[key]; ok {
 		h.count++
-		return due, false
+		return due, refusalCounted
 	}
 	if len(r.held) >= maxHeldRefusals {
-		return due, true
+		return due, refusalDropped
 	}
 	r.held[key] = &heldRefusal{entry: en}
-	return append(due, en), false
+	return append(due, en), refusalWritten
 }
 
 // due returns the rows of minutes before now's, or all of them with a zero

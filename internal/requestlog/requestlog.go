@@ -124,6 +124,9 @@ type Logger struct {
 
 	queue   chan entry
 	dropped atomic.Int64
+	// written counts the rows committed, coalesced the refusals counted in
+	// a row of their network's instead of a row of their own.
+	written, coalesced atomic.Int64
 	stopped atomic.Bool
 	stop    chan struct{}
 	done    chan struct{}
@@ -186,8 +189,16 @@ func (l *Logger) Stop() {
 	})
 }
 
-// Dropped is how many entries were dropped so far because the queue was full.
+// Dropped is how many entries were dropped so far because the queue, or
+// the minute's table of refusals, was full.
 func (l *Logger) Dropped() int64 { return l.dropped.Load() }
+
+// Written is how many rows were committed to the log so far.
+func (l *Logger) Written() int64 { return l.written.Load() }
+
+// Coalesced is how many refused requests were counted in their network's
+// row of the minute instead of a row of their own.
+func (l *Logger) Coalesced() int64 { return l.coalesced.Load() }
 
 // Middleware replaces PocketBase's activity logger (same id and priority) in
 // the group it is bound to.
@@ -201,8 +212,11 @@ func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] {
 			if err != nil || l.mode == All {
 				if en, ok := requestEntry(e, err, started); ok {
 					if refused(en.status()) {
-						due, dropped := l.refusals.add(e.RealIP(), en)
-						if dropped {
+						due, held := l.refusals.add(e.RealIP(), en)
+						switch held {
+						case refusalCounted:
+							l.coalesced.Add(1)
+						case refusalDropped:
 							l.dropped.Add(1)
 						}
 						for _, d := range due {
@@ -380,7 +394,9 @@ func (l *Logger) write(batch []entry) {
 	if err != nil {
 		// PocketBase's own logger, which reaches the console as well.
 		l.cfg.Console.Error("Could not write the request log", "entries", len(batch), "error", err)
+		return
 	}
+	l.written.Add(int64(len(batch)))
 }
 
 // insert writes batch in one transaction, rowsPerInsert rows per
