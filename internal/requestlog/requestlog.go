@@ -127,9 +127,9 @@ type Logger struct {
 	// written counts the rows committed, coalesced the refusals counted in
 	// a row of their network's instead of a row of their own.
 	written, coalesced atomic.Int64
-	stopped atomic.Bool
-	stop    chan struct{}
-	done    chan struct{}
+	stopped            atomic.Bool
+	stop               chan struct{}
+	done               chan struct{}
 	// insertRows writes rowsPerInsert rows, insertRow one; args holds
 	// their arguments.
 	insertRows, insertRow *sql.Stmt
