@@ -90,8 +90,8 @@ func main() {
 		"on SIGTERM, how long requests in flight may take to finish")
 
 	var requestLog string
-	flags.StringVar(&requestLog, "request-log", string(requestlog.All),
-		"which /v1 requests go to PocketBase's logs: all, or errors (4xx and 5xx) only")
+	flags.StringVar(&requestLog, "request-log", string(requestlog.Bounded),
+		"which /v1 requests go to PocketBase's logs: bounded (every error, and 100 successes a second with a row counting the rest), all, or errors (4xx and 5xx) only")
 	cobra.OnInitialize(func() { opts.RequestLog = requestlog.Mode(requestLog) })
 
 	flags.DurationVar(&opts.AuditRetention, "audit-retention", hooks.DefaultAuditRetention,

@@ -42,6 +42,10 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 			Name: "petstore_requestlog_dropped_total", Help: "Requests without a row of their own in the request log, by reason.",
 			ConstLabels: prometheus.Labels{"reason": "coalesced"},
 		}, func() float64 { return float64(reqlog.Coalesced()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "petstore_requestlog_dropped_total", Help: "Requests without a row of their own in the request log, by reason.",
+			ConstLabels: prometheus.Labels{"reason": "bounded"},
+		}, func() float64 { return float64(reqlog.Counted()) }),
 	)
 	for _, file := range []string{"data.db", "data.db-wal", "auxiliary.db", "auxiliary.db-wal"} {
 		path := filepath.Join(app.DataDir(), file)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,5 +191,96 @@ func TestRequestLogEntryData(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// By default (--request-log bounded) the log writes every error, and of the
+// successes at most requestlog.SuccessesPerSecond a second, with one row a
+// second that counts the others: every request is in the log, one by one or
+// counted, and the busiest second holds the bound's rows of successes.
+func TestRequestLogBoundsSuccesses(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Name: "busy", Plan: "enterprise", PerMinute: 1_000_000, PerDay: 1_000_000})
+
+	// Send until one second of the client's clock saw twice the bound, or
+	// 20 s passed; a few errors go along.
+	const errors = 5
+	var successes int64
+	var mu sync.Mutex
+	perSecond := map[int64]int{}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 25 {
+					if r := s.Do(t, http.MethodGet, "/v1/pets?limit=1", key, nil); r.StatusCode != http.StatusOK {
+						t.Errorf("list: %d", r.StatusCode)
+						return
+					}
+					mu.Lock()
+					successes++
+					perSecond[time.Now().Unix()]++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if slices.Max(slices.Collect(maps.Values(perSecond))) >= 2*requestlog.SuccessesPerSecond {
+			break
+		}
+	}
+	for range errors {
+		if r := s.Do(t, http.MethodGet, "/v1/pets?limit=0", key, nil); r.StatusCode != http.StatusBadRequest {
+			t.Fatalf("limit=0: %d", r.StatusCode)
+		}
+	}
+
+	type countRow struct {
+		Count  int64  `json:"count"`
+		Second string `json:"second"`
+	}
+	var rows int64
+	var counted []countRow
+	var failures int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		entries := waitForLogs(t, s, 1)
+		rows, failures = 0, 0
+		for _, e := range entries {
+			if e.Status == http.StatusBadRequest {
+				failures++
+			} else {
+				rows++
+			}
+		}
+		var data []string
+		if err := s.App.AuxDB().Select("data").From("_logs").
+			Where(dbx.NewExp("json_extract(data, '$.type') = 'requestlog' AND json_extract(data, '$.second') IS NOT NULL")).
+			Column(&data); err != nil {
+			t.Fatal(err)
+		}
+		counted = counted[:0]
+		var n int64
+		for _, d := range data {
+			var c countRow
+			if err := json.Unmarshal([]byte(d), &c); err != nil {
+				t.Fatal(err)
+			}
+			counted = append(counted, c)
+			n += c.Count
+		}
+		if rows+n == successes && failures == errors {
+			break
+		}
+	}
+	var n int64
+	for _, c := range counted {
+		n += c.Count
+	}
+	if rows+n != successes || failures != errors || len(counted) == 0 {
+		t.Fatalf("%d successes sent: %d rows of their own and %d counted in %d rows; %d of %d errors logged",
+			successes, rows, n, len(counted), failures, errors)
+	}
+	if max := int64(requestlog.SuccessesPerSecond) * int64(len(perSecond)+1); rows > max {
+		t.Errorf("%d rows of successes over %d seconds, want at most %d", rows, len(perSecond), max)
 	}
 }

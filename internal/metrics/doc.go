@@ -28,7 +28,8 @@
 //	petstore_realtime_subscribers               gauge      PocketBase realtime clients connected
 //	petstore_requestlog_rows_total              counter    rows written to the request log
 //	petstore_requestlog_dropped_total           counter    reason: requests without a row of their own (full: the queue or the
-//	                                                       minute's refusals were full; coalesced: counted in their network's row)
+//	                                                       minute's refusals were full; coalesced: a refusal counted in its
+//	                                                       network's row; bounded: a success counted in its second's row)
 //	petstore_audit_events_total                 counter    action: audit records committed by this instance
 //	petstore_http_connections_open              gauge      connections open on the public listener (not yet)
 //	petstore_http_connections_refused_total     counter    reason (per_address, global) (not yet)

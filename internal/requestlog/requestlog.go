@@ -41,6 +41,10 @@ import (
 type Mode string
 
 const (
+	// Bounded logs every request that ended in an error, and of the
+	// successful ones SuccessesPerSecond a second, with one row a second
+	// that counts the others.
+	Bounded Mode = "bounded"
 	// All logs every request, as PocketBase does.
 	All Mode = "all"
 	// Errors logs only the requests that ended in an error (4xx, 5xx).
@@ -50,10 +54,10 @@ const (
 // ParseMode reads a Mode from a flag.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
-	case All, Errors:
+	case Bounded, All, Errors:
 		return m, nil
 	}
-	return "", fmt.Errorf("request log mode %q: want %q or %q", s, All, Errors)
+	return "", fmt.Errorf("request log mode %q: want %q, %q or %q", s, Bounded, All, Errors)
 }
 
 const (
@@ -65,9 +69,10 @@ const (
 	// URL, the User-Agent, the Referer.
 	maxURL         = 1000
 	maxClientField = 256
-	// refusalsFlushEvery is how often the refusals of past minutes are
-	// written when no new refusal writes them.
-	refusalsFlushEvery = 5 * time.Second
+	// countsFlushEvery is how often the count rows of past minutes
+	// (refusals) and seconds (successes) are written when no new request
+	// writes them.
+	countsFlushEvery = 5 * time.Second
 	// gatherFor is how long a batch waits for more entries after its first:
 	// the delay before an entry is in the log.
 	gatherFor = 10 * time.Millisecond
@@ -106,7 +111,7 @@ type requestData struct {
 
 // Config sets what a Logger writes.
 type Config struct {
-	Mode Mode // what goes to _logs; default All
+	Mode Mode // what goes to _logs; default Bounded
 	// Console receives the requests that the service's log shows (every
 	// 5xx, with an id to find it by, the slow ones, and with AccessLog all)
 	// and the writer's failures; the app's logger when nil.
@@ -125,11 +130,12 @@ type Logger struct {
 	queue   chan entry
 	dropped atomic.Int64
 	// written counts the rows committed, coalesced the refusals counted in
-	// a row of their network's instead of a row of their own.
-	written, coalesced atomic.Int64
-	stopped            atomic.Bool
-	stop               chan struct{}
-	done               chan struct{}
+	// a row of their network's instead of a row of their own, and counted
+	// the successes counted in a row of their second's (Bounded).
+	written, coalesced, counted atomic.Int64
+	stopped                     atomic.Bool
+	stop                        chan struct{}
+	done                        chan struct{}
 	// insertRows writes rowsPerInsert rows, insertRow one; args holds
 	// their arguments.
 	insertRows, insertRow *sql.Stmt
@@ -138,6 +144,7 @@ type Logger struct {
 	db                    *sql.DB
 	once                  sync.Once
 	refusals              *refusals
+	successes             *successes
 }
 
 // Start prepares the writer on app's auxiliary database, where PocketBase
@@ -148,7 +155,7 @@ func Start(app core.App, cfg Config) (*Logger, error) {
 	}
 	mode := cfg.Mode
 	if mode == "" {
-		mode = All
+		mode = Bounded
 	}
 	if _, err := ParseMode(string(mode)); err != nil {
 		return nil, err
@@ -170,7 +177,7 @@ func Start(app core.App, cfg Config) (*Logger, error) {
 	l := &Logger{
 		app: app, mode: mode, cfg: cfg, db: db, insertRows: insertRows, insertRow: insertRow, ids: newLogIDs(),
 		queue: make(chan entry, QueueSize), stop: make(chan struct{}), done: make(chan struct{}),
-		refusals: newRefusals(),
+		refusals: newRefusals(), successes: &successes{},
 	}
 	go l.run()
 	return l, nil
@@ -180,7 +187,7 @@ func Start(app core.App, cfg Config) (*Logger, error) {
 // Stop are dropped.
 func (l *Logger) Stop() {
 	l.once.Do(func() {
-		for _, en := range l.refusals.due(time.Time{}) {
+		for _, en := range append(l.refusals.due(time.Time{}), l.successes.due(time.Time{})...) {
 			l.enqueue(en)
 		}
 		l.stopped.Store(true)
@@ -200,6 +207,10 @@ func (l *Logger) Written() int64 { return l.written.Load() }
 // row of the minute instead of a row of their own.
 func (l *Logger) Coalesced() int64 { return l.coalesced.Load() }
 
+// Counted is how many successful requests were counted in their second's
+// row instead of a row of their own (Bounded).
+func (l *Logger) Counted() int64 { return l.counted.Load() }
+
 // Middleware replaces PocketBase's activity logger (same id and priority) in
 // the group it is bound to.
 func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] {
@@ -209,7 +220,7 @@ func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] {
 		Func: func(e *core.RequestEvent) error {
 			started := time.Now()
 			err := e.Next()
-			if err != nil || l.mode == All {
+			if l.logs(e, err, started) {
 				if en, ok := requestEntry(e, err, started); ok {
 					if refused(en.status()) {
 						due, held := l.refusals.add(e.RealIP(), en)
@@ -231,6 +242,26 @@ func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] {
 			return err
 		},
 	}
+}
+
+// logs reports whether the request gets a row of its own (so far as the
+// mode decides; the refusals' and the settings' bounds come after).
+func (l *Logger) logs(e *core.RequestEvent, err error, started time.Time) bool {
+	failed := err != nil || e.Status() >= 400
+	switch {
+	case failed || l.mode == All:
+		return true
+	case l.mode == Errors:
+		return false
+	}
+	admitted, due := l.successes.admit(started)
+	for _, d := range due {
+		l.enqueue(d)
+	}
+	if !admitted {
+		l.counted.Add(1)
+	}
+	return admitted
 }
 
 // requestEntry is the entry PocketBase's activity logger would write
@@ -318,16 +349,16 @@ func (l *Logger) run() {
 	gather := time.NewTimer(gatherFor)
 	gather.Stop()
 	var reported int64
-	// Refusals held for a minute are written once it ends, even when no
-	// later refusal comes to take them.
-	due := time.NewTicker(refusalsFlushEvery)
+	// The counts of a minute's refusals and of a second's successes are
+	// written once it ends, even when no later request comes to take them.
+	due := time.NewTicker(countsFlushEvery)
 	defer due.Stop()
 	for {
 		select {
 		case en := <-l.queue:
 			batch = append(batch[:0], en)
 		case now := <-due.C:
-			if batch = append(batch[:0], l.refusals.due(now)...); len(batch) == 0 {
+			if batch = append(append(batch[:0], l.refusals.due(now)...), l.successes.due(now)...); len(batch) == 0 {
 				continue
 			}
 		case <-l.stop:
