@@ -27,7 +27,7 @@ import (
 
 // TestDisasterRecoveryFromTheReplica is the restore drill of
 // docs/operations.md: petstore serves under `litestream replicate` with
-// docs/litestream.yml, replicating to a directory; staff edit a plan, revoke
+// deploy/litestream.yml, replicating to a directory; staff edit a plan, revoke
 // a key and a key gets banned; 8 clients create pets with Idempotency-Keys;
 // the whole process group is killed with SIGKILL at a random moment, as
 // losing the machine would. `litestream restore` then makes a new data
@@ -125,16 +125,16 @@ func TestDisasterRecoveryStandby(t *testing.T) {
 	checkOnePetPerCreate(t, again, creates)
 }
 
-// replication is docs/litestream.yml with one replica: the configuration
+// replication is deploy/litestream.yml with one replica: the configuration
 // the drills run, as operators run it.
 type replication struct {
 	bin        string        // litestream
-	config     string        // docs/litestream.yml
+	config     string        // deploy/litestream.yml
 	window     time.Duration // its monitor-interval + sync-interval: a commit older than this is in the replica
 	replicaURL string        // file:///...
 }
 
-// interval reads a duration setting of docs/litestream.yml.
+// interval reads a duration setting of deploy/litestream.yml.
 func interval(t *testing.T, config string, yml []byte, name string) time.Duration {
 	t.Helper()
 	m := regexp.MustCompile(`(?m)^\s*` + name + `:\s*(\S+)\s*$`).FindSubmatch(yml)
@@ -148,7 +148,7 @@ func interval(t *testing.T, config string, yml []byte, name string) time.Duratio
 	return d
 }
 
-// newReplication finds litestream on PATH and reads docs/litestream.yml,
+// newReplication finds litestream on PATH and reads deploy/litestream.yml,
 // with a replica in a new temporary directory. Without litestream the test
 // skips, saying so, unless PETSTORE_REQUIRE_LITESTREAM=1 (CI): then it fails.
 func newReplication(t *testing.T) *replication {
@@ -165,7 +165,7 @@ func newReplication(t *testing.T) *replication {
 	if err != nil {
 		t.Fatalf("litestream version: %v", err)
 	}
-	config, err := filepath.Abs(filepath.Join("..", "..", "docs", "litestream.yml"))
+	config, err := filepath.Abs(filepath.Join("..", "..", "deploy", "litestream.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func newReplication(t *testing.T) *replication {
 	return &replication{bin: bin, config: config, window: monitor + sync, replicaURL: "file://" + t.TempDir()}
 }
 
-// command is `litestream ARGS` with docs/litestream.yml's variables set for
+// command is `litestream ARGS` with deploy/litestream.yml's variables set for
 // petstore's data directory dir.
 func (r *replication) command(dir string, args ...string) *exec.Cmd {
 	cmd := exec.Command(r.bin, args...)

@@ -1,0 +1,235 @@
+package realserver_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"petstore/internal/redistest"
+)
+
+// The proxy configurations self-hosters install, deploy/nginx.conf and
+// deploy/Caddyfile, run as written (only the addresses differ) in front of
+// two instances sharing one data directory and a Redis, as in
+// deploy/compose.yaml: the API, every page, the dashboard and its realtime
+// stream answer through them, and the API's links and document name the
+// public URL.
+func TestDeployProxiesServeEverything(t *testing.T) {
+	for _, proxy := range []struct {
+		name  string
+		start func(t *testing.T, listen string, upstreams []string)
+	}{
+		{"nginx", startNginx},
+		{"caddy", startCaddy},
+	} {
+		t.Run(proxy.name, func(t *testing.T) {
+			requireTool(t, proxy.name)
+			redis := redistest.Start(t)
+			listen := freeAddr(t)
+			public := "http://" + listen + "/v1"
+			dir := t.TempDir()
+			key, _ := createKey(t, dir, "--plan", "free")
+			a := start(t, dir, "--public-url", public, "--ratelimit-redis", redis.URL(0))
+			b := start(t, dir, "--public-url", public, "--ratelimit-redis", redis.URL(0))
+			proxy.start(t, listen, []string{a.Addr, b.Addr})
+			checkThroughProxy(t, "http://"+listen, public, key)
+		})
+	}
+}
+
+func checkThroughProxy(t *testing.T, base, public, key string) {
+	client := &http.Client{
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	get := func(path, want string) {
+		t.Helper()
+		resp, err := client.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d, body without %q:\n%.300s", path, resp.StatusCode, want, body)
+		}
+	}
+	get("/", "/staff/")
+	get("/docs/", "<html")
+	get("/staff/", "<html")
+	get("/_/", "<html")
+	get("/api/health", `"code":200`)
+	get("/readyz", `"rateLimiter":"redis"`)
+	get("/v1/openapi.json", `"url":"`+public+`"`)
+
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/pets", strings.NewReader(`{"name":"Rex","categoryId":1}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusCreated || !strings.HasPrefix(loc, public+"/pets/") {
+		t.Fatalf("create through the proxy: %d, Location %q; want 201 under %s", resp.StatusCode, loc, public)
+	}
+	req, _ = http.NewRequest(http.MethodGet, resp.Header.Get("Location"), nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"Rex"`) {
+		t.Errorf("GET the Location through the proxy: %d %s", resp.StatusCode, body)
+	}
+
+	// The realtime stream's first event arrives at once: nothing between
+	// client and server holds it back.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/realtime", nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("realtime through the proxy: %v", err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		if lines.Text() == "event:PB_CONNECT" {
+			return
+		}
+	}
+	t.Errorf("realtime through the proxy: no PB_CONNECT event within 5 s (%d, %v)", resp.StatusCode, lines.Err())
+}
+
+// startNginx runs deploy/nginx.conf, listening on listen with upstreams as its
+// servers, in an nginx of its own until the test ends.
+func startNginx(t *testing.T, listen string, upstreams []string) {
+	conf := readDeployFile(t, "nginx.conf")
+	servers := ""
+	for _, u := range upstreams {
+		servers += fmt.Sprintf("    server %s max_fails=3 fail_timeout=10s;\n", u)
+	}
+	conf = replaceOnce(t, conf, "    server 127.0.0.1:8090 max_fails=3 fail_timeout=10s;\n", servers)
+	conf = replaceOnce(t, conf, "listen 80;", "listen "+listen+";")
+
+	dir := t.TempDir()
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;" // the workers read the test's directories
+	}
+	main := fmt.Sprintf(`%s
+daemon off;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log;
+events {}
+http {
+    access_log off;
+    client_body_temp_path %[2]s/body;
+    proxy_temp_path %[2]s/proxy;
+    fastcgi_temp_path %[2]s/fastcgi;
+    uwsgi_temp_path %[2]s/uwsgi;
+    scgi_temp_path %[2]s/scgi;
+    include %[2]s/petstore.conf;
+}
+`, user, dir)
+	writeFile(t, filepath.Join(dir, "petstore.conf"), conf)
+	writeFile(t, filepath.Join(dir, "nginx.conf"), main)
+	runProxy(t, listen, exec.Command("nginx", "-p", dir, "-c", filepath.Join(dir, "nginx.conf")))
+}
+
+// startCaddy runs deploy/Caddyfile, as written, with PETSTORE_SITE and
+// PETSTORE_UPSTREAMS set, in a Caddy of its own until the test ends.
+func startCaddy(t *testing.T, listen string, upstreams []string) {
+	dir := t.TempDir()
+	// Global options ahead of the file: no admin endpoint (tests may run
+	// side by side), and Caddy's state in the test's directory.
+	conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n\n" + readDeployFile(t, "Caddyfile")
+	writeFile(t, filepath.Join(dir, "Caddyfile"), conf)
+	cmd := exec.Command("caddy", "run", "--adapter", "caddyfile", "--config", filepath.Join(dir, "Caddyfile"))
+	cmd.Env = append(os.Environ(),
+		"HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir,
+		"PETSTORE_SITE=http://"+listen,
+		"PETSTORE_UPSTREAMS="+strings.Join(upstreams, " "))
+	runProxy(t, listen, cmd)
+}
+
+// runProxy starts cmd, in a process group of its own so that its workers
+// end with it, and waits until its listener answers.
+func runProxy(t *testing.T, listen string, cmd *exec.Cmd) {
+	t.Helper()
+	log, err := os.Create(filepath.Join(t.TempDir(), "output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + listen + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Cleanup(stop)
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	out, _ := os.ReadFile(log.Name())
+	t.Fatalf("%s did not serve /readyz on %s within 15 s:\n%s", cmd.Path, listen, out)
+}
+
+// requireTool fails the test in CI, and skips it elsewhere, when name is not
+// installed (CI installs Debian's nginx and caddy).
+func requireTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed", name)
+		}
+		t.Skipf("%s is not installed", name)
+	}
+}
+
+func readDeployFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func replaceOnce(t *testing.T, s, old, new string) string {
+	t.Helper()
+	if strings.Count(s, old) != 1 {
+		t.Fatalf("want %q once in the deploy file", old)
+	}
+	return strings.Replace(s, old, new, 1)
+}
+
+func writeFile(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
