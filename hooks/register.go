@@ -145,6 +145,7 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		return err
 	}
 	stops.onTerminate("petstoreDataVersionClose", "Could not close the data version watch", version.Close)
+	bindRealtimeAuthCheck(app, version, s.log)
 	keys, err := apikeys.NewFinder(reads.DB())
 	if err != nil {
 		return err
