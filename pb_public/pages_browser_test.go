@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 )
 
@@ -142,4 +143,44 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string, width int64
 	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d-%s.png", name, width, scheme)), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// In a browser whose time zone is not UTC, the staff page shows every time
+// in UTC with its date (a ban's end, an expiry, an old secret's end), as its
+// columns and the day quota count, and a quota the key takes from its plan
+// as "Plan's (60)", not 0.
+func TestStaffPageTimesAndPlanQuotas(t *testing.T) {
+	p := openStaffPage(t)
+	if _, err := chromedp.Call(p.ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "America/Los_Angeles"}); err != nil {
+		t.Fatal(err)
+	}
+	banned := p.s.NewKey(t, apikeys.NewKey{Plan: "free", Name: "banned"})
+	bannedID := p.s.KeyRecord(t, banned).Id
+	// Late in the UTC day: a local time without its date would read as
+	// another day in Los Angeles.
+	until := time.Now().UTC().Add(24 * time.Hour).Truncate(24 * time.Hour).Add(23*time.Hour + 47*time.Minute)
+	if err := apikeys.SaveBan(p.s.App, bannedID, until); err != nil {
+		t.Fatal(err)
+	}
+	expires := until.Add(time.Hour)
+	own := p.s.NewKey(t, apikeys.NewKey{Plan: "free", Name: "own", PerMinute: 5, Expires: expires})
+	ownID := p.s.KeyRecord(t, own).Id
+
+	p.signIn()
+	if got := eval[string](p, `Intl.DateTimeFormat().resolvedOptions().timeZone`); got != "America/Los_Angeles" {
+		t.Fatalf("the browser's time zone is %s", got)
+	}
+	for _, c := range []struct{ selector, want string }{
+		{row(bannedID) + " .until", "until " + until.Format("2006-01-02 15:04") + " UTC"},
+		{row(ownID) + " .expires", "expires " + expires.Format("2006-01-02 15:04") + " UTC"},
+		{row(bannedID) + " .per-minute", "Plan's (60)"},
+		{row(bannedID) + " .per-day", "Plan's (1,000)"},
+		{row(ownID) + " .per-minute", "5own"}, // "own" is a badge beside the number
+		{row(ownID) + " .per-day", "Plan's (1,000)"},
+	} {
+		if got := p.text(c.selector); got != c.want {
+			t.Errorf("%s reads %q, want %q", c.selector, got, c.want)
+		}
+	}
+	p.shots("utc-and-plan-quotas")
 }
