@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
 )
 
@@ -28,9 +29,39 @@ type Options struct {
 	// and min(MaxBackoff, MinBackoff * 2^n). Defaults 250 ms and 30 s.
 	MinBackoff, MaxBackoff time.Duration
 	// MaxRetryAfter is the longest Retry-After a call waits for (a banned
-	// key's can be many minutes); beyond it, or beyond the context's
-	// deadline, the call returns the *Error at once. Default 2 minutes.
+	// key's can be many minutes, a minute quota's up to 60 s); beyond it, or
+	// beyond the context's deadline, the call returns the *Error at once,
+	// with RetryAfter set, and the caller decides. Default 10 s
+	// (DefaultMaxRetryAfter).
 	MaxRetryAfter time.Duration
+	// OnWait, when set, is called before each wait between two attempts of
+	// a call, on the calling goroutine, with what the call waits for and
+	// why: to log it, or to show it to someone waiting.
+	OnWait func(Wait)
+}
+
+// DefaultMaxRetryAfter is Options.MaxRetryAfter's default: a call waits out
+// the end of a minute window when little of it is left, but never holds its
+// caller much longer than a slow request would; a longer Retry-After comes
+// back to the caller, who knows whether waiting is worth it.
+const DefaultMaxRetryAfter = 10 * time.Second
+
+// A Wait is one wait of a call before its next attempt, as Options.OnWait
+// sees it.
+type Wait struct {
+	Method string // the request's method
+	URL    string // the request's URL, any password in it redacted
+	// Attempt is the attempt that failed, from 1; the next one is
+	// Attempt+1.
+	Attempt int
+	Delay   time.Duration // how long the call waits now
+	// StatusCode is the failed attempt's status (429 or 503), or 0 when no
+	// answer came (Err says why).
+	StatusCode int
+	// RetryAfter tells that Delay is the answer's Retry-After, not a
+	// backoff of the client's choosing.
+	RetryAfter bool
+	Err        error // the network error, when no answer came
 }
 
 // Client is a client of one petstore service for one API key. It is safe for
@@ -38,7 +69,9 @@ type Options struct {
 type Client struct {
 	base   string // the base URL with a final "/", which the request builders resolve "./pets" against
 	apiKey string
-	http   *retryablehttp.Client
+	http   *http.Client
+	policy policy
+	onWait func(Wait)
 }
 
 // New returns a client of the service whose base URL is baseURL, the address
@@ -65,22 +98,44 @@ func New(baseURL, apiKey string, opts Options) (*Client, error) {
 	if apiKey == "" {
 		return nil, errors.New("petstore client: the API key is empty")
 	}
-	p := newPolicy(opts)
-	return &Client{
-		base:   u.String() + "/",
-		apiKey: apiKey,
-		http: &retryablehttp.Client{
-			HTTPClient:   opts.HTTPClient,
-			RetryWaitMin: p.minBackoff,
-			RetryWaitMax: p.maxBackoff,
-			RetryMax:     p.maxAttempts - 1,
-			CheckRetry:   p.checkRetry,
-			Backoff:      p.backoff,
-			// The last answer goes back as it came, to be read as an
-			// Error, instead of retryablehttp's "giving up" error.
-			ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = cleanhttp.DefaultPooledClient()
+	}
+	return &Client{base: u.String() + "/", apiKey: apiKey, http: hc, policy: newPolicy(opts), onWait: opts.OnWait}, nil
+}
+
+// retrier is the retry loop of one call: a retryablehttp.Client of its own,
+// so that the wait it reports names the call's request and the error that
+// caused it. It shares the Client's *http.Client and so its connections.
+func (c *Client) retrier(req *http.Request) *retryablehttp.Client {
+	var lastErr error
+	return &retryablehttp.Client{
+		HTTPClient:   c.http,
+		RetryWaitMin: c.policy.minBackoff,
+		RetryWaitMax: c.policy.maxBackoff,
+		RetryMax:     c.policy.maxAttempts - 1,
+		CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+			lastErr = err
+			return c.policy.checkRetry(ctx, resp, err)
 		},
-	}, nil
+		Backoff: func(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
+			wait, fromHeader := c.policy.backoff(minWait, maxWait, attempt, resp)
+			if c.onWait != nil {
+				w := Wait{Method: req.Method, URL: req.URL.Redacted(), Attempt: attempt + 1, Delay: wait, RetryAfter: fromHeader}
+				if resp != nil {
+					w.StatusCode = resp.StatusCode
+				} else {
+					w.Err = lastErr
+				}
+				c.onWait(w)
+			}
+			return wait
+		},
+		// The last answer goes back as it came, to be read as an Error,
+		// instead of retryablehttp's "giving up" error.
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	}
 }
 
 // withV1 is the base URL to suggest for u in an error: u up to its /v1
@@ -129,7 +184,7 @@ func (c *Client) do(ctx context.Context, req *http.Request, want int, out any, v
 	if err != nil {
 		return nil, RateLimit{}, err
 	}
-	resp, err := c.http.Do(r)
+	resp, err := c.retrier(req).Do(r)
 	if err != nil {
 		return nil, RateLimit{}, err
 	}

@@ -401,6 +401,74 @@ func TestRetryAfterAndDeadline(t *testing.T) {
 	}
 }
 
+// OnWait hears of every wait, with its cause: the answer's status and
+// Retry-After, or the network error. By default a Retry-After over 10 s
+// (DefaultMaxRetryAfter) is not waited for: the call returns the 429 at once
+// and reports no wait.
+func TestWaitsAreReported(t *testing.T) {
+	var answers atomic.Int32
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch answers.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"code":"unavailable","message":"Busy.","status":503}`)
+		case 2:
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, `{"id":100000000000001,"name":"Rex","categoryId":1,"status":"available"}`)
+		default:
+			w.Header().Set("Retry-After", fmt.Sprint(int(client.DefaultMaxRetryAfter/time.Second)+1))
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"code":"rate_limit_exceeded","message":"Slow down.","status":429}`)
+		}
+	}))
+	t.Cleanup(site.Close)
+	var waits []client.Wait
+	opts := client.Options{HTTPClient: &http.Client{}, OnWait: func(w client.Wait) { waits = append(waits, w) }}
+	c, err := client.New(site.URL+"/v1", "pet_k", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.CreatePet(ctx, client.NewPet{Name: "Rex", CategoryID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want := client.Wait{Method: "POST", URL: site.URL + "/v1/pets", Attempt: 1, Delay: time.Second, StatusCode: 503, RetryAfter: true}
+	if len(waits) != 1 || waits[0] != want {
+		t.Fatalf("waits %+v, want [%+v]", waits, want)
+	}
+
+	waits = nil
+	began := time.Now()
+	_, err = c.CreatePet(ctx, client.NewPet{Name: "Tom", CategoryID: 1})
+	var e *client.Error
+	if !errors.As(err, &e) || e.StatusCode != 429 || e.RetryAfter != client.DefaultMaxRetryAfter+time.Second || len(waits) != 0 || time.Since(began) > time.Second {
+		t.Fatalf("a Retry-After over the default bound: %v, waits %+v, after %v; want the 429 at once", err, waits, time.Since(began))
+	}
+
+	// No answer: a closed port.
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	opts.MaxAttempts, opts.MinBackoff, opts.MaxBackoff = 3, time.Millisecond, 2*time.Millisecond
+	c, err = client.New(closed.URL+"/v1", "pet_k", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits = nil
+	if _, err := c.ListPage(ctx, client.ListOptions{}); err == nil {
+		t.Fatal("a closed port answered")
+	}
+	if len(waits) != 2 {
+		t.Fatalf("%d waits for 3 attempts: %+v", len(waits), waits)
+	}
+	for i, w := range waits {
+		if w.Attempt != i+1 || w.Method != "GET" || !strings.HasPrefix(w.URL, closed.URL+"/v1/pets") || w.StatusCode != 0 || w.Err == nil || w.RetryAfter || w.Delay > 2*time.Millisecond {
+			t.Errorf("wait %d: %+v", i, w)
+		}
+	}
+}
+
 func TestNewRefusesMisconfiguration(t *testing.T) {
 	for _, tc := range []struct{ baseURL, key, says string }{
 		{"http://127.0.0.1:8090", "k", `does not end in /v1; it is the address of the API's version segment, such as http://127.0.0.1:8090/v1`},
@@ -441,6 +509,11 @@ func TestAnswersThatAreNotTheAPIs(t *testing.T) {
 	if !errors.As(err, &e) || e.StatusCode != 404 || e.Code != "" ||
 		!strings.Contains(e.Message, "not the API's JSON") || !strings.Contains(e.Message, "is "+base+" the API's base URL?") {
 		t.Fatalf("a PocketBase 404: %v", err)
+	}
+	// A POST there is PocketBase's 405, which asks the same.
+	_, err = newClient(t, s, base, key, client.Options{}).CreatePet(ctx, client.NewPet{Name: "Rex", CategoryID: 1})
+	if !errors.As(err, &e) || e.StatusCode != 405 || e.Code != "" || !strings.Contains(e.Message, "is "+base+" the API's base URL?") {
+		t.Fatalf("a PocketBase 405: %v", err)
 	}
 
 	// A web site: 200 with a page.

@@ -53,8 +53,9 @@
 // Options.MaxAttempts attempts in all. It waits for Retry-After when the
 // answer has one, otherwise a random time between 0 and
 // min(MaxBackoff, MinBackoff × 2^attempt) ("full jitter"). It does not wait
-// for a Retry-After longer than Options.MaxRetryAfter or ending after the
-// context's deadline: it returns the *Error at once, with RetryAfter set.
+// for a Retry-After longer than Options.MaxRetryAfter (10 s by default) or
+// ending after the context's deadline: it returns the *Error at once, with
+// RetryAfter set. Options.OnWait hears of every wait, and why.
 // Other answers are not retried: a 4xx will not change, and a 500 is the
 // caller's to judge.
 //

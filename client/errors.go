@@ -97,8 +97,8 @@ func challengeParam(challenge, name string) string {
 
 // notTheAPI is the Error for an answer that is not the API's JSON: it names
 // the request, the status, the media type and the start of the body, and
-// asks about the base URL when the answer is a success or a 404, which a
-// wrong base URL gives.
+// asks about the base URL when the status is one a wrong base URL gives
+// (wrongBase).
 func (c *Client) notTheAPI(resp *http.Response, body []byte, rl RateLimit) *Error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s answered %s", resp.Request.Method, resp.Request.URL.Redacted(), resp.Status)
@@ -109,7 +109,7 @@ func (c *Client) notTheAPI(resp *http.Response, body []byte, rl RateLimit) *Erro
 	if text := snippet(body); text != "" {
 		b.WriteString(": " + text)
 	}
-	if resp.StatusCode < 300 || resp.StatusCode == http.StatusNotFound {
+	if wrongBase(resp.StatusCode) {
 		fmt.Fprintf(&b, "; is %s the API's base URL?", strings.TrimSuffix(c.base, "/"))
 	}
 	e := &Error{StatusCode: resp.StatusCode, Message: b.String(), RateLimit: rl}
@@ -126,4 +126,20 @@ func snippet(body []byte) string {
 		text = string(r[:max]) + "…"
 	}
 	return text
+}
+
+// wrongBase tells whether an answer with this status, not the API's JSON,
+// likely comes from a wrong base URL: another site's page (a success or a
+// redirect), a path nothing serves (404, 410), or one that serves only
+// reading, such as a static site or PocketBase's catch-all, refusing a POST
+// (405, 501).
+func wrongBase(status int) bool {
+	switch {
+	case status < 400:
+		return true
+	case status == http.StatusNotFound, status == http.StatusGone,
+		status == http.StatusMethodNotAllowed, status == http.StatusNotImplemented:
+		return true
+	}
+	return false
 }

@@ -20,7 +20,7 @@ type policy struct {
 }
 
 func newPolicy(o Options) policy {
-	p := policy{maxAttempts: 5, minBackoff: 250 * time.Millisecond, maxBackoff: 30 * time.Second, maxRetryAfter: 2 * time.Minute}
+	p := policy{maxAttempts: 5, minBackoff: 250 * time.Millisecond, maxBackoff: 30 * time.Second, maxRetryAfter: DefaultMaxRetryAfter}
 	if o.MaxAttempts > 0 {
 		p.maxAttempts = o.MaxAttempts
 	}
@@ -61,18 +61,18 @@ func (p policy) checkRetry(ctx context.Context, resp *http.Response, err error) 
 	return true, nil
 }
 
-// backoff waits for Retry-After when the answer has one, else a random time
-// between 0 and min(max, min * 2^attempt) ("full jitter"), so that clients
-// refused together do not come back together.
-func (p policy) backoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
+// backoff waits for Retry-After when the answer has one (and says so),
+// else a random time between 0 and min(max, min * 2^attempt) ("full
+// jitter"), so that clients refused together do not come back together.
+func (p policy) backoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) (time.Duration, bool) {
 	if wait, ok := retryAfter(resp, time.Now()); ok {
-		return wait
+		return wait, true
 	}
 	ceiling := maxWait
 	if attempt < 32 && minWait<<attempt < maxWait {
 		ceiling = minWait << attempt
 	}
-	return rand.N(ceiling + 1)
+	return rand.N(ceiling + 1), false
 }
 
 // retryAfter reads the Retry-After of a 429 or 503 (RFC 9110, section

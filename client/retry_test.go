@@ -18,7 +18,10 @@ func TestBackoffIsFullJitter(t *testing.T) {
 		}
 		var low, high bool
 		for range 2000 {
-			w := p.backoff(minWait, maxWait, attempt, nil)
+			w, fromHeader := p.backoff(minWait, maxWait, attempt, nil)
+			if fromHeader {
+				t.Fatal("a backoff without an answer says it is a Retry-After")
+			}
 			if w < 0 || w > ceiling {
 				t.Fatalf("attempt %d: waited %v, want 0..%v", attempt, w, ceiling)
 			}
@@ -29,7 +32,7 @@ func TestBackoffIsFullJitter(t *testing.T) {
 			t.Fatalf("attempt %d: waits not spread over 0..%v", attempt, ceiling)
 		}
 	}
-	if w := p.backoff(minWait, maxWait, 200, nil); w > maxWait {
+	if w, _ := p.backoff(minWait, maxWait, 200, nil); w > maxWait {
 		t.Fatalf("attempt 200 waited %v", w)
 	}
 }
@@ -44,8 +47,8 @@ func TestRetryAfterIsWaitedFor(t *testing.T) {
 	} {
 		for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 			resp := &http.Response{StatusCode: status, Header: http.Header{"Retry-After": {value}}}
-			got := p.backoff(time.Millisecond, time.Millisecond, 0, resp)
-			if got < want-time.Second || got > want {
+			got, fromHeader := p.backoff(time.Millisecond, time.Millisecond, 0, resp)
+			if got < want-time.Second || got > want || !fromHeader {
 				t.Errorf("%d Retry-After %q: waited %v, want %v", status, value, got, want)
 			}
 		}
@@ -56,7 +59,7 @@ func TestRetryAfterIsWaitedFor(t *testing.T) {
 		{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"-5"}}},
 		{StatusCode: http.StatusInternalServerError, Header: http.Header{"Retry-After": {"60"}}},
 	} {
-		if got := p.backoff(time.Millisecond, time.Millisecond, 0, resp); got > time.Millisecond {
+		if got, fromHeader := p.backoff(time.Millisecond, time.Millisecond, 0, resp); got > time.Millisecond || fromHeader {
 			t.Errorf("%d Retry-After %q: waited %v", resp.StatusCode, resp.Header.Get("Retry-After"), got)
 		}
 	}

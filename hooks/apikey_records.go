@@ -2,10 +2,12 @@ package hooks
 
 import (
 	"errors"
+	"time"
 
 	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
+	"github.com/pocketbase/pocketbase/tools/types"
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
@@ -23,16 +25,34 @@ const errCreateKeyInDashboard = "API keys are issued on the staff page, /staff/,
 // form opened before a ban, a roll, a use or an expiry change and saved
 // later would lift the ban, undo the roll, turn back the counts or the
 // expiry: a save there leaves the fields only the service writes, and the
-// expiry, as they are stored. Lifting a ban and changing an expiry are
-// explicit acts (apikeys.Unban, apikeys.Change: the staff page or the `keys`
-// command). A save that would clear `revoked` is refused, whatever sent it:
-// revocation is final.
+// expiry, as they are stored. A save that changes one of them itself (an
+// edit, not an old form's value) is refused with what to do instead
+// (apikeys.DashboardChange), so that no save reports success and drops what
+// staff typed. Lifting a ban and changing an expiry are explicit acts
+// (apikeys.Unban, apikeys.Change: the staff page or the `keys` command). A
+// save that would clear `revoked` is refused, whatever sent it: revocation
+// is final.
 func bindAPIKeyRecordHooks(app core.App) {
 	app.OnRecordCreateRequest(apikeys.Collection).BindFunc(func(e *core.RecordRequestEvent) error {
 		return e.BadRequestError(errCreateKeyInDashboard, nil)
 	})
 	app.OnRecordUpdateRequest(apikeys.Collection).BindFunc(func(e *core.RecordRequestEvent) error {
 		k := &apikeys.APIKey{Record: e.Record}
+		// The form's `updated` as sent (the request info holds the record's
+		// own: an autodate field keeps its value). The body rereads.
+		var form struct {
+			Updated string `json:"updated" form:"updated"`
+		}
+		if err := e.BindBody(&form); err != nil {
+			return err
+		}
+		formUpdated := ""
+		if d, err := types.ParseDateTime(form.Updated); err == nil {
+			formUpdated = d.String()
+		}
+		if err := k.DashboardChange(formUpdated, time.Now()); err != nil {
+			return asFieldError(err)
+		}
 		k.KeepServiceFields()
 		// Checked here too, for an answer that says what is wrong at the top,
 		// where the dashboard shows it.

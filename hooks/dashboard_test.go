@@ -39,39 +39,39 @@ func TestDashboardCannotCreateKeys(t *testing.T) {
 	}
 }
 
-// A key form opened before a ban (or a roll) and saved later, as the
+// A key form opened before a roll and a use and saved later, as the
 // dashboard sends it (every field as loaded), changes what staff edited and
-// leaves the ban, the secrets and the counts as they are.
+// leaves the secrets and the counts as they are. Opened before a ban and
+// saved while the key is banned, it is refused with the ban and how to lift
+// it (clearing banned_until is not the way), and changes nothing; reloaded,
+// it saves.
 func TestStaleKeyFormKeepsBan(t *testing.T) {
 	s := apptest.Start(t, "")
 	token := s.StaffToken(t)
 	key := s.NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 1, Name: "shop"})
 	id := s.KeyRecord(t, key).Id
+	path := "/api/collections/api_keys/records/" + id
+	load := func() map[string]any {
+		var form map[string]any
+		s.Do(t, http.MethodGet, path, token, nil).JSON(t, &form)
+		return form
+	}
 
 	// The dashboard loads the record into its form...
-	var form map[string]any
-	s.Do(t, http.MethodGet, "/api/collections/api_keys/records/"+id, token, nil).JSON(t, &form)
+	form := load()
 	if form["banned_until"] != "" {
 		t.Fatalf("loaded banned_until %v", form["banned_until"])
 	}
-
-	// ... meanwhile the key gets banned and rolled ...
-	for {
-		r := s.Do(t, http.MethodGet, "/v1/pets", key, nil)
-		if strings.Contains(string(r.Body), "api_key_banned") {
-			break
-		}
-	}
+	// ... meanwhile the key is used and rolled ...
+	s.Do(t, http.MethodGet, "/v1/pets", key, nil)
 	newKey, _, err := apikeys.Roll(s.App, id, time.Hour, audit.CLI)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored := s.KeyRecord(t, newKey)
-
 	// ... and staff save the form with a new name.
 	form["name"] = "renamed shop"
-	r := s.Do(t, http.MethodPatch, "/api/collections/api_keys/records/"+id, token, form)
-	if r.StatusCode != http.StatusOK {
+	if r := s.Do(t, http.MethodPatch, path, token, form); r.StatusCode != http.StatusOK {
 		t.Fatalf("save: %d %s", r.StatusCode, r.Body)
 	}
 	saved := s.KeyRecord(t, newKey)
@@ -85,8 +85,30 @@ func TestStaleKeyFormKeepsBan(t *testing.T) {
 			t.Errorf("%s %q after the save, want %q as stored", field, got, want)
 		}
 	}
-	if saved.State(time.Now()) != apikeys.StateBanned {
-		t.Errorf("state %s, want banned", saved.State(time.Now()))
+
+	// Another form, opened before a ban and saved during it.
+	form = load()
+	for {
+		r := s.Do(t, http.MethodGet, "/v1/pets", newKey, nil)
+		if strings.Contains(string(r.Body), "api_key_banned") {
+			break
+		}
+	}
+	form["name"] = "shop again"
+	r := s.Do(t, http.MethodPatch, path, token, form)
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), "petstore keys unban "+id) || !strings.Contains(string(r.Body), "reload it") {
+		t.Fatalf("a stale form saved during a ban: %d %s; want 400 saying how to lift the ban", r.StatusCode, r.Body)
+	}
+	if k := s.KeyRecord(t, newKey); k.Name() != "renamed shop" || k.State(time.Now()) != apikeys.StateBanned {
+		t.Errorf("after the refused save: name %q, state %s; want them unchanged", k.Name(), k.State(time.Now()))
+	}
+	form = load()
+	form["name"] = "shop again"
+	if r := s.Do(t, http.MethodPatch, path, token, form); r.StatusCode != http.StatusOK {
+		t.Fatalf("the reloaded form: %d %s", r.StatusCode, r.Body)
+	}
+	if k := s.KeyRecord(t, newKey); k.Name() != "shop again" || k.State(time.Now()) != apikeys.StateBanned {
+		t.Errorf("after the reloaded save: name %q, state %s; want the new name, still banned", k.Name(), k.State(time.Now()))
 	}
 	r = s.Do(t, http.MethodGet, "/v1/pets", newKey, nil)
 	apptest.ExpectError(t, r, http.StatusTooManyRequests, "api_key_banned")
@@ -127,7 +149,9 @@ func TestDashboardCollections(t *testing.T) {
 		{"api_keys", "revoked", "Revocation is final"},
 		{"api_keys", "expires", "petstore keys expire ID"},
 		{"api_keys", "banned_until", "petstore keys unban"},
-		{"api_keys", "key_hash", "edits here are ignored"},
+		{"api_keys", "key_hash", "a save here that changes it is refused"},
+		{"api_keys", "prefix", "a save here that changes it is refused"},
+		{"api_keys", "scopes", "a save here that changes them is refused"},
 		{"api_key_usage", "limited", "requests minus limited"},
 		{"plans", "ban_after", "0 means the per-minute quota"},
 		{"plans", "ban_minutes", "0 disables bans"},
@@ -140,27 +164,63 @@ func TestDashboardCollections(t *testing.T) {
 }
 
 // Staff revoke a key in the dashboard, whose form sends the whole record
-// back; an edit of the hash itself is ignored, since it would orphan the key
-// (see TestStaleKeyFormKeepsBan for the other fields the service writes).
-func TestDashboardSaveKeepsTheKeyHash(t *testing.T) {
+// back. A save that changes a field only the service writes is refused, with
+// the field and what to do instead, and changes nothing: no save reports
+// success and drops what staff typed.
+func TestDashboardRefusesServiceFieldEdits(t *testing.T) {
 	s := apptest.Start(t, "")
-	key := s.NewKey(t, apikeys.NewKey{Plan: "free"})
+	key := s.NewKey(t, apikeys.NewKey{Plan: "free", Name: "shop"})
 	id := s.KeyRecord(t, key).Id
 	token := s.StaffToken(t)
 	path := "/api/collections/api_keys/records/" + id
+	load := func() map[string]any {
+		var form map[string]any
+		s.Do(t, http.MethodGet, path, "", nil, "Authorization", token).JSON(t, &form)
+		return form
+	}
 
-	r := s.Do(t, http.MethodPatch, path, "", map[string]any{apikeys.HashField: strings.Repeat("0", 64)}, "Authorization", token)
-	if r.StatusCode != http.StatusOK || s.KeyRecord(t, key).Id != id {
-		t.Fatalf("editing the hash: %d %s; want 200 with the hash unchanged", r.StatusCode, r.Body)
+	future := time.Now().Add(48 * time.Hour).UTC().Format("2006-01-02 15:04:05.000Z")
+	for _, c := range []struct {
+		field string
+		value any
+		says  string
+	}{
+		{apikeys.HashField, strings.Repeat("0", 64), "Roll the key"},
+		{apikeys.PrefixField, "pet_mine", "is the start of the key's secret; it cannot be changed here"},
+		{apikeys.PreviousPrefixField, "pet_old", "written by a roll"},
+		{apikeys.ExpiresField, future, "petstore keys expire ID"},
+		{apikeys.ScopesField, []string{"pets:read"}, "change them on the staff page"},
+		{apikeys.LastUsedField, future, "written by the service on the key's use"},
+		{apikeys.BannedUntilField, future, "are set by the rate limiter"},
+		{apikeys.BanLiftedField, future, "written when a ban is lifted"},
+	} {
+		before := s.KeyRecord(t, key).GetString(c.field)
+		for how, body := range map[string]map[string]any{"the whole form": load(), "the field alone": {}} {
+			body["name"] = "renamed"
+			body[c.field] = c.value
+			r := s.Do(t, http.MethodPatch, path, "", body, "Authorization", token)
+			var answer struct {
+				Message string
+				Data    map[string]struct{ Message string }
+			}
+			r.JSON(t, &answer)
+			if r.StatusCode != http.StatusBadRequest || !strings.Contains(answer.Message, c.says) || !strings.Contains(answer.Data[c.field].Message, c.says) {
+				t.Errorf("%s changed with %s: %d %s; want 400 saying %q under data.%s", c.field, how, r.StatusCode, r.Body, c.says, c.field)
+			}
+			k := s.KeyRecord(t, key)
+			if k.Name() != "shop" || k.GetString(c.field) != before {
+				t.Errorf("%s changed with %s: the refused save changed the key: name %q, %s %q", c.field, how, k.Name(), c.field, k.GetString(c.field))
+			}
+		}
 	}
 	if r := s.Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != http.StatusOK {
-		t.Fatalf("key after the refused edit: %d", r.StatusCode)
+		t.Fatalf("key after the refused edits: %d", r.StatusCode)
 	}
 
-	var record map[string]any
-	s.Do(t, http.MethodGet, path, "", nil, "Authorization", token).JSON(t, &record)
-	record["revoked"] = true
-	if r := s.Do(t, http.MethodPatch, path, "", record, "Authorization", token); r.StatusCode != http.StatusOK {
+	// The whole form with what staff may change: saved.
+	form := load()
+	form["name"], form["revoked"] = "closed shop", true
+	if r := s.Do(t, http.MethodPatch, path, "", form, "Authorization", token); r.StatusCode != http.StatusOK {
 		t.Fatalf("revoking with the whole record: %d %s", r.StatusCode, r.Body)
 	}
 	s.Do(t, http.MethodGet, "/v1/pets", key, nil).Error(t, http.StatusUnauthorized)

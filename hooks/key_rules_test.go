@@ -50,11 +50,22 @@ func (d dashboard) save(t *testing.T, method, path, encoding string, form map[st
 	var body bytes.Buffer
 	w := multipart.NewWriter(&body)
 	for name, value := range form {
-		if value == nil {
-			value = ""
+		values := []any{value}
+		switch v := value.(type) {
+		case nil:
+			values = []any{""}
+		case []any: // a multiple select, one part per value, as the JS SDK sends it
+			values = v
+		case []string:
+			values = nil
+			for _, s := range v {
+				values = append(values, s)
+			}
 		}
-		if err := w.WriteField(name, fmt.Sprint(value)); err != nil {
-			t.Fatal(err)
+		for _, v := range values {
+			if err := w.WriteField(name, fmt.Sprint(v)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := w.Close(); err != nil {
@@ -296,10 +307,10 @@ func TestNewPetFormSaysWhatToEnter(t *testing.T) {
 }
 
 // The dashboard shows a key's scopes and cannot change them: a fresh form
-// that widens them, or a form loaded before staff narrowed them, is saved
-// with the scopes as stored (its other edits kept), as JSON or FormData,
-// and the key stays refused where its scopes say. No scope change is
-// audited.
+// that widens them is refused, naming the scopes; a form loaded before staff
+// narrowed them is saved with the scopes as stored (its other edits kept),
+// as JSON or FormData, and the key stays refused where its scopes say. No
+// scope change is audited.
 func TestDashboardCannotChangeScopes(t *testing.T) {
 	d := newDashboard(t)
 	body := map[string]any{"name": "Rex", "categoryId": 1}
@@ -313,8 +324,9 @@ func TestDashboardCannotChangeScopes(t *testing.T) {
 			}
 			fresh[apikeys.ScopesField] = []string{"pets:read", "pets:write"}
 			fresh[apikeys.NameField] = "widened?"
-			if r := d.save(t, http.MethodPatch, "/api/collections/api_keys/records/"+id, encoding, fresh); r.StatusCode != http.StatusOK {
-				t.Fatalf("fresh save: %d %s", r.StatusCode, r.Body)
+			r := d.save(t, http.MethodPatch, "/api/collections/api_keys/records/"+id, encoding, fresh)
+			if message, about := fieldError(t, r, apikeys.ScopesField); r.StatusCode != http.StatusBadRequest || !strings.Contains(about, "change them on the staff page") || message != about {
+				t.Fatalf("fresh save: %d %s; want 400 about scopes", r.StatusCode, r.Body)
 			}
 
 			wide := d.NewKey(t, apikeys.NewKey{})
@@ -329,7 +341,7 @@ func TestDashboardCannotChangeScopes(t *testing.T) {
 				t.Fatalf("stale save: %d %s", r.StatusCode, r.Body)
 			}
 
-			for key, name := range map[string]string{narrow: "widened?", wide: "renamed"} {
+			for key, name := range map[string]string{narrow: "test key", wide: "renamed"} {
 				k := d.KeyRecord(t, key)
 				if got := k.Scopes(); len(got) != 1 || got[0] != apikeys.ScopePetsRead || k.Name() != name {
 					t.Errorf("after the saves: scopes %v, name %q; want [pets:read], %q", got, k.Name(), name)

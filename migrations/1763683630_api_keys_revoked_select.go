@@ -86,9 +86,18 @@ func replaceField(app core.App, collectionName, name string, replacement core.Fi
 	return app.Save(collection)
 }
 
+// helpOf is a field's help, for the field types setHelp sets.
 func helpOf(f core.Field) string {
 	switch f := f.(type) {
+	case *core.TextField:
+		return f.Help
+	case *core.NumberField:
+		return f.Help
 	case *core.BoolField:
+		return f.Help
+	case *core.DateField:
+		return f.Help
+	case *core.RelationField:
 		return f.Help
 	case *core.SelectField:
 		return f.Help

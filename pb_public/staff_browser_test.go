@@ -378,7 +378,7 @@ func TestStaffPageInChromium(t *testing.T) {
 	// Give it an expiry, then take it away.
 	tomorrow := time.Now().Add(24 * time.Hour).Truncate(time.Minute)
 	p.do("set an expiry", chromedp.Click(chromedp.CSS(row(id)+` button[data-action=expiry]`)), chromedp.WaitVisible(chromedp.CSS("#expiry-dialog")),
-		chromedp.SetValue(chromedp.CSS(`#expiry-form [name=at]`), tomorrow.Format("2006-01-02T15:04")),
+		chromedp.SetValue(chromedp.CSS(`#expiry-form [name=at]`), tomorrow.UTC().Format("2006-01-02T15:04")),
 		chromedp.Click(chromedp.CSS(`#expiry-form input[name=mode][value=at]`)))
 	if got := p.text("#expiry-now"); got != "Never expires now." {
 		t.Errorf("the expiry dialog says %q", got)

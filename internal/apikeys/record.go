@@ -3,6 +3,7 @@ package apikeys
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
@@ -307,3 +308,69 @@ const (
 	nameContainsSQL = `name LIKE {:contains} ESCAPE '\'`
 	prefixStartsSQL = `prefix LIKE {:starts} ESCAPE '\' OR previous_prefix LIKE {:starts} ESCAPE '\'`
 )
+
+// DashboardChange refuses a save from the dashboard (PocketBase's records
+// API) that changes one of the fields only the service writes: an error
+// about the first such field, saying where it changes, instead of a save
+// that reports success and keeps the stored value. formUpdated is the
+// `updated` the form sent back ("" when none); it tells a form opened before
+// the service's last save of the key (a roll, an expiry or scope change, an
+// unban), whose other values are only old, from an edit. Use and bans are
+// written without moving `updated`: an older last_used or banned_until is
+// an old form's, kept as stored (KeepServiceFields) without a word, except
+// while the key is banned, when any other banned_until is refused: staff
+// lift a ban on the staff page or with the command, never by clearing it
+// here.
+func (k *APIKey) DashboardChange(formUpdated string, now time.Time) error {
+	stored := k.Stored()
+	fresh := formUpdated == "" || formUpdated == stored.GetString(UpdatedField)
+	for _, field := range serviceFields {
+		sent, was := fieldText(k, field), fieldText(stored, field)
+		if sent == was {
+			continue
+		}
+		switch field {
+		case LastUsedField:
+			if sent < was { // dates as stored: their text sorts as they do
+				continue
+			}
+			return badSettings(field, "last_used is written by the service on the key's use; it cannot be changed here")
+		case BannedUntilField:
+			if until := stored.BannedUntil(); until.After(now) {
+				return badState(field, "the key is banned until %s UTC: lift the ban on the staff page (/staff/) or with 'petstore keys unban %s', "+
+					"not here. If you did not change banned_until, the key was banned after this form was opened: reload it", until.UTC().Format("2006-01-02 15:04"), k.Id)
+			}
+			if sent < was {
+				continue
+			}
+			return badSettings(field, "bans are set by the rate limiter; banned_until cannot be set here")
+		}
+		if !fresh {
+			continue
+		}
+		return badSettings(field, "%s", dashboardRefusals[field])
+	}
+	return nil
+}
+
+// dashboardRefusals says, for each field only the service writes through a
+// save of the record, why the dashboard cannot change it and what can.
+var dashboardRefusals = map[string]string{
+	HashField:           "key_hash is the hash of the key's secret; it cannot be changed here. Roll the key for a new secret on the staff page (/staff/) or with 'petstore keys roll ID'",
+	PrefixField:         "prefix is the start of the key's secret; it cannot be changed here. Roll the key for a new secret on the staff page (/staff/) or with 'petstore keys roll ID'",
+	PreviousHashField:   "previous_hash is written by a roll; it cannot be changed here",
+	PreviousPrefixField: "previous_prefix is written by a roll; it cannot be changed here",
+	PreviousUntilField:  "previous_until is set when the key is rolled; it cannot be changed here. Roll again with no grace to end the old secret at once",
+	BanLiftedField:      "ban_lifted is written when a ban is lifted; it cannot be changed here",
+	ExpiresField:        "the expiry cannot be changed here: change it on the staff page (/staff/) or with 'petstore keys expire ID'",
+	ScopesField:         "scopes cannot be changed here: change them on the staff page (/staff/)",
+}
+
+// fieldText is a field's value as text, to compare what a form sent with
+// what is stored.
+func fieldText(k *APIKey, field string) string {
+	if field == ScopesField {
+		return strings.Join(k.GetStringSlice(field), ",")
+	}
+	return k.GetString(field)
+}

@@ -67,7 +67,7 @@ func TestServeWithAPublicURL(t *testing.T) {
 	key, _ := createKey(t, dir, "--plan", "free")
 	p := start(t, dir, "--public-url", "https://Shop.example.org/api/v1", "--origins", "https://allowed.test")
 
-	if out := p.Output(); !strings.Contains(out, "├─ Public API:  "+public+" ") {
+	if out := p.Output(); !strings.Contains(out, "├─ Public API:  "+public+"/pets ") {
 		t.Errorf("the banner does not show the public URL:\n%s", out)
 	}
 	resp, body, err := p.Exchange(context.Background(), http.MethodPost, "/v1/pets", key, []byte(`{"name":"Rex","categoryId":1}`))

@@ -51,7 +51,7 @@ func handleListKeys(history *usage.Recorder) func(*core.RequestEvent) error {
 			list.Items[i] = viewOf(r, now)
 			list.Items[i].Today = todayOf(today[r.Id])
 		}
-		return e.JSON(http.StatusOK, list)
+		return writeJSON(e, http.StatusOK, list)
 	}
 }
 
@@ -130,7 +130,7 @@ func handleUsage(history *usage.Recorder) func(*core.RequestEvent) error {
 		if err != nil {
 			return storeError(err)
 		}
-		return e.JSON(http.StatusOK, h)
+		return writeJSON(e, http.StatusOK, h)
 	}
 }
 
@@ -154,7 +154,7 @@ func handleHistory(e *core.RequestEvent) error {
 	for i, entry := range h.Entries {
 		list.Items[i] = historyOf(entry)
 	}
-	return e.JSON(http.StatusOK, list)
+	return writeJSON(e, http.StatusOK, list)
 }
 
 // answerWithKey answers 201 with the key's view and, this once, the key.
@@ -163,7 +163,7 @@ func answerWithKey(e *core.RequestEvent, id, key string) error {
 	if err != nil {
 		return storeError(err)
 	}
-	return e.JSON(http.StatusCreated, struct {
+	return writeJSON(e, http.StatusCreated, struct {
 		keyView
 		Key string `json:"key"`
 	}{viewOf(r, time.Now()), key})
@@ -174,7 +174,7 @@ func answerWithView(e *core.RequestEvent, id string) error {
 	if err != nil {
 		return storeError(err)
 	}
-	return e.JSON(http.StatusOK, viewOf(r, time.Now()))
+	return writeJSON(e, http.StatusOK, viewOf(r, time.Now()))
 }
 
 // actor is the superuser making a request, for the audit trail.

@@ -846,3 +846,43 @@ func TestScopes(t *testing.T) {
 		t.Errorf("key.scopes_changed details %q, want %q", details, want)
 	}
 }
+
+// Staff bodies keep "<", ">" and "&" as they are, not as \u003c, \u003e and
+// \u0026: in answers, in errors (which keep PocketBase's shape) and in the
+// 401 and 413 of the group's middleware.
+func TestBodiesAreNotHTMLEscaped(t *testing.T) {
+	s := start(t)
+	const name = `Tom & Jerry's <shop>`
+	k := s.create(t, map[string]any{"plan": "free", "name": name})
+	bodies := map[string]*apptest.Response{
+		"list":    s.call(t, http.MethodGet, "/keys", nil, http.StatusOK, nil),
+		"change":  s.call(t, http.MethodPatch, "/keys/"+k.ID, map[string]any{"name": name + " & co"}, http.StatusOK, nil),
+		"history": s.call(t, http.MethodGet, "/keys/"+k.ID+"/history", nil, http.StatusOK, nil),
+		"error":   s.Do(t, http.MethodPost, "/api/petstore/keys", s.token, map[string]any{"plan": "<gold>", "name": "x"}),
+		"401":     s.Do(t, http.MethodGet, "/api/petstore/keys?search=<x>", "", nil),
+		"413":     s.Do(t, http.MethodPost, "/api/petstore/keys", s.token, `{"name":"<`+strings.Repeat(" ", 20<<10)+`>"}`),
+	}
+	for what, want := range map[string]string{"list": name, "change": name + " & co", "history": name, "error": `Unknown plan \"<gold>\"`} {
+		if !strings.Contains(string(bodies[what].Body), want) {
+			t.Errorf("%s: %s; want %q in it", what, bodies[what].Body, want)
+		}
+	}
+	for what, status := range map[string]int{"error": 400, "401": 401, "413": 413} {
+		r := bodies[what]
+		var e struct {
+			Status  int            `json:"status"`
+			Message string         `json:"message"`
+			Data    map[string]any `json:"data"`
+		}
+		if r.StatusCode != status || r.Header.Get("Content-Type") != "application/json" || json.Unmarshal(r.Body, &e) != nil || e.Status != status || e.Message == "" || e.Data == nil {
+			t.Errorf("%s: %d %q %s; want %d and PocketBase's error shape", what, r.StatusCode, r.Header.Get("Content-Type"), r.Body, status)
+		}
+	}
+	for what, r := range bodies {
+		for _, escaped := range []string{`\u003c`, `\u003e`, `\u0026`} {
+			if strings.Contains(string(r.Body), escaped) {
+				t.Errorf("%s: %s holds %s", what, r.Body, escaped)
+			}
+		}
+	}
+}

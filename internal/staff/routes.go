@@ -25,7 +25,7 @@ const maxBodyBytes = 16 << 10
 // API key is no PocketBase token, so it never opens these routes (401).
 func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder) {
 	g := r.Group(Prefix)
-	g.Bind(apis.RequireSuperuserAuth(), apis.BodyLimit(maxBodyBytes), noStore())
+	g.Bind(jsonErrors(), apis.RequireSuperuserAuth(), apis.BodyLimit(maxBodyBytes), noStore())
 
 	g.GET("/keys", handleListKeys(history)) // ?search=&state=&sort=&page=&perPage=
 	g.POST("/keys", handleCreateKey)

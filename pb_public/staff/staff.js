@@ -42,14 +42,11 @@ async function api(method, path, body) {
   }
 }
 
-// when is a time as staff read it, in their time zone: the time alone
-// today, the date and time within a week, the date alone beyond. The exact
-// time goes in the title (see exact).
+// when is a time as staff read it: in UTC, as the columns and the day quota
+// count, with its date, whatever the browser's time zone ("2026-11-26 23:47
+// UTC"). The exact time goes in the title (see exact).
 function when(iso) {
-  const d = new Date(iso);
-  if (d.toDateString() === new Date().toDateString()) return d.toLocaleTimeString([], { timeStyle: "short" });
-  if (Math.abs(d - Date.now()) < 7 * 86400e3) return d.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
-  return d.toLocaleDateString([], { dateStyle: "medium" });
+  return new Date(iso).toISOString().slice(0, 16).replace("T", " ") + " UTC";
 }
 
 const relative = new Intl.RelativeTimeFormat([], { numeric: "auto" });
@@ -63,8 +60,9 @@ function ago(iso) {
   return "just now";
 }
 
-// exact is the title of a shown time: the whole local time.
-const exact = (iso) => new Date(iso).toLocaleString();
+// exact is the title of a shown time: to the second in UTC, and in the
+// browser's time zone.
+const exact = (iso) => `${new Date(iso).toISOString().slice(0, 19).replace("T", " ")} UTC (${new Date(iso).toLocaleString()} your time)`;
 
 const count = (n) => n.toLocaleString();
 
@@ -164,7 +162,7 @@ async function refresh() {
 function statusText() {
   const { page: at, perPage, totalItems, totalKeys, items } = list;
   const filtered = $("#search").value.trim() !== "" || $("#filter-state").value !== "";
-  const updated = `updated ${new Date().toLocaleTimeString()}`;
+  const updated = `updated ${new Date().toISOString().slice(11, 19)} UTC`;
   if (totalKeys === 0) return `No keys yet · ${updated}`;
   const first = (at - 1) * perPage + 1;
   const shown = items.length === 0 ? "0" : items.length === totalItems ? count(items.length) : `${count(first)}–${count(first + items.length - 1)}`;
@@ -195,10 +193,11 @@ function stateCell(k) {
   return cell("State", "state-cell", badge);
 }
 
-// quotaCell is a quota, marked "own" when the key's own overrides its
-// plan's.
+// quotaCell is a quota: the key's own, marked "own", or its plan's, which
+// reads "Plan's (60)" (the key stores 0 for it).
 function quotaCell(label, className, q) {
-  return cell(label, `quota ${className}`, count(q.value), q.own ? h("span", { className: "own", textContent: "own", title: "the key's own quota, not its plan's" }) : null);
+  if (!q.own) return cell(label, `quota ${className}`, h("span", { className: "plans", textContent: `Plan's (${count(q.value)})`, title: "the plan's quota: the key has none of its own" }));
+  return cell(label, `quota ${className}`, count(q.value), h("span", { className: "own", textContent: "own", title: "the key's own quota, not its plan's" }));
 }
 
 // todayCell is today's (UTC) served requests against the day quota, which
@@ -349,12 +348,10 @@ function quota(input) {
   return input.value === "" ? 0 : Number(input.value);
 }
 
-// localInput is an ISO time as a datetime-local input's value, local time.
-function localInput(iso) {
-  const d = new Date(iso);
-  const pad = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
+// The expiry inputs (datetime-local) hold UTC times, as the page shows
+// them: utcInput is an ISO time as such a value, fromUTCInput the other way.
+const utcInput = (iso) => new Date(iso).toISOString().slice(0, 16);
+const fromUTCInput = (value) => new Date(value + "Z").toISOString();
 
 $("#new-key").addEventListener("click", () => {
   const dialog = $("#create-dialog");
@@ -364,7 +361,7 @@ $("#new-key").addEventListener("click", () => {
       plan: form.plan.value, name: form.name.value.trim(), perMinute: quota(form.perMinute), perDay: quota(form.perDay),
       scopes: checkedScopes(form),
     };
-    if (form.expires.value) body.expires = new Date(form.expires.value).toISOString();
+    if (form.expires.value) body.expires = fromUTCInput(form.expires.value);
     const created = await api("POST", "/keys", body);
     return () => showKeyOnce("New key " + created.name, created.key);
   });
@@ -394,13 +391,13 @@ function openExpiry(k) {
   $("#expiry-now").textContent = k.expires
     ? `${k.state === "expired" ? "Expired" : "Expires"} ${exact(k.expires)}.` : "Never expires now.";
   form.mode.value = k.expires ? "at" : "never";
-  form.at.value = k.expires && k.state !== "expired" ? localInput(k.expires) : "";
+  form.at.value = k.expires && k.state !== "expired" ? utcInput(k.expires) : "";
   form.at.oninput = () => { form.mode.value = "at"; };
   openDialog(dialog, k, async () => {
     let expires = null;
     if (form.mode.value === "at") {
       if (!form.at.value) throw new Error("Enter the time it expires at, or choose never.");
-      expires = new Date(form.at.value).toISOString();
+      expires = fromUTCInput(form.at.value);
     }
     await api("PATCH", `/keys/${k.id}`, { expires });
   });
@@ -421,6 +418,9 @@ function openEdit(k) {
   form.plan.value = loaded.plan;
   form.perMinute.value = loaded.perMinute || "";
   form.perDay.value = loaded.perDay || "";
+  // Empty is the plan's: the placeholder says how much that is.
+  form.perMinute.placeholder = k.perMinute.own ? "plan's" : `plan's (${count(k.perMinute.value)})`;
+  form.perDay.placeholder = k.perDay.own ? "plan's" : `plan's (${count(k.perDay.value)})`;
   for (const box of form.querySelectorAll("input[name=scopes]")) box.checked = k.scopes.includes(box.value);
   openDialog(dialog, k, async () => {
     const edited = {
