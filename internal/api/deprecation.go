@@ -18,11 +18,6 @@ var (
 
 const getPetReplacement = "getPet was removed on 5 December 2030: use listPets (GET /v1/pets) with its status filter instead."
 
-// sunsetMiddlewarePriority puts the sunset after requireKey (0) and so after
-// the rate limit: a request to a removed operation is still counted, and a
-// caller without a valid key learns nothing more than on any other route.
-const sunsetMiddlewarePriority = 1
-
 // deprecated marks every response of a route, errors included, with the
 // Deprecation (RFC 9745), Sunset (RFC 8594) and successor Link headers;
 // successor is the address of the replacement.
@@ -32,7 +27,7 @@ func deprecated(at, sunset time.Time, successor string) *hook.Handler[*core.Requ
 	link := "<" + successor + `>; rel="successor-version"`
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstoreDeprecated",
-		Priority: errorBodyOuterPriority + 1, // before anything can answer
+		Priority: deprecatedPriority,
 		Func: func(e *core.RequestEvent) error {
 			h := e.Response.Header()
 			h.Set("Deprecation", deprecation)
@@ -50,7 +45,7 @@ func removedAfter(sunset time.Time, now func() time.Time, message string) *hook.
 	gone := newError(http.StatusGone, CodeGone, "%s", message)
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstoreSunset",
-		Priority: sunsetMiddlewarePriority,
+		Priority: removedAfterPriority,
 		Func: func(e *core.RequestEvent) error {
 			if !now().Before(sunset) {
 				return gone

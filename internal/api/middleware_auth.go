@@ -16,13 +16,9 @@ import (
 )
 
 const (
-	identifyKeyMiddlewareId       = "petstoreIdentifyKey"
-	identifyKeyMiddlewarePriority = -1005 // after PocketBase's security headers, before the rate limit
-	requireKeyMiddlewareId        = "petstoreRequireKey"
-	requireScopeMiddlewareId      = "petstoreRequireScope"
-	// requireScope only declares the route's scope: it runs before
-	// rateLimit, which enforces it.
-	requireScopeMiddlewarePriority = identifyKeyMiddlewarePriority - 2
+	identifyKeyMiddlewareId  = "petstoreIdentifyKey"
+	requireKeyMiddlewareId   = "petstoreRequireKey"
+	requireScopeMiddlewareId = "petstoreRequireScope"
 
 	// eventKeyAPIKey holds the request's valid *apikeys.Key;
 	// eventKeyAuthError holds why there is none; eventKeyScope holds the
@@ -47,7 +43,7 @@ var (
 func identifyKey(keys *apikeys.Finder, version *dataversion.Watch, log *slog.Logger) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       identifyKeyMiddlewareId,
-		Priority: identifyKeyMiddlewarePriority,
+		Priority: identifyKeyPriority,
 		Func: func(e *core.RequestEvent) error {
 			key, authErr := bearerToken(e.Request.Header)
 			if authErr == nil {
@@ -83,7 +79,8 @@ func identifyKey(keys *apikeys.Finder, version *dataversion.Watch, log *slog.Log
 // requireKey refuses requests without a valid API key (RFC 6750).
 func requireKey() *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
-		Id: requireKeyMiddlewareId,
+		Id:       requireKeyMiddlewareId,
+		Priority: requireKeyPriority,
 		Func: func(e *core.RequestEvent) error {
 			authErr, _ := e.Get(eventKeyAuthError).(*Error)
 			switch authErr {
@@ -107,7 +104,7 @@ func requireKey() *hook.Handler[*core.RequestEvent] {
 func requireScope(scope apikeys.Scope) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       requireScopeMiddlewareId,
-		Priority: requireScopeMiddlewarePriority,
+		Priority: requireScopePriority,
 		Func: func(e *core.RequestEvent) error {
 			e.Set(eventKeyScope, scope)
 			return e.Next()

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
@@ -22,7 +21,7 @@ var exposedHeaders = strings.Join(append([]string{
 func exposeHeaders() *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstoreExposeHeaders",
-		Priority: errorBodyOuterPriority + 1, // before anything can answer
+		Priority: exposeHeadersPriority,
 		Func: func(e *core.RequestEvent) error {
 			e.Response.Header().Set("Access-Control-Expose-Headers", exposedHeaders)
 			return e.Next()
@@ -39,7 +38,7 @@ func exposeHeaders() *hook.Handler[*core.RequestEvent] {
 func preflightHeaders(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstorePreflightHeaders",
-		Priority: apis.DefaultCorsMiddlewarePriority - 1,
+		Priority: preflightPriority,
 		Func: func(e *core.RequestEvent) error {
 			if e.Request.Method != http.MethodOptions {
 				return e.Next()
@@ -64,7 +63,7 @@ func preflightHeaders(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 func preflightAllows(allow string) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstorePreflightAllows",
-		Priority: apis.DefaultCorsMiddlewarePriority - 1,
+		Priority: preflightPriority,
 		Func: func(e *core.RequestEvent) error {
 			if e.Request.Method != http.MethodOptions {
 				return e.Next()

@@ -13,15 +13,13 @@ import (
 )
 
 // The Error body is written by two layers of one middleware. The inner one
-// runs inside PocketBase's activity logger (-1040), so that the request log
-// records the status actually sent; it still returns the error, for the log's
-// details. The outer one runs outside PocketBase's CORS (-1041) and panic
-// recovery (-1030), for the errors those return.
+// runs inside PocketBase's activity logger, so that the request log records
+// the status actually sent; it still returns the error, for the log's
+// details. The outer one runs outside PocketBase's CORS and panic recovery,
+// for the errors those return (priorities: middleware_order.go).
 const (
-	errorBodyOuterId       = "petstoreErrorBodyOuter"
-	errorBodyOuterPriority = -2000
-	errorBodyInnerId       = "petstoreErrorBodyInner"
-	errorBodyInnerPriority = -1025 // after the panic recovery, before identifyKey (-1005)
+	errorBodyOuterId = "petstoreErrorBodyOuter"
+	errorBodyInnerId = "petstoreErrorBodyInner"
 )
 
 // errorBody gives every error under /v1 the spec's Error shape, whatever
@@ -74,7 +72,7 @@ type sentURLKey struct{}
 func sentURL() *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstoreSentURL",
-		Priority: errorBodyOuterPriority - 1,
+		Priority: sentURLPriority,
 		Func: func(e *core.RequestEvent) error {
 			if sent, ok := e.Request.Context().Value(sentURLKey{}).(*url.URL); ok {
 				e.Request.URL = sent

@@ -35,10 +35,6 @@ const (
 	idempotencyConflict = "conflict"
 )
 
-// observeRequestsPriority runs observeRequests before every other /v1
-// middleware, the outer errorBody layer and sentURL included.
-const observeRequestsPriority = errorBodyOuterPriority - 10
-
 // routeOther is the route of every path that matches no /v1 route.
 const routeOther = "other"
 

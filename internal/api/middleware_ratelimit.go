@@ -13,10 +13,7 @@ import (
 	"petstore/limits"
 )
 
-const (
-	rateLimitMiddlewareId       = "petstoreRateLimit"
-	rateLimitMiddlewarePriority = identifyKeyMiddlewarePriority + 1 // needs the key; before the body limit (-990)
-)
+const rateLimitMiddlewareId = "petstoreRateLimit"
 
 // rateLimit decides every /v1 request: against its API key's quota when it
 // has a valid one, and then against nothing else; otherwise against its
@@ -31,7 +28,7 @@ const (
 func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       rateLimitMiddlewareId,
-		Priority: rateLimitMiddlewarePriority,
+		Priority: rateLimitPriority,
 		Func: func(e *core.RequestEvent) error {
 			// A client hanging up must neither skip the count nor look like a
 			// Redis failure; the store bounds its own calls.
@@ -80,7 +77,7 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer) *hook.Han
 func countUncounted(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstoreCountUncounted",
-		Priority: identifyKeyMiddlewarePriority - 1,
+		Priority: countUncountedPriority,
 		Func: func(e *core.RequestEvent) error {
 			err := e.Next()
 			if err == nil || e.Response.Header().Get("X-RateLimit-Limit") != "" {

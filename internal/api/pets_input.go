@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -22,6 +20,7 @@ import (
 
 	"petstore/internal/idempotency"
 	"petstore/internal/pets"
+	"petstore/internal/strictinput"
 )
 
 // This file holds every parser of client input for the pets operations.
@@ -50,7 +49,7 @@ func parseListQuery(rawQuery string) (pets.Query, *Error) {
 		v := values[0]
 		switch name {
 		case "limit":
-			n, err := parsePositiveDecimal(v)
+			n, err := strictinput.PositiveDecimal(v)
 			if err != nil || n > maxLimit {
 				return lq, invalidRequest("limit must be an integer from 1 to %d.", maxLimit)
 			}
@@ -85,11 +84,9 @@ func noQuery(rawQuery string) *Error {
 	return nil
 }
 
-// parseQuery parses a raw query string whole. url.URL.Query would silently
-// drop a pair with a bad escape or a ";", and every pair beyond
-// url.ParseQuery's cap of 10000.
+// parseQuery parses a raw query string whole, as strictinput.ParseQuery.
 func parseQuery(rawQuery string) (url.Values, *Error) {
-	q, err := url.ParseQuery(rawQuery)
+	q, err := strictinput.ParseQuery(rawQuery)
 	if err != nil {
 		return nil, invalidRequest(`The query string is malformed: it has an invalid %%-escape, a ";" or more than 10000 parameters.`)
 	}
@@ -100,27 +97,10 @@ func unknownParameter(name, known string) *Error {
 	return invalidRequest("Unknown query parameter %q (accepted: %s).", name, known)
 }
 
-var errNotPositiveDecimal = errors.New("not a positive decimal integer")
-
-// parsePositiveDecimal accepts 1..MaxInt64 written in plain decimal: no sign,
-// no leading zero, no spaces (strconv would take "+5"; cast would read "010"
-// as octal).
-func parsePositiveDecimal(s string) (int64, error) {
-	if s == "" || s[0] < '1' || s[0] > '9' {
-		return 0, errNotPositiveDecimal
-	}
-	for i := 1; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, errNotPositiveDecimal
-		}
-	}
-	return strconv.ParseInt(s, 10, 64)
-}
-
 // parsePetID reads getPet's path parameter. A positive int64 that is not an
 // id the service would assign is simply not found.
 func parsePetID(s string) (string, *Error) {
-	if _, err := parsePositiveDecimal(s); err != nil {
+	if _, err := strictinput.PositiveDecimal(s); err != nil {
 		return "", invalidRequest("petId must be a positive decimal integer, at most %d.", int64(math.MaxInt64))
 	}
 	return s, nil
@@ -147,26 +127,22 @@ func decodeCursor(s string) (string, bool) {
 
 // requireJSONContentType refuses bodies that are not declared as JSON.
 func requireJSONContentType(r *http.Request) *Error {
-	ct := r.Header.Get("Content-Type")
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
+	switch strictinput.CheckJSONContentType(r.Header.Get("Content-Type")) {
+	case strictinput.ErrNotJSON:
 		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
 			"Content-Type must be application/json.")
-	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+	case strictinput.ErrNotUTF8:
 		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
 			"The body must be UTF-8 JSON.")
 	}
 	return nil
 }
 
-// readBody reads at most maxBodyBytes of the request body. PocketBase's body
-// limit misses the excess when it arrives in the same read as the end of a
-// chunked body, so the length is checked here too.
+// readBody reads at most maxBodyBytes of the request body.
 func readBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	body, err := strictinput.ReadBody(r.Body, maxBodyBytes)
 	switch {
-	case errors.Is(err, apis.ErrRequestEntityTooLarge) || len(body) > maxBodyBytes:
+	case errors.Is(err, strictinput.ErrTooLarge):
 		return nil, apis.ErrRequestEntityTooLarge
 	case err != nil:
 		return nil, invalidRequest("The request body could not be read.")
@@ -220,7 +196,7 @@ func decodeNewPet(body []byte) (pets.NewPet, *Error) {
 	if !ok || string(raw) == "null" {
 		return np, invalidRequest("categoryId is required.")
 	}
-	n, integer, inRange := integerValue(raw, pets.MaxCategoryID)
+	n, integer, inRange := strictinput.Integer(raw, pets.MaxCategoryID)
 	switch {
 	case !integer:
 		return np, invalidRequest("categoryId must be an integer.")
@@ -237,95 +213,25 @@ func decodeNewPet(body []byte) (pets.NewPet, *Error) {
 	return np, nil
 }
 
-// integerValue reads a JSON value as the integer it denotes, as JSON Schema
-// does: a number without a fractional part, however it is written (7, 7.0,
-// 0.7e1 and 700e-2 are all 7). integer is false for anything else; inRange
-// is whether an integer is from 1 to largest. The value is computed exactly from
-// its decimal digits, never through a float: 1.0000000000000001 is not an
-// integer, and an exponent of any size costs nothing.
-func integerValue(raw []byte, largest int64) (n int64, integer, inRange bool) {
-	num := string(raw)
-	if num == "" || (num[0] != '-' && (num[0] < '0' || num[0] > '9')) {
-		return 0, false, false // not a number (the decoder checked the JSON grammar)
-	}
-	negative := num[0] == '-'
-	mantissa, exponent := strings.TrimPrefix(num, "-"), ""
-	if i := strings.IndexAny(mantissa, "eE"); i >= 0 {
-		mantissa, exponent = mantissa[:i], mantissa[i+1:]
-	}
-	whole, fraction, _ := strings.Cut(mantissa, ".")
-	// The value is digits × 10^scale.
-	digits := strings.TrimLeft(whole+fraction, "0")
-	scale := -int64(len(fraction))
-	if exponent != "" {
-		// Beyond ±2^31 an exponent is as good as infinite either way (a body
-		// holds at most maxBodyBytes digits), and the bound keeps the sums
-		// below from overflowing.
-		e, err := strconv.ParseInt(exponent, 10, 64)
-		if err != nil || e > math.MaxInt32 || e < math.MinInt32 {
-			e = math.MaxInt32
-			if exponent[0] == '-' {
-				e = math.MinInt32
-			}
-		}
-		scale += e
-	}
-	if digits == "" {
-		return 0, true, false // zero
-	}
-	trimmed := strings.TrimRight(digits, "0")
-	scale += int64(len(digits) - len(trimmed))
-	digits = trimmed
-	if scale < 0 {
-		return 0, false, false // its last non-zero digit is after the point
-	}
-	if negative || int64(len(digits))+scale > int64(len(strconv.FormatInt(largest, 10))) {
-		return 0, true, false
-	}
-	n, err := strconv.ParseInt(digits+strings.Repeat("0", int(scale)), 10, 64)
-	if err != nil || n > largest {
-		return 0, true, false
-	}
-	return n, true, true
-}
-
 // decodeObject splits a JSON object into its members' raw values, refusing
 // anything but exactly one object with distinct member names.
 func decodeObject(body []byte) (map[string]json.RawMessage, *Error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	notJSON := func(err error) *Error {
-		return invalidRequest("The request body is not valid JSON: %s.", jsonErrorText(err))
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, notJSON(err)
-	}
-	if tok != json.Delim('{') {
+	fields, err := strictinput.ReadObject(body)
+	var (
+		syntax   *strictinput.SyntaxError
+		repeated *strictinput.RepeatedError
+	)
+	switch {
+	case err == nil:
+		return fields, nil
+	case errors.As(err, &syntax):
+		return nil, invalidRequest("The request body is not valid JSON: %s.", jsonErrorText(syntax.Err))
+	case errors.As(err, &repeated):
+		return nil, invalidRequest("Field %q appears more than once.", repeated.Name)
+	case errors.Is(err, strictinput.ErrNotObject):
 		return nil, invalidRequest("The request body must be a JSON object.")
 	}
-	fields := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, notJSON(err)
-		}
-		name := tok.(string) // inside an object, json.Decoder yields names as strings
-		if _, dup := fields[name]; dup {
-			return nil, invalidRequest("Field %q appears more than once.", name)
-		}
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, notJSON(err)
-		}
-		fields[name] = value
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, notJSON(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, invalidRequest("The request body must hold one JSON object and nothing after it.")
-	}
-	return fields, nil
+	return nil, invalidRequest("The request body must hold one JSON object and nothing after it.")
 }
 
 // jsonErrorText describes a decoding error without Go type names.

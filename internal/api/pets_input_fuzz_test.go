@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/pets"
+	"petstore/internal/strictinput"
 )
 
 // Fuzz targets for every parser of client input. They call the parsers
@@ -114,13 +115,13 @@ func FuzzIntegerValue(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, num string) {
-		n, integer, inRange := integerValue([]byte(num), pets.MaxCategoryID)
+		n, integer, inRange := strictinput.Integer([]byte(num), pets.MaxCategoryID)
 		if !json.Valid([]byte(num)) || num != strings.TrimSpace(num) {
 			return // the decoder hands integerValue valid JSON values without surrounding space
 		}
 		if num[0] != '-' && (num[0] < '0' || num[0] > '9') {
 			if integer || inRange {
-				t.Fatalf("integerValue(%q) = %d, %v, %v; want not an integer", num, n, integer, inRange)
+				t.Fatalf("strictinput.Integer(%q) = %d, %v, %v; want not an integer", num, n, integer, inRange)
 			}
 			return
 		}
@@ -134,11 +135,11 @@ func FuzzIntegerValue(f *testing.F) {
 			t.Fatalf("big.Rat cannot read %q", num)
 		}
 		if integer != exact.IsInt() {
-			t.Fatalf("integerValue(%q): integer %v, exactly %v", num, integer, exact.RatString())
+			t.Fatalf("strictinput.Integer(%q): integer %v, exactly %v", num, integer, exact.RatString())
 		}
 		want := integer && exact.Sign() > 0 && exact.Num().IsInt64() && exact.Num().Int64() <= pets.MaxCategoryID
 		if inRange != want || (inRange && n != exact.Num().Int64()) {
-			t.Fatalf("integerValue(%q) = %d, %v, %v; exactly %v", num, n, integer, inRange, exact.RatString())
+			t.Fatalf("strictinput.Integer(%q) = %d, %v, %v; exactly %v", num, n, integer, inRange, exact.RatString())
 		}
 	})
 }
@@ -247,13 +248,13 @@ func FuzzParsePetID(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		// parsePositiveDecimal accepts exactly ^[1-9][0-9]*$ within int64.
-		n, err := parsePositiveDecimal(s)
+		n, err := strictinput.PositiveDecimal(s)
 		fits := len(s) < 19 || (len(s) == 19 && s <= "9223372036854775807")
 		if want := positiveDecimal.MatchString(s) && fits; (err == nil) != want {
-			t.Fatalf("parsePositiveDecimal(%q) = %d, %v; want accepted: %v", s, n, err, want)
+			t.Fatalf("strictinput.PositiveDecimal(%q) = %d, %v; want accepted: %v", s, n, err, want)
 		}
 		if err == nil && strconv.FormatInt(n, 10) != s {
-			t.Fatalf("parsePositiveDecimal(%q) = %d", s, n)
+			t.Fatalf("strictinput.PositiveDecimal(%q) = %d", s, n)
 		}
 
 		id, perr := parsePetID(s)

@@ -43,7 +43,9 @@ type Deps struct {
 
 // AddRoutes is the whole /v1 surface: every route with its middleware.
 //
-// Group middleware, in the order they run:
+// Group middleware, in the order they run (their priorities are in
+// middleware_order.go, with PocketBase's and the routes' between them;
+// TestMiddlewareOrder holds that list to the order they actually run in):
 //
 //	observeRequests  with metrics: times and counts every answer by route and status
 //	requestLog       PocketBase's request log, written cheaply: replaces its activity

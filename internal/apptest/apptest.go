@@ -23,6 +23,7 @@ import (
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
+	"github.com/pocketbase/pocketbase/tools/router"
 
 	"petstore/hooks"
 	"petstore/internal/api"
@@ -65,6 +66,11 @@ type Config struct {
 	// BodyLimit's (-990), it runs inside the /v1 chain, just before the
 	// handler (tests inject panics there).
 	Middleware *hook.Handler[*core.RequestEvent]
+	// Router, when set, is called with the router once every route is bound
+	// and before the mux is built (tests wrap handlers there).
+	Router func(*router.Router[*core.RequestEvent])
+	// MetricsAddr is serve --metrics-addr; empty: no metrics.
+	MetricsAddr string
 }
 
 // Start serves a new app on dir (a fresh temporary one when empty) with the
@@ -90,7 +96,8 @@ func StartWith(t testing.TB, cfg Config) *Server {
 		t.Fatalf("migrations: %v", err)
 	}
 	service := hooks.Register(app, &hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
-		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL, AuditRetention: cfg.AuditRetention})
+		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL, AuditRetention: cfg.AuditRetention,
+		MetricsAddr: cfg.MetricsAddr})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -101,6 +108,9 @@ func StartWith(t testing.TB, cfg Config) *Server {
 		se.InstallerFunc = nil // no superuser-installer link in tests
 		if cfg.Middleware != nil {
 			se.Router.Bind(cfg.Middleware)
+		}
+		if cfg.Router != nil {
+			cfg.Router(se.Router)
 		}
 		return se.Next()
 	})

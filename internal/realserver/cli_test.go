@@ -240,16 +240,16 @@ func TestRollAndUnbanWhileServing(t *testing.T) {
 	}
 }
 
-// serveBinary serves the built binary on a fresh data directory, for CLI
-// commands run beside it.
-func serveBinary(t *testing.T) (string, *realserver.Process) {
+// serveBinary serves the built binary, with serve's args, on a fresh data
+// directory, for CLI commands run beside it.
+func serveBinary(t *testing.T, args ...string) (string, *realserver.Process) {
 	t.Helper()
 	dir := t.TempDir()
 	// A superuser first, so that serve does not open the installer.
 	if _, stderr, status := petstore(t, dir, "superuser", "upsert", "staff@example.com", "a long enough password"); status != 0 {
 		t.Fatalf("superuser upsert: %d %s", status, stderr)
 	}
-	p, err := realserver.Start(bin, dir)
+	p, err := realserver.Start(bin, dir, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

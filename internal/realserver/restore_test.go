@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/realserver"
 )
 
 // TestBackupRestoreRestartsTheService restores a backup through PocketBase's
@@ -16,8 +19,9 @@ import (
 // backup's data, the process never having exited, rather than stop its parts
 // twice and exit.
 func TestBackupRestoreRestartsTheService(t *testing.T) {
-	dir, p := serveBinary(t)
-	key, _ := createKey(t, dir, "--plan", "business")
+	metricsAddr := freeAddr(t)
+	dir, p := serveBinary(t, "--metrics-addr", metricsAddr)
+	key, keyID := createKey(t, dir, "--plan", "business")
 	ctx := context.Background()
 
 	status, body, err := p.Do(ctx, http.MethodPost, "/api/collections/_superusers/auth-with-password", "",
@@ -91,8 +95,75 @@ func TestBackupRestoreRestartsTheService(t *testing.T) {
 	if strings.Contains(p.Output(), "panic") {
 		t.Errorf("the output has a panic:\n%s", p.Output())
 	}
+	// Each part stopped once, without a failure, and started again.
+	if n := strings.Count(p.Output(), `msg="petstore started"`); n != 2 {
+		t.Errorf("the service started %d times, want 2 (before and after the restore):\n%s", n, p.Output())
+	}
+	for _, failure := range []string{"Could not", "level=ERROR"} {
+		if strings.Contains(p.Output(), failure) {
+			t.Errorf("the output has %q:\n%s", failure, p.Output())
+		}
+	}
+	checkEveryPartBack(t, p, metricsAddr, key, keyID, staff)
 	// The restarted service stops cleanly.
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkEveryPartBack checks, after a restart, each part serve starts: the
+// pets writer and reads, the rate limiter, the usage history, the request
+// log and the metrics listener.
+func checkEveryPartBack(t *testing.T, p *realserver.Process, metricsAddr, key, keyID string, staff func(method, path, body string) (int, []byte)) {
+	t.Helper()
+	ctx := context.Background()
+	usedToday := func() int64 {
+		t.Helper()
+		status, body := staff(http.MethodGet, "/api/petstore/keys/"+keyID+"/usage?days=1", "")
+		var days []struct{ Requests int64 }
+		if status != http.StatusOK || json.Unmarshal(body, &days) != nil || len(days) != 1 {
+			t.Fatalf("usage: %d %s", status, body)
+		}
+		return days[0].Requests
+	}
+	before := usedToday()
+
+	status, body, err := p.Do(ctx, http.MethodPost, "/v1/pets", key, []byte(`{"name":"After","categoryId":1}`))
+	if err != nil || status != http.StatusCreated {
+		t.Fatalf("create after the restore: %d %v %s", status, err, body)
+	}
+	resp, body, err := p.Exchange(ctx, http.MethodGet, "/v1/pets?limit=7", key, nil)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"After"`) {
+		t.Fatalf("list after the restore: %v %v %s", resp, err, body)
+	}
+	if resp.Header.Get("X-RateLimit-Limit") == "" {
+		t.Errorf("no rate-limit headers after the restore: %v", resp.Header)
+	}
+	if got := usedToday(); got != before+2 {
+		t.Errorf("usage after the restore: %d requests today, want %d", got, before+2)
+	}
+
+	// The request log writes in batches: its row comes within seconds.
+	filter := url.QueryEscape(`data.url~"limit=7"`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, body := staff(http.MethodGet, "/api/logs?filter="+filter, "")
+		var logs struct{ TotalItems int }
+		if status == http.StatusOK && json.Unmarshal(body, &logs) == nil && logs.TotalItems > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request log row for the list after the restore: %d %s", status, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	families := scrape(t, metricsAddr)
+	if _, ok := families["http_server_request_duration_seconds"]; !ok {
+		names := make([]string, 0, len(families))
+		for name := range families {
+			names = append(names, name)
+		}
+		t.Errorf("the metrics after the restore have no request counts: %v", names)
 	}
 }

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +18,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/router"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/strictinput"
 	"petstore/internal/usage"
 )
 
@@ -123,15 +121,11 @@ func (r rollRequest) grace() (time.Duration, error) {
 // members in any case, so that {"PLAN":"free","plan":"pro"} would mean
 // something other than what its sender may think.
 func decodeBody(e *core.RequestEvent, v any) error {
-	if mt, _, err := mime.ParseMediaType(e.Request.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if strictinput.CheckJSONContentType(e.Request.Header.Get("Content-Type")) == strictinput.ErrNotJSON {
 		return router.NewApiError(http.StatusUnsupportedMediaType, "The body must be JSON, sent as Content-Type: application/json.", nil)
 	}
-	// Read whole first, bounded here: PocketBase's body limit lets a
-	// chunked body through when its last read brings the end with it, and
-	// its body wrapper starts over after EOF, so a decoder reading it could
-	// never see the end.
-	body, err := io.ReadAll(io.LimitReader(e.Request.Body, maxBodyBytes+1))
-	if errors.Is(err, apis.ErrRequestEntityTooLarge) || len(body) > maxBodyBytes {
+	body, err := strictinput.ReadBody(e.Request.Body, maxBodyBytes)
+	if errors.Is(err, strictinput.ErrTooLarge) {
 		return apis.ErrRequestEntityTooLarge
 	}
 	if err != nil {
@@ -176,20 +170,22 @@ func checkMembers(body []byte, v any) error {
 		}
 	})
 
-	dec := json.NewDecoder(bytes.NewReader(body))
 	notObject := badRequest("the body must be one JSON object with the documented members: %s", strings.Join(names, ", "))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	obj, err := strictinput.OpenObject(body)
+	if err != nil {
 		return notObject
 	}
 	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
+	for {
+		name, ok, err := obj.Next()
 		if err != nil {
 			return notObject
 		}
-		name := t.(string) // an object's keys are strings
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
+		if !ok {
+			break
+		}
+		value, err := obj.Value()
+		if err != nil {
 			return notObject
 		}
 		typ, ok := known[name]
@@ -208,10 +204,7 @@ func checkMembers(body []byte, v any) error {
 		}
 		seen[name] = true
 	}
-	if _, err := dec.Token(); err != nil {
-		return notObject
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	if obj.Close() != nil {
 		return notObject
 	}
 	return nil
@@ -227,10 +220,24 @@ func memberError(member, code, format string, a ...any) error {
 // maxPerPage bounds a page of keys.
 const maxPerPage = 100
 
+// parseQuery parses a raw query string whole (strictinput.ParseQuery):
+// a pair that url.URL.Query would drop is refused, not ignored.
+func parseQuery(rawQuery string) (url.Values, error) {
+	q, err := strictinput.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, badRequest(`the query string is malformed: it has an invalid %%-escape, a ";" or more than 10000 parameters`)
+	}
+	return q, nil
+}
+
 // listQuery reads the list's query: search, state, sort, page (from 1,
 // default 1) and perPage (1 to maxPerPage, default 50), each at most once.
-func listQuery(q url.Values) (apikeys.Query, error) {
+func listQuery(rawQuery string) (apikeys.Query, error) {
 	query := apikeys.Query{Page: 1, PerPage: 50}
+	q, err := parseQuery(rawQuery)
+	if err != nil {
+		return query, err
+	}
 	for name, values := range q {
 		if len(values) > 1 && slices.Contains([]string{"search", "state", "sort", "page", "perPage"}, name) {
 			return query, badRequest("%s is given more than once", name)
@@ -255,11 +262,10 @@ func listQuery(q url.Values) (apikeys.Query, error) {
 		})
 		return query, badRequest("sort must be one of %s", strings.Join(sorts, ", "))
 	}
-	var err error
-	if query.Page, err = wholeNumber(q, "page", 1, 1, 1<<31); err != nil {
+	if query.Page, err = wholeNumber(q, "page", 1, 1<<31); err != nil {
 		return query, err
 	}
-	if query.PerPage, err = wholeNumber(q, "perPage", 50, 1, maxPerPage); err != nil {
+	if query.PerPage, err = wholeNumber(q, "perPage", 50, maxPerPage); err != nil {
 		return query, err
 	}
 	return query, nil
@@ -267,45 +273,52 @@ func listQuery(q url.Values) (apikeys.Query, error) {
 
 // historyQuery reads a history's query: page (from 1, default 1) and
 // perPage (1 to maxPerPage, default 20), each at most once.
-func historyQuery(q url.Values) (page, perPage int, err error) {
+func historyQuery(rawQuery string) (page, perPage int, err error) {
+	q, err := parseQuery(rawQuery)
+	if err != nil {
+		return 0, 0, err
+	}
 	for _, name := range []string{"page", "perPage"} {
 		if len(q[name]) > 1 {
 			return 0, 0, badRequest("%s is given more than once", name)
 		}
 	}
-	if page, err = wholeNumber(q, "page", 1, 1, 1<<31); err != nil {
+	if page, err = wholeNumber(q, "page", 1, 1<<31); err != nil {
 		return 0, 0, err
 	}
-	if perPage, err = wholeNumber(q, "perPage", 20, 1, maxPerPage); err != nil {
+	if perPage, err = wholeNumber(q, "perPage", 20, maxPerPage); err != nil {
 		return 0, 0, err
 	}
 	return page, perPage, nil
 }
 
 // parseDays reads ?days=N: 1 to usage.Retention, default 30, given once.
-func parseDays(q url.Values) (int, error) {
+func parseDays(rawQuery string) (int, error) {
+	q, err := parseQuery(rawQuery)
+	if err != nil {
+		return 0, err
+	}
 	if len(q["days"]) > 1 {
 		return 0, badRequest("days must be a whole number from 1 to %d, given once", usage.Retention)
 	}
-	n, err := wholeNumber(q, "days", 30, 1, usage.Retention)
+	n, err := wholeNumber(q, "days", 30, usage.Retention)
 	if err != nil {
 		return 0, badRequest("days must be a whole number from 1 to %d, given once", usage.Retention)
 	}
 	return n, nil
 }
 
-// wholeNumber reads the query parameter name as a whole number from lowest
-// to highest, written plainly (no sign, no leading zero), or def when absent.
-func wholeNumber(q url.Values, name string, def, lowest, highest int) (int, error) {
+// wholeNumber reads the query parameter name as a whole number from 1 to
+// highest, written plainly (no sign, no leading zero), or def when absent.
+func wholeNumber(q url.Values, name string, def, highest int) (int, error) {
 	if !q.Has(name) {
 		return def, nil
 	}
-	v := q.Get(name)
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lowest || n > highest || v != strconv.Itoa(n) {
-		return 0, badRequest("%s must be a whole number from %d to %d", name, lowest, highest)
+	n, err := strictinput.PositiveDecimal(q.Get(name))
+	if err != nil || n > int64(highest) {
+		return 0, badRequest("%s must be a whole number from 1 to %d", name, highest)
 	}
-	return n, nil
+	return int(n), nil
 }
 
 func badRequest(format string, a ...any) error {

@@ -25,7 +25,7 @@ type keyList struct {
 
 func handleListKeys(history *usage.Recorder) func(*core.RequestEvent) error {
 	return func(e *core.RequestEvent) error {
-		q, err := listQuery(e.Request.URL.Query())
+		q, err := listQuery(e.Request.URL.RawQuery)
 		if err != nil {
 			return err
 		}
@@ -118,7 +118,7 @@ func handleLiftBan(e *core.RequestEvent) error {
 
 func handleUsage(history *usage.Recorder) func(*core.RequestEvent) error {
 	return func(e *core.RequestEvent) error {
-		days, err := parseDays(e.Request.URL.Query())
+		days, err := parseDays(e.Request.URL.RawQuery)
 		if err != nil {
 			return err
 		}
@@ -135,7 +135,7 @@ func handleUsage(history *usage.Recorder) func(*core.RequestEvent) error {
 }
 
 func handleHistory(e *core.RequestEvent) error {
-	page, perPage, err := historyQuery(e.Request.URL.Query())
+	page, perPage, err := historyQuery(e.Request.URL.RawQuery)
 	if err != nil {
 		return err
 	}

@@ -507,6 +507,12 @@ func TestBadInput(t *testing.T) {
 		{"list perPage +5", "GET", "/keys?perPage=%2B5", nil, 400, "PerPage must be", ""},
 		{"list search twice", "GET", "/keys?search=a&search=b", nil, 400, "Search is given more than once", ""},
 		{"list long search", "GET", "/keys?search=" + strings.Repeat("a", 201), nil, 400, "Search has at most 200 characters", ""},
+		// A query that url.URL.Query would read in part is refused whole, as /v1 does.
+		{"list bad escape", "GET", "/keys?page=2&search=%zz", nil, 400, "The query string is malformed", ""},
+		{"list semicolon", "GET", "/keys?page=2;perPage=5", nil, 400, "The query string is malformed", ""},
+		{"usage bad escape", "GET", "/keys/" + k.ID + "/usage?days=1&x=%", nil, 400, "The query string is malformed", ""},
+		{"history semicolon", "GET", "/keys/" + k.ID + "/history?page=1;x", nil, 400, "The query string is malformed", ""},
+		{"list page beyond int64", "GET", "/keys?page=99999999999999999999", nil, 400, "Page must be a whole number from 1", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := snapshot(t, s)

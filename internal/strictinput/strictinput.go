@@ -1,0 +1,250 @@
+// Package strictinput reads client input strictly, for every HTTP layer
+// (/v1 and the staff API): a bounded body, one JSON object whose members
+// are walked in order, integers read exactly, and a query string parsed
+// whole. It answers with typed errors and no client-facing text: each layer
+// maps them to its own error shape and messages.
+package strictinput
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"mime"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/pocketbase/pocketbase/apis"
+)
+
+// The refusals. A layer tells them apart with errors.Is and errors.As.
+var (
+	// ErrTooLarge: the body is longer than the bound.
+	ErrTooLarge = errors.New("strictinput: body too large")
+	// ErrUnreadable: the body could not be read (the connection failed).
+	ErrUnreadable = errors.New("strictinput: body unreadable")
+	// ErrNotJSON: the Content-Type is not application/json.
+	ErrNotJSON = errors.New("strictinput: content type is not application/json")
+	// ErrNotUTF8: the Content-Type is application/json with a charset other
+	// than UTF-8.
+	ErrNotUTF8 = errors.New("strictinput: charset is not utf-8")
+	// ErrNotObject: the body is a JSON value other than an object.
+	ErrNotObject = errors.New("strictinput: not a JSON object")
+	// ErrTrailing: something follows the object.
+	ErrTrailing = errors.New("strictinput: data after the object")
+	// ErrMalformedQuery: the query string has an invalid %-escape, a ";" or
+	// more than url.ParseQuery's 10000 pairs.
+	ErrMalformedQuery = errors.New("strictinput: malformed query string")
+	// ErrNotPositiveDecimal: not 1..MaxInt64 written in plain decimal.
+	ErrNotPositiveDecimal = errors.New("strictinput: not a positive decimal integer")
+)
+
+// SyntaxError is a body that is not JSON; Err is encoding/json's error.
+type SyntaxError struct{ Err error }
+
+func (e *SyntaxError) Error() string { return "strictinput: not JSON: " + e.Err.Error() }
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// RepeatedError is an object that names a member more than once.
+type RepeatedError struct{ Name string }
+
+func (e *RepeatedError) Error() string {
+	return "strictinput: member " + strconv.Quote(e.Name) + " repeated"
+}
+
+// CheckJSONContentType checks a Content-Type header: application/json, with
+// no charset or UTF-8 (ErrNotJSON, ErrNotUTF8).
+func CheckJSONContentType(header string) error {
+	mt, params, err := mime.ParseMediaType(header)
+	if err != nil || mt != "application/json" {
+		return ErrNotJSON
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return ErrNotUTF8
+	}
+	return nil
+}
+
+// ReadBody reads all of body, at most limit bytes (ErrTooLarge beyond, or
+// ErrUnreadable). PocketBase's body limit misses the excess when it arrives
+// in the same read as the end of a chunked body, and its body wrapper starts
+// over after EOF, so that a decoder reading it could never see the end: the
+// body is read whole, and its length checked here.
+func ReadBody(body io.Reader, limit int) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
+	switch {
+	case errors.Is(err, apis.ErrRequestEntityTooLarge) || len(data) > limit:
+		return nil, ErrTooLarge
+	case err != nil:
+		return nil, ErrUnreadable
+	}
+	return data, nil
+}
+
+// Object walks one JSON object member by member: Next gives a member's name,
+// Value its raw value, and Close checks that the object ends and nothing
+// follows. Its errors are *SyntaxError, ErrNotObject and ErrTrailing.
+type Object struct{ dec *json.Decoder }
+
+// OpenObject reads the opening brace of body.
+func OpenObject(body []byte) (*Object, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, &SyntaxError{err}
+	}
+	if tok != json.Delim('{') {
+		return nil, ErrNotObject
+	}
+	return &Object{dec}, nil
+}
+
+// Next reads the next member's name; ok is false after the last member.
+// Value must follow each name.
+func (o *Object) Next() (name string, ok bool, err error) {
+	if !o.dec.More() {
+		return "", false, nil
+	}
+	tok, err := o.dec.Token()
+	if err != nil {
+		return "", false, &SyntaxError{err}
+	}
+	name, _ = tok.(string) // inside an object, json.Decoder yields names as strings
+	return name, true, nil
+}
+
+// Value reads the value of the member that Next named.
+func (o *Object) Value() (json.RawMessage, error) {
+	var value json.RawMessage
+	if err := o.dec.Decode(&value); err != nil {
+		return nil, &SyntaxError{err}
+	}
+	return value, nil
+}
+
+// Close reads the closing brace and checks that nothing follows it.
+func (o *Object) Close() error {
+	if _, err := o.dec.Token(); err != nil {
+		return &SyntaxError{err}
+	}
+	if _, err := o.dec.Token(); err != io.EOF {
+		return ErrTrailing
+	}
+	return nil
+}
+
+// ReadObject reads body as exactly one JSON object into its members' raw
+// values. A repeated name is a *RepeatedError, found before its value is
+// read: encoding/json alone would keep the last one.
+func ReadObject(body []byte) (map[string]json.RawMessage, error) {
+	obj, err := OpenObject(body)
+	if err != nil {
+		return nil, err
+	}
+	members := map[string]json.RawMessage{}
+	for {
+		name, ok, err := obj.Next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if _, dup := members[name]; dup {
+			return nil, &RepeatedError{name}
+		}
+		if members[name], err = obj.Value(); err != nil {
+			return nil, err
+		}
+	}
+	if err := obj.Close(); err != nil {
+		return nil, err
+	}
+	return members, nil
+}
+
+// ParseQuery parses a raw query string whole (ErrMalformedQuery).
+// url.URL.Query would silently drop a pair with a bad escape or a ";", and
+// every pair beyond url.ParseQuery's cap of 10000.
+func ParseQuery(rawQuery string) (url.Values, error) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, ErrMalformedQuery
+	}
+	return q, nil
+}
+
+// PositiveDecimal accepts 1..MaxInt64 written in plain decimal: no sign, no
+// leading zero, no spaces (strconv would take "+5"; cast would read "010"
+// as octal).
+func PositiveDecimal(s string) (int64, error) {
+	if s == "" || s[0] < '1' || s[0] > '9' {
+		return 0, ErrNotPositiveDecimal
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, ErrNotPositiveDecimal
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, ErrNotPositiveDecimal
+	}
+	return n, nil
+}
+
+// Integer reads a JSON number as the integer it denotes, as JSON Schema
+// does: a number without a fractional part, however it is written (7, 7.0,
+// 0.7e1 and 700e-2 are all 7). integer is false for anything else; inRange
+// is whether an integer is from 1 to largest. The value is computed exactly
+// from its decimal digits, never through a float: 1.0000000000000001 is not
+// an integer, and an exponent of any size costs nothing.
+func Integer(raw []byte, largest int64) (n int64, integer, inRange bool) {
+	num := string(raw)
+	if num == "" || (num[0] != '-' && (num[0] < '0' || num[0] > '9')) {
+		return 0, false, false // not a number (the decoder checked the JSON grammar)
+	}
+	negative := num[0] == '-'
+	mantissa, exponent := strings.TrimPrefix(num, "-"), ""
+	if i := strings.IndexAny(mantissa, "eE"); i >= 0 {
+		mantissa, exponent = mantissa[:i], mantissa[i+1:]
+	}
+	whole, fraction, _ := strings.Cut(mantissa, ".")
+	// The value is digits × 10^scale. Every term of scale is bounded (the
+	// exponent to ±2^31, the digit counts by the length of raw), so no sum
+	// below overflows.
+	digits := strings.TrimLeft(whole+fraction, "0")
+	scale := -int64(len(fraction))
+	if exponent != "" {
+		// Beyond ±2^31 an exponent is as good as infinite either way: a
+		// number can only be that long in a body far beyond any bound.
+		e, err := strconv.ParseInt(exponent, 10, 64)
+		if err != nil || e > math.MaxInt32 || e < math.MinInt32 {
+			e = math.MaxInt32
+			if exponent[0] == '-' {
+				e = math.MinInt32
+			}
+		}
+		scale += e
+	}
+	if digits == "" {
+		return 0, true, false // zero
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	scale += int64(len(digits) - len(trimmed))
+	digits = trimmed
+	if scale < 0 {
+		return 0, false, false // its last non-zero digit is after the point
+	}
+	if negative || int64(len(digits))+scale > int64(len(strconv.FormatInt(largest, 10))) {
+		return 0, true, false
+	}
+	// Here scale is at most 19, the length of MaxInt64.
+	n, err := strconv.ParseInt(digits+strings.Repeat("0", int(scale)), 10, 64)
+	if err != nil || n > largest {
+		return 0, true, false
+	}
+	return n, true, true
+}
