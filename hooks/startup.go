@@ -76,11 +76,17 @@ func startup(e *core.BootstrapEvent, cfg *StartupConfig, early, log *slog.Logger
 	if err != nil {
 		return err
 	}
+	// The CLI keeps its stderr for its own lines ("Error: …" first on a
+	// failure): the routine events of a start are serve's to tell.
+	routine := slog.LevelInfo
+	if !cfg.Serving {
+		routine = slog.LevelDebug
+	}
 	changed, err := datadir.Secure(dir)
 	if err != nil {
 		early.Warn("Could not make the data directory its owner's alone", "dataDir", dir, "error", err)
 	} else if changed > 0 {
-		early.Info("Took group and other permissions from the data directory's entries", "dataDir", dir, "changed", changed)
+		early.Log(ctx, routine, "Took group and other permissions from the data directory's entries", "dataDir", dir, "changed", changed)
 	}
 	dbPath := filepath.Join(dir, database.DataFile)
 
@@ -143,7 +149,7 @@ func startup(e *core.BootstrapEvent, cfg *StartupConfig, early, log *slog.Logger
 	// and petstore's alike.
 	switch {
 	case state.Empty && len(state.Pending) > 0:
-		log.Info("Created the database", "dataDir", dir, "migrationsApplied", len(state.Pending))
+		log.Log(ctx, routine, "Created the database", "dataDir", dir, "migrationsApplied", len(state.Pending))
 	default:
 		for _, file := range state.Pending {
 			log.Info("Migration applied", "migration", file)

@@ -20,6 +20,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"petstore/internal/database"
+	"petstore/internal/datadir"
 	"petstore/internal/realserver"
 	_ "petstore/migrations"
 )
@@ -417,4 +418,31 @@ func refused(t *testing.T, dir string, args ...string) (stderr string, status in
 		t.Fatalf("%v did not exit within a minute:\n%s", args, out.String())
 	}
 	return out.String(), cmd.ProcessState.ExitCode()
+}
+
+// TestStartLockTimeout holds the start lock in the test, as a stuck start
+// would: serve says what it waits for, and after --lock-timeout exits 1
+// naming the lock, its holder and the flag.
+func TestStartLockTimeout(t *testing.T) {
+	dir := t.TempDir()
+	lock, err := datadir.Acquire(dir, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	started := time.Now()
+	stderr, status := refused(t, dir, "serve", "--http", "127.0.0.1:0", "--lock-timeout", "1s")
+	if status != 1 || time.Since(started) < time.Second {
+		t.Fatalf("serve: exit status %d after %v, want 1 after --lock-timeout 1s:\n%s", status, time.Since(started), stderr)
+	}
+	lockPath := filepath.Join(dir, datadir.LockFile)
+	for _, want := range []string{
+		`msg="Waiting for another petstore process to open the data directory and apply migrations" lock=` + lockPath,
+		fmt.Sprintf("gave up after 1s waiting for the start lock %s: another petstore process (pid %d) holds it", lockPath, os.Getpid()),
+		"--lock-timeout (PETSTORE_LOCK_TIMEOUT)",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
 }
