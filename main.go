@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/pocketbase/pocketbase"
 	"github.com/pocketbase/pocketbase/cmd"
@@ -14,6 +16,8 @@ import (
 	"petstore/hooks"
 	"petstore/internal/apikeys"
 	"petstore/internal/database"
+	"petstore/internal/datadir"
+	"petstore/internal/envflag"
 	"petstore/internal/logging"
 	_ "petstore/internal/profiling" // empty unless built with -tags pprof
 	"petstore/internal/requestlog"
@@ -23,35 +27,58 @@ import (
 )
 
 func main() {
+	// Before anything is created: the data directory and every file in it
+	// are the owner's alone, whatever umask the process was started with.
+	datadir.RestrictUmask()
+
 	// Not pocketbase.New(): under `go run` it turns on dev mode, which prints
 	// SQL on stdout, where `keys create` prints the new key.
-	app := pocketbase.NewWithConfig(pocketbase.Config{
+	config := pocketbase.Config{
 		DBConnect:        database.Connect,
 		DataMaxOpenConns: database.ReadPoolConns,
 		DataMaxIdleConns: database.ReadPoolConns,
-	})
+	}
+	// PocketBase reads its global flags when the app is made, before the
+	// commands run: their variables become its defaults.
+	if err := pocketBaseEnv(&config); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+	app := pocketbase.NewWithConfig(config)
 
 	// Cobra writes errors to the root command's error stream, which PocketBase
 	// leaves on stdout: `keys create` keeps stdout for the key alone, and
 	// failures belong on stderr.
 	app.RootCmd.SetErr(os.Stderr)
 
-	// The console's flags are read before the others, as PocketBase reads
-	// --dir: the logger exists before any command runs.
-	logFlags := pflag.NewFlagSet("log", pflag.ContinueOnError)
-	logFlags.ParseErrorsAllowlist.UnknownFlags = true
-	logFlags.Usage = func() {}
-	logFormat := logFlags.String("log-format", logging.Text, "console log format: text, or json (one object a line)")
-	logLevel := logFlags.String("log-level", "info", "lowest level logged on the console: debug, info, warn or error")
-	_ = logFlags.Parse(os.Args[1:]) // cobra reports bad flags
-	app.RootCmd.PersistentFlags().AddFlagSet(logFlags)
+	// The flags needed before the bootstrap (the console's, and those of the
+	// start that opens the data directory) are read before the others, as
+	// PocketBase reads --dir: the logger exists before any command runs.
+	early := pflag.NewFlagSet("early", pflag.ContinueOnError)
+	early.ParseErrorsAllowlist.UnknownFlags = true
+	early.Usage = func() {}
+	logFormat := early.String("log-format", logging.Text, "console log format: text, or json (one object a line)")
+	logLevel := early.String("log-level", "info", "lowest level logged on the console: debug, info, warn or error")
+	startup := &hooks.StartupConfig{}
+	early.DurationVar(&startup.LockTimeout, "lock-timeout", hooks.DefaultLockTimeout,
+		"how long a start waits for another process's start on the same data directory (which holds the start lock while it applies migrations)")
+	early.DurationVar(&startup.QuickCheck, "quick-check", hooks.DefaultQuickCheck,
+		"serve: how long PRAGMA quick_check of data.db may take at start (a damaged database is refused); 0 skips the check")
+	_ = early.Parse(os.Args[1:]) // cobra reports bad flags
+	if err := envflag.Apply(early); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+	for _, name := range []string{"log-format", "log-level", "lock-timeout"} {
+		app.RootCmd.PersistentFlags().AddFlag(early.Lookup(name))
+	}
 	console, err := logging.Console(os.Stderr, *logFormat, *logLevel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
 
-	opts := &hooks.Options{Banner: os.Stdout, Console: console}
+	opts := &hooks.Options{Banner: os.Stdout, Console: console, Startup: startup}
 	if *logFormat == logging.JSON {
 		opts.Banner = nil // the start event carries the addresses
 	}
@@ -60,26 +87,15 @@ func main() {
 	// names only /api/ and /_/: hooks prints a fuller one.
 	serve := cmd.NewServeCommand(app, false)
 	app.RootCmd.AddCommand(cmd.NewSuperuserCommand(app), serve)
+	serve.PersistentFlags().AddFlag(early.Lookup("quick-check"))
 	serve.PersistentFlags().StringVar(&opts.MetricsAddr, "metrics-addr", "",
 		"serve Prometheus metrics at GET /metrics on this address (127.0.0.1:9090), a listener of its own; none by default")
 	serve.PersistentFlags().StringVar(&opts.PublicURL, "public-url", "",
-		"the base URL clients use, ending in /v1, when a reverse proxy is in front (https://shop.example.org/api/v1): Link, Location and the served documents name it (env PETSTORE_PUBLIC_URL)")
+		"the base URL clients use, ending in /v1, when a reverse proxy is in front (https://shop.example.org/api/v1): Link, Location and the served documents name it")
 
 	flags := app.RootCmd.PersistentFlags()
 	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",
-		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB, or Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; env PETSTORE_RATELIMIT_REDIS)")
-	// Read after the flags, not as the flag's default: --help would print a
-	// password in the URL.
-	cobra.OnInitialize(func() {
-		if opts.Limits.RedisURL == "" {
-			opts.Limits.RedisURL = os.Getenv("PETSTORE_RATELIMIT_REDIS")
-		}
-		if opts.PublicURL == "" {
-			opts.PublicURL = os.Getenv("PETSTORE_PUBLIC_URL")
-		}
-		https, _ := serve.Flags().GetString("https")
-		opts.HTTPS = https != ""
-	})
+		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB, or Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379)")
 	flags.StringVar(&opts.Limits.Prefix, "ratelimit-prefix", limits.DefaultPrefix,
 		"prefix of the rate-limit counters, to let several deployments share one Redis")
 	flags.Int64Var(&opts.Limits.AnonymousPerMinute, "ratelimit-anonymous", limits.DefaultAnonymousPerMinute,
@@ -102,17 +118,68 @@ func main() {
 	flags.DurationVar(&opts.Server.DrainDelay, "drain-delay", 0,
 		"on SIGTERM, how long to keep serving while /readyz answers 503, before the listener closes")
 
+	// Every flag of the service has a variable, read once cobra has parsed
+	// the command line (the flag wins); those read earlier are skipped. The
+	// value is set, not the default: --help never prints a Redis password.
+	envflag.Document(flags, "help", "version")
+	envflag.Document(serve.PersistentFlags())
+	cobra.OnInitialize(func() {
+		for _, fs := range []*pflag.FlagSet{flags, serve.PersistentFlags()} {
+			if err := envflag.Apply(fs, "help", "version", "dir", "dev", "encryptionEnv", "queryTimeout",
+				"log-format", "log-level", "lock-timeout", "quick-check"); err != nil {
+				fmt.Fprintln(os.Stderr, "Error:", err)
+				os.Exit(1)
+			}
+		}
+		https, _ := serve.Flags().GetString("https")
+		opts.HTTPS = https != ""
+	})
+
 	service := hooks.Register(app, opts)
 	keys := apikeys.NewCommand(app)
 	healthcheck := hooks.NewHealthcheckCommand()
-	app.RootCmd.AddCommand(keys.Command, healthcheck.Command, hooks.NewVersionCommand())
+	versionCmd := hooks.NewVersionCommand()
+	app.RootCmd.AddCommand(keys.Command, healthcheck.Command, versionCmd)
 	app.RootCmd.Version = version.Read().String()
 	app.RootCmd.SetVersionTemplate("{{.Version}}\n")
 
-	if err := app.Execute(); err != nil {
+	command, _, _ := app.RootCmd.Find(os.Args[1:])
+	startup.Serving = command == serve
+	if command == healthcheck.Command || command == versionCmd {
+		// Neither reads the data directory: they run without the
+		// bootstrap, so that a start in progress (which holds the start
+		// lock) or data from a newer version cannot hold them up.
+		_ = app.RootCmd.Execute()
+	} else if err := app.Execute(); err != nil {
 		log.Fatal(err)
 	}
 	if keys.Err() != nil || service.Err() != nil || healthcheck.Err() != nil {
 		os.Exit(1)
 	}
+}
+
+// pocketBaseEnv sets config's defaults of PocketBase's global flags (--dir,
+// --dev, --encryptionEnv, --queryTimeout) from their variables.
+func pocketBaseEnv(config *pocketbase.Config) error {
+	if v, ok := os.LookupEnv(envflag.Name("dir")); ok {
+		config.DefaultDataDir = v
+	}
+	if v, ok := os.LookupEnv(envflag.Name("dev")); ok {
+		dev, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("invalid %s %q (for --dev): true or false", envflag.Name("dev"), v)
+		}
+		config.DefaultDev = dev
+	}
+	if v, ok := os.LookupEnv(envflag.Name("encryptionEnv")); ok {
+		config.DefaultEncryptionEnv = v
+	}
+	if v, ok := os.LookupEnv(envflag.Name("queryTimeout")); ok {
+		seconds, err := strconv.Atoi(v)
+		if err != nil || seconds <= 0 {
+			return fmt.Errorf("invalid %s %q (for --queryTimeout): a number of seconds", envflag.Name("queryTimeout"), v)
+		}
+		config.DefaultQueryTimeout = time.Duration(seconds) * time.Second
+	}
+	return nil
 }

@@ -64,6 +64,9 @@ type Options struct {
 	// MetricsAddr is where GET /metrics is served (serve --metrics-addr),
 	// on a listener of its own; empty: nowhere.
 	MetricsAddr string
+	// Startup guards the bootstrap of the app (startup.go); nil binds no
+	// guard, for apps bootstrapped before Register.
+	Startup *StartupConfig
 }
 
 // DefaultSlowRequest is --slow-request's default.
@@ -100,6 +103,9 @@ func Register(app core.App, opts *Options) *Service {
 			return err
 		},
 	})
+	if opts.Startup != nil {
+		bindStartup(app, opts.Startup, opts.Console, s)
+	}
 	bindServer(app, &opts.Server, s)
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)

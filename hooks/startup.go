@@ -1,0 +1,198 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
+
+	"petstore/internal/database"
+	"petstore/internal/datadir"
+	"petstore/internal/version"
+)
+
+// StartupConfig guards the data directory while a command opens it.
+type StartupConfig struct {
+	// Serving is true for `serve`: it checks the database and logs the
+	// directory it opened; the other commands only wait, refuse and migrate.
+	Serving bool
+	// LockTimeout bounds the wait for another process's start (--lock-timeout).
+	LockTimeout time.Duration
+	// QuickCheck bounds serve's PRAGMA quick_check of data.db
+	// (--quick-check); 0 skips it.
+	QuickCheck time.Duration
+}
+
+// Defaults of StartupConfig.
+const (
+	DefaultLockTimeout = 5 * time.Minute
+	DefaultQuickCheck  = time.Minute
+)
+
+// restoreSteps is what a self-hoster does with a damaged database or a
+// migration gone wrong, logged with the refusal.
+const restoreSteps = "stop every petstore on this data directory; move data.db, data.db-wal and data.db-shm out of it; " +
+	"restore data.db from Litestream (litestream restore -o DIR/data.db REPLICA_URL), or unzip a PocketBase backup from DIR/backups into DIR, " +
+	"or copy DIR/backups/pre-upgrade-*.db to DIR/data.db; start petstore again (docs/operations.md, \"Restore\")"
+
+// bindStartup guards the app's bootstrap, which opens the databases and
+// applies PocketBase's migrations, and applies petstore's right after it:
+//   - the data directory and everything in it become the owner's alone;
+//   - serve runs PRAGMA quick_check on data.db, within cfg.QuickCheck, and
+//     refuses a damaged database;
+//   - one process at a time goes on, holding datadir's start lock: a second
+//     start waits for the first to finish migrating rather than meeting its
+//     write transaction ("database is locked");
+//   - data that records migrations this binary does not know is refused;
+//   - before pending migrations change a database that has data, a copy
+//     goes to backups/pre-upgrade-TIME.db;
+//   - the migrations are applied, each one logged.
+//
+// console logs what happens before the bootstrap, when PocketBase's logs
+// (the dashboard's half of the service's logger) do not exist yet.
+func bindStartup(app core.App, cfg *StartupConfig, console slog.Handler, s *Service) {
+	app.OnBootstrap().Bind(&hook.Handler[*core.BootstrapEvent]{
+		Id: "petstoreStartup",
+		Func: func(e *core.BootstrapEvent) error {
+			early := slog.New(slog.DiscardHandler)
+			if console != nil {
+				early = slog.New(console)
+			}
+			return startup(e, cfg, early, s.log)
+		},
+	})
+}
+
+func startup(e *core.BootstrapEvent, cfg *StartupConfig, early, log *slog.Logger) error {
+	ctx := context.Background()
+	dir, err := filepath.Abs(e.App.DataDir())
+	if err != nil {
+		return err
+	}
+	// The CLI keeps its stderr for its own lines ("Error: …" first on a
+	// failure): the routine events of a start are serve's to tell.
+	routine := slog.LevelInfo
+	if !cfg.Serving {
+		routine = slog.LevelDebug
+	}
+	changed, err := datadir.Secure(dir)
+	if err != nil {
+		early.Warn("Could not make the data directory its owner's alone", "dataDir", dir, "error", err)
+	} else if changed > 0 {
+		early.Log(ctx, routine, "Took group and other permissions from the data directory's entries", "dataDir", dir, "changed", changed)
+	}
+	dbPath := filepath.Join(dir, database.DataFile)
+
+	if cfg.Serving && cfg.QuickCheck > 0 {
+		if err := quickCheck(ctx, dbPath, cfg.QuickCheck, early); err != nil {
+			return err
+		}
+	}
+
+	lock, err := datadir.Acquire(dir, cfg.LockTimeout, func(holder string) {
+		early.Info("Waiting for another petstore process to open the data directory and apply migrations",
+			"lock", filepath.Join(dir, datadir.LockFile), "holderPid", holder, "lockTimeout", cfg.LockTimeout.String())
+	})
+	if err != nil {
+		early.Error("Could not start", "error", err)
+		return err
+	}
+	defer lock.Release()
+
+	known := knownMigrations()
+	state, err := datadir.Inspect(ctx, dbPath, known)
+	if err != nil {
+		return err
+	}
+	if len(state.Unknown) > 0 {
+		err := fmt.Errorf("the data directory %s holds %d migrations this petstore (%s) does not know, the latest %s: the data comes from a newer petstore; "+
+			"run that version, or roll back by restoring the copy it made before upgrading (backups/pre-upgrade-*.db; docs/operations.md, \"Upgrades and rollback\")",
+			dir, len(state.Unknown), version.Read(), state.Unknown[len(state.Unknown)-1])
+		early.Error("Refusing data from a newer petstore", "dataDir", dir, "unknownMigrations", state.Unknown, "error", err)
+		return err
+	}
+	if cfg.Serving {
+		early.Info("Opened the data directory", "dataDir", dir, "empty", state.Empty,
+			"migrationsApplied", state.Applied, "migrationsPending", len(state.Pending))
+	}
+	if !state.Empty && len(state.Pending) > 0 {
+		started := time.Now()
+		backup, err := datadir.Backup(ctx, dir, dbPath, started)
+		if err != nil {
+			early.Error("Could not copy the database before applying migrations; nothing was changed", "error", err)
+			return err
+		}
+		early.Info("Copied the database before applying migrations", "backup", backup,
+			"pending", state.Pending, "took", time.Since(started).Round(time.Millisecond).String())
+	}
+
+	// PocketBase's bootstrap: it opens the databases and applies its own
+	// migrations.
+	if err := e.Next(); err != nil {
+		return err
+	}
+	list := core.MigrationsList{}
+	list.Copy(core.SystemMigrations)
+	list.Copy(core.AppMigrations)
+	if _, err := core.NewMigrationsRunner(e.App, list).Up(); err != nil {
+		log.Error("A migration failed; the database is as it was before it", "error", err)
+		return err
+	}
+	// Each one pending before the bootstrap is now applied, PocketBase's
+	// and petstore's alike.
+	switch {
+	case state.Empty && len(state.Pending) > 0:
+		log.Log(ctx, routine, "Created the database", "dataDir", dir, "migrationsApplied", len(state.Pending))
+	default:
+		for _, file := range state.Pending {
+			log.Info("Migration applied", "migration", file)
+		}
+	}
+	return nil
+}
+
+// quickCheck refuses a damaged data.db; a check that runs out of time
+// lets the start go on.
+func quickCheck(ctx context.Context, dbPath string, timeout time.Duration, log *slog.Logger) error {
+	if info, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) || (err == nil && info.Size() == 0) {
+		return nil // a first start: nothing to check
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	started := time.Now()
+	err := datadir.QuickCheck(ctx, dbPath)
+	took := time.Since(started).Round(time.Millisecond).String()
+	switch {
+	case err == nil:
+		log.Info("data.db passed PRAGMA quick_check", "took", took)
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		log.Warn("PRAGMA quick_check of data.db did not finish in time; starting without it", "quickCheck", timeout.String())
+		return nil
+	case errors.Is(err, datadir.ErrDamaged):
+		err = fmt.Errorf("%s is damaged (%w); petstore does not serve it. Restore it: %s. "+
+			"--quick-check 0 starts without the check, to read out what is left", dbPath, err, restoreSteps)
+		log.Error("Refusing a damaged database", "database", dbPath, "error", err)
+		return err
+	}
+	return fmt.Errorf("PRAGMA quick_check of %s: %w", dbPath, err)
+}
+
+// knownMigrations names every migration of this binary, PocketBase's and
+// petstore's, in the order they apply.
+func knownMigrations() []string {
+	var files []string
+	for _, list := range []core.MigrationsList{core.SystemMigrations, core.AppMigrations} {
+		for _, m := range list.Items() {
+			files = append(files, m.File)
+		}
+	}
+	return files
+}
