@@ -2,11 +2,15 @@ package limits
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,32 +44,44 @@ var (
 	takeAddressScript = redis.NewScript(takeAddressSource)
 )
 
-// redisCounter counts in Redis, shared by every instance: one script run,
-// one round trip, per counted request.
-type redisCounter struct {
+// redisStore counts in Redis, shared by every instance: one script run,
+// one round trip, per counted request. While Redis fails, it counts in its
+// memoryStore (redis_failover.go).
+type redisStore struct {
+	cfg    Config
+	logger *slog.Logger
+	// local is what this instance knows of each key's windows, and where it
+	// counts while Redis fails.
+	local  *memoryStore
 	client redis.UniversalClient
 	where  string // for messages: an address, or a master name and its sentinels
+	// instance names this process in the Redis windows' counts.
+	instance string
 
 	// Key prefixes: "petstore:key:" followed by an API key's id and a UTC
 	// day, "petstore:anonymous:" followed by a client network.
 	key, address string
 	dayNames     dayNames
 
-	up atomic.Bool // false while Redis fails and the Limiter counts locally
+	up       atomic.Bool  // false while Redis fails and the store counts locally
+	lostRuns atomic.Int64 // times counting moved from Redis to local
+
+	stop chan struct{} // closed by close: background work ends
+	work sync.WaitGroup
 }
 
-// newRedisCounter connects to the Redis of rawURL: redis://HOST:PORT/DB, or,
-// with a master_name parameter, a primary found through Redis Sentinel
+// newRedisStore connects to the Redis of cfg.RedisURL: redis://HOST:PORT/DB,
+// or, with a master_name parameter, a primary found through Redis Sentinel
 // (go-redis's failover URL). Redis must answer now: a server that cannot
 // share its counters refuses to start rather than count alone.
-func newRedisCounter(rawURL, prefix string) (*redisCounter, error) {
-	client, where, err := newRedisClient(rawURL)
+func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore, error) {
+	client, where, err := newRedisClient(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("--ratelimit-redis: %w", err)
 	}
-	r := &redisCounter{
-		client: client, where: where,
-		key: prefix + ":key:", address: prefix + ":anonymous:",
+	r := &redisStore{
+		cfg: cfg, logger: logger, client: client, where: where, instance: newInstanceID(),
+		key: cfg.Prefix + ":key:", address: cfg.Prefix + ":anonymous:", stop: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -73,8 +89,74 @@ func newRedisCounter(rawURL, prefix string) (*redisCounter, error) {
 		client.Close()
 		return nil, fmt.Errorf("rate-limit Redis at %s is unreachable: %w", where, err)
 	}
+	if r.local, err = newMemoryStore(cfg, ledger, true); err != nil {
+		client.Close()
+		return nil, err
+	}
 	r.up.Store(true)
 	return r, nil
+}
+
+// newInstanceID is a name for this process, unique among the instances
+// sharing a Redis: 64 random bits.
+func newInstanceID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (r *redisStore) counting() string {
+	if r.up.Load() {
+		return "redis"
+	}
+	return "local"
+}
+
+func (r *redisStore) lost() int64 { return r.lostRuns.Load() }
+
+func (r *redisStore) close() error {
+	close(r.stop)
+	r.work.Wait()
+	_ = r.local.close()
+	return r.client.Close()
+}
+
+// takeKey decides one request of key in Redis, telling it what this
+// instance knows; locally while Redis fails.
+func (r *redisStore) takeKey(ctx context.Context, key Key, now time.Time) (counts, error) {
+	if r.up.Load() {
+		kc, s := r.local.lockCounts(key.ID, now)
+		k := kc.known()
+		s.mu.Unlock()
+		c, err := r.runTakeKey(ctx, key, k, now)
+		if err == nil {
+			s.mu.Lock()
+			kc.learn(k, c)
+			s.mu.Unlock()
+			return c, nil
+		}
+		r.failed(err)
+	}
+	return r.local.takeKey(ctx, key, now)
+}
+
+// takeAddress counts a request without a valid key in Redis; locally while
+// Redis fails.
+func (r *redisStore) takeAddress(ctx context.Context, network string, take bool) (addressCounts, error) {
+	if r.up.Load() {
+		var c addressCounts
+		var err error
+		if take {
+			c, err = r.runTakeAddress(ctx, network, time.Now())
+		} else {
+			c, err = r.peekAddress(ctx, network, time.Now())
+		}
+		if err == nil {
+			return c, nil
+		}
+		r.failed(err)
+	}
+	return r.local.takeAddress(ctx, network, take)
 }
 
 func newRedisClient(rawURL string) (redis.UniversalClient, string, error) {
@@ -121,7 +203,7 @@ func newRedisClient(rawURL string) (redis.UniversalClient, string, error) {
 }
 
 // ping checks that Redis answers and has the scripts cached.
-func (r *redisCounter) ping(ctx context.Context) error {
+func (r *redisStore) ping(ctx context.Context) error {
 	if err := takeKeyScript.Load(ctx, r.client).Err(); err != nil {
 		return err
 	}
@@ -150,18 +232,10 @@ type known struct {
 	dayMine, dayOthers       int64
 }
 
-// redisCounts is take_key.lua's answer.
-type redisCounts struct {
-	admitted                           bool
-	minuteCount, minuteMine, minuteEnd int64
-	dayCount, dayMine                  int64
-	banLeft                            int64 // ms; 0 or less: no ban
-	banning                            bool  // this request banned the key
-}
-
 // keyCall is the keys and arguments of take_key.lua for one key on the day
 // of k: deciding a request (decide) or only adding this instance's counts.
-func (r *redisCounter) keyCall(instance string, cfg Config, key Key, k known, now time.Time, decide bool) ([]string, []any) {
+func (r *redisStore) keyCall(key Key, k known, now time.Time, decide bool) ([]string, []any) {
+	cfg := r.cfg
 	q := key.Quota
 	flag := func(b bool) string {
 		if b {
@@ -170,29 +244,29 @@ func (r *redisCounter) keyCall(instance string, cfg Config, key Key, k known, no
 		return "0"
 	}
 	return []string{r.key + key.ID + ":" + r.dayNames.of(k.day)},
-		[]any{instance, now.UnixMilli(), flag(decide),
+		[]any{r.instance, now.UnixMilli(), flag(decide),
 			ms(cfg.MinuteWindow), q.PerMinute, k.minuteEnd, k.minuteMine, k.minuteOthers,
 			ms(dayEnd(k.day).Add(dayGrace).Sub(now)), q.PerDay, k.dayMine, k.dayOthers,
 			q.banAfter(), ms(q.BanFor), flag(key.BannedUntil.After(now)), unixMilli(key.BanLifted)}
 }
 
-func parseCounts(res []int64) (redisCounts, error) {
+func parseCounts(res []int64) (counts, error) {
 	if len(res) != 8 {
-		return redisCounts{}, fmt.Errorf("rate-limit script returned %d values", len(res))
+		return counts{}, fmt.Errorf("rate-limit script returned %d values", len(res))
 	}
-	return redisCounts{
+	return counts{
 		admitted: res[0] == 1, minuteCount: res[1], minuteMine: res[2], minuteEnd: res[3],
 		dayCount: res[4], dayMine: res[5], banLeft: res[6], banning: res[7] == 1,
 	}, nil
 }
 
-// takeKey decides one request of key in Redis, telling it what this
-// instance knows.
-func (r *redisCounter) takeKey(ctx context.Context, instance string, cfg Config, key Key, k known, now time.Time) (redisCounts, error) {
-	keys, args := r.keyCall(instance, cfg, key, k, now, true)
+// runTakeKey runs take_key.lua for one request of key, telling Redis what
+// this instance knows (k).
+func (r *redisStore) runTakeKey(ctx context.Context, key Key, k known, now time.Time) (counts, error) {
+	keys, args := r.keyCall(key, k, now, true)
 	res, err := takeKeyScript.Run(ctx, r.client, keys, args...).Int64Slice()
 	if err != nil {
-		return redisCounts{}, err
+		return counts{}, err
 	}
 	return parseCounts(res)
 }
@@ -205,18 +279,18 @@ type unsent struct {
 
 // addCounts gives Redis what this instance counted while Redis failed, for
 // every key in one round trip, and returns what Redis counts now.
-func (r *redisCounter) addCounts(ctx context.Context, instance string, cfg Config, counts []unsent, now time.Time) ([]redisCounts, error) {
+func (r *redisStore) addCounts(ctx context.Context, batch []unsent, now time.Time) ([]counts, error) {
 	pipe := r.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(counts))
-	for i, c := range counts {
-		keys, args := r.keyCall(instance, cfg, c.key, c.known, now, false)
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, c := range batch {
+		keys, args := r.keyCall(c.key, c.known, now, false)
 		// ping has just loaded the script: no NOSCRIPT fallback in a pipeline.
 		cmds[i] = takeKeyScript.EvalSha(ctx, pipe, keys, args...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
-	result := make([]redisCounts, len(counts))
+	result := make([]counts, len(batch))
 	for i, cmd := range cmds {
 		res, err := cmd.Int64Slice()
 		if err == nil {
@@ -229,39 +303,38 @@ func (r *redisCounter) addCounts(ctx context.Context, instance string, cfg Confi
 	return result, nil
 }
 
-// takeAddress counts one request without a valid key from network, unless
-// its window is at its limit (refused), and returns the window's count and
-// reset.
-func (r *redisCounter) takeAddress(ctx context.Context, cfg Config, network string, now time.Time) (count int64, reset time.Time, refused bool, err error) {
+// runTakeAddress counts one request without a valid key from network,
+// unless its window is at its limit (refused).
+func (r *redisStore) runTakeAddress(ctx context.Context, network string, now time.Time) (addressCounts, error) {
 	res, err := takeAddressScript.Run(ctx, r.client, []string{r.address + network},
-		cfg.AnonymousPerMinute, ms(cfg.MinuteWindow)).Int64Slice()
+		r.cfg.AnonymousPerMinute, ms(r.cfg.MinuteWindow)).Int64Slice()
 	if err != nil {
-		return 0, time.Time{}, false, err
+		return addressCounts{}, err
 	}
 	if len(res) != 3 {
-		return 0, time.Time{}, false, fmt.Errorf("rate-limit script returned %d values", len(res))
+		return addressCounts{}, fmt.Errorf("rate-limit script returned %d values", len(res))
 	}
-	reset = now.Add(cfg.MinuteWindow)
+	reset := now.Add(r.cfg.MinuteWindow)
 	if res[2] > 0 {
 		reset = now.Add(time.Duration(res[2]) * time.Millisecond)
 	}
-	return res[1], reset, res[0] == 0, nil
+	return addressCounts{at: now, count: res[1], reset: reset, refused: res[0] == 0}, nil
 }
 
 // peekAddress is network's window as it stands, in one round trip.
-func (r *redisCounter) peekAddress(ctx context.Context, cfg Config, network string, now time.Time) (int64, time.Time, error) {
+func (r *redisStore) peekAddress(ctx context.Context, network string, now time.Time) (addressCounts, error) {
 	pipe := r.client.Pipeline()
 	count := pipe.Get(ctx, r.address+network)
 	ttl := pipe.PTTL(ctx, r.address+network)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return 0, time.Time{}, err
+		return addressCounts{}, err
 	}
 	n, _ := count.Int64() // redis.Nil: no request from network in this window
-	reset := now.Add(cfg.MinuteWindow)
+	reset := now.Add(r.cfg.MinuteWindow)
 	if t := ttl.Val(); t > 0 {
 		reset = now.Add(t)
 	}
-	return n, reset, nil
+	return addressCounts{at: now, count: n, reset: reset}, nil
 }
 
 // dayNames names UTC days (YYYY-MM-DD) for the day windows' keys, keeping

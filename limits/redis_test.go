@@ -59,7 +59,7 @@ func TestRedisOneRoundTripPerRequest(t *testing.T) {
 	}
 	defer l.Close()
 	trips := &roundTrips{}
-	l.shared.client.AddHook(trips)
+	l.store.(*redisStore).client.AddHook(trips)
 	ctx := context.Background()
 
 	take := func(what string, f func() (Decision, error)) Decision {
@@ -133,7 +133,7 @@ func TestRedisScriptReloadedAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := l.TakeKey(context.Background(), key)
-	if err != nil || !l.inRedis() || d.Windows[0].Remaining != 8 {
-		t.Fatalf("after SCRIPT FLUSH: %+v, %v, in Redis %v; want 8 left, counted in Redis", d, err, l.inRedis())
+	if err != nil || l.Counting() != "redis" || d.Windows[0].Remaining != 8 {
+		t.Fatalf("after SCRIPT FLUSH: %+v, %v, counting in %s; want 8 left, counted in Redis", d, err, l.Counting())
 	}
 }

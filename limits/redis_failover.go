@@ -16,66 +16,67 @@ import (
 
 const redisRetryEvery = time.Second
 
-// redisFailed switches counting to memory after a failed Redis call, once.
-func (l *Limiter) redisFailed(err error) {
-	if !l.shared.up.CompareAndSwap(true, false) {
+// failed switches counting to memory after a failed Redis call, once.
+func (r *redisStore) failed(err error) {
+	if !r.up.CompareAndSwap(true, false) {
 		return
 	}
-	l.logger.Error("Rate-limit Redis failed; counting in this instance's memory until it answers again",
-		"redis", l.shared.where, "error", err)
-	l.work.Add(1)
-	go l.probeRedis()
+	r.lostRuns.Add(1)
+	r.logger.Error("Rate-limit Redis failed; counting in this instance's memory until it answers again",
+		"redis", r.where, "error", err)
+	r.work.Add(1)
+	go r.probe()
 }
 
 // probeRedis switches counting back to Redis once it answers again.
-func (l *Limiter) probeRedis() {
-	defer l.work.Done()
+func (r *redisStore) probe() {
+	defer r.work.Done()
 	// What the other instances saved lately: a floor for keys this instance
 	// has not counted since it started.
-	if err := l.readLedger(l.cfg.Now()); err != nil {
-		l.logger.Error("Could not read what API keys were served today", "error", err)
+	if err := r.local.readLedger(r.cfg.Now()); err != nil {
+		r.logger.Error("Could not read what API keys were served today", "error", err)
 	}
 	tick := time.NewTicker(redisRetryEvery)
 	defer tick.Stop()
 	for {
 		select {
-		case <-l.stop:
+		case <-r.stop:
 			return
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
-		err := l.shared.ping(ctx)
+		err := r.ping(ctx)
 		cancel()
-		if err != nil || l.sendUnsent() != nil {
+		if err != nil || r.sendUnsent() != nil {
 			continue
 		}
-		l.shared.up.Store(true)
+		r.up.Store(true)
 		// Requests decided in memory while the switch happened: their keys'
 		// next requests would carry them too, this carries them at once.
-		if err := l.sendUnsent(); err != nil {
-			l.redisFailed(err)
+		if err := r.sendUnsent(); err != nil {
+			r.failed(err)
 			return
 		}
-		l.logger.Info("Rate-limit Redis answers again; counting in Redis", "redis", l.shared.where)
+		r.logger.Info("Rate-limit Redis answers again; counting in Redis", "redis", r.where)
 		return
 	}
 }
 
 // sendUnsent gives Redis the counts of today that this instance admitted in
 // memory and Redis does not have, in one round trip.
-func (l *Limiter) sendUnsent() error {
-	now := l.cfg.Now()
+func (r *redisStore) sendUnsent() error {
+	now := r.cfg.Now()
 	day := dayOf(now)
 	var batch []unsent
-	var counts []*keyCounts
-	for i := range l.stripes {
-		s := &l.stripes[i]
+	var kcs []*keyCounts
+	for i := range r.local.stripes {
+		s := &r.local.stripes[i]
 		s.mu.Lock()
 		for id, kc := range s.keys {
 			if kc.unsent && kc.day == day {
 				// The quota is of no matter here: only counts are added.
 				batch = append(batch, unsent{key: Key{ID: id}, known: kc.known()})
-				counts = append(counts, kc)
+				kcs = append(kcs, kc)
 			}
 		}
 		s.mu.Unlock()
@@ -85,14 +86,14 @@ func (l *Limiter) sendUnsent() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	answers, err := l.shared.addCounts(ctx, l.instance, l.cfg, batch, now)
+	answers, err := r.addCounts(ctx, batch, now)
 	if err != nil {
 		return err
 	}
-	for i, r := range answers {
-		s := l.stripe(batch[i].key.ID)
+	for i, a := range answers {
+		s := r.local.stripe(batch[i].key.ID)
 		s.mu.Lock()
-		counts[i].learn(batch[i].known, r)
+		kcs[i].learn(batch[i].known, a)
 		s.mu.Unlock()
 	}
 	return nil
