@@ -83,6 +83,10 @@ type keyCounts struct {
 	banBegan, banEnds int64
 	lift              int64 // the ban lift (Key.BanLifted, ms) applied here
 	unsent            bool  // admitted requests here that Redis does not have yet
+	// gap: the minute window's requests admitted here while Redis failed,
+	// which Redis gets added to its window once it answers again, whichever
+	// window that is.
+	gap bool
 }
 
 // stripe is one of the locks that the keys' counts are taken under, with
@@ -118,7 +122,7 @@ func (m *memoryStore) lockCounts(id string, now time.Time) (*keyCounts, *stripe)
 	}
 	nowMS, day := now.UnixMilli(), dayOf(now)
 	if kc.minuteEnd != 0 && kc.minuteEnd <= nowMS {
-		kc.minuteEnd, kc.minute = 0, windowCounts{}
+		kc.minuteEnd, kc.minute, kc.gap = 0, windowCounts{}, false
 	}
 	if kc.day != day {
 		kc.day, kc.dayCounts = day, windowCounts{others: m.fromLedger.of(id, day)}
@@ -143,7 +147,7 @@ func (m *memoryStore) takeKey(_ context.Context, key Key, now time.Time) (counts
 		// before the lift are forgotten, once. A lift older than a minute
 		// window has nothing left to forget.
 		kc.lift, kc.rejected, kc.rejectedEnd = lift, 0, 0
-		kc.minuteEnd, kc.minute = 0, windowCounts{}
+		kc.minuteEnd, kc.minute, kc.gap = 0, windowCounts{}, false
 	}
 
 	q := key.Quota
@@ -155,7 +159,7 @@ func (m *memoryStore) takeKey(_ context.Context, key Key, now time.Time) (counts
 			}
 			kc.minute.mine++
 			kc.dayCounts.mine++
-			kc.unsent = m.shared
+			kc.unsent, kc.gap = m.shared, m.shared
 			c.admitted = true
 		} else if q.BanFor > 0 {
 			if kc.rejectedEnd == 0 {
@@ -174,7 +178,7 @@ func (m *memoryStore) takeKey(_ context.Context, key Key, now time.Time) (counts
 
 // known is what kc tells Redis.
 func (kc *keyCounts) known() known {
-	return known{minuteEnd: kc.minuteEnd, minuteMine: kc.minute.mine, minuteOthers: kc.minute.others,
+	return known{minuteEnd: kc.minuteEnd, minuteMine: kc.minute.mine, minuteOthers: kc.minute.others, gap: kc.gap,
 		day: kc.day, dayMine: kc.dayCounts.mine, dayOthers: kc.dayCounts.others}
 }
 
@@ -185,9 +189,17 @@ func (kc *keyCounts) learn(k known, r counts) {
 	case r.minuteEnd == kc.minuteEnd && r.minuteEnd != 0:
 		kc.minute.mine = max(kc.minute.mine, r.minuteMine)
 		kc.minute.others = max(kc.minute.others, r.minuteCount-r.minuteMine)
-	case r.minuteEnd > kc.minuteEnd: // a newer window
+	case r.minuteEnd > kc.minuteEnd, k.gap && r.minuteEnd != 0 && k.minuteEnd == kc.minuteEnd:
+		// A newer window, or Redis's window that took in this instance's
+		// requests of the gap: what this instance admitted since it asked
+		// goes on in it.
+		since := kc.minute.mine - k.minuteMine
+		if k.minuteEnd != kc.minuteEnd {
+			since = 0
+		}
 		kc.minuteEnd = r.minuteEnd
-		kc.minute = windowCounts{mine: r.minuteMine, others: r.minuteCount - r.minuteMine}
+		kc.minute = windowCounts{mine: r.minuteMine + since, others: r.minuteCount - r.minuteMine}
+		kc.gap = false
 	}
 	if k.day != kc.day {
 		return // the day has changed since

@@ -61,10 +61,17 @@ type redisStore struct {
 	// Key prefixes: "petstore:key:" followed by an API key's id and a UTC
 	// day, "petstore:anonymous:" followed by a client network.
 	key, address string
-	dayNames     dayNames
+	// cluster: a Redis Cluster, where a key's id is a hash tag,
+	// "petstore:key:{ID}:DAY", so that all of one key lives in one slot.
+	cluster  bool
+	dayNames dayNames
 
-	up       atomic.Bool  // false while Redis fails and the store counts locally
-	lostRuns atomic.Int64 // times counting moved from Redis to local
+	up        atomic.Bool  // false while Redis fails and the store counts locally
+	lostRuns  atomic.Int64 // times counting moved from Redis to local
+	downSince atomic.Int64 // when counting last moved to local, ms since the epoch
+	// meanwhile: the requests decided locally since Redis last answered
+	// again, for the message that says it does.
+	meanwhile struct{ admitted, refused, keyless atomic.Int64 }
 
 	stop chan struct{} // closed by close: background work ends
 	work sync.WaitGroup
@@ -137,7 +144,13 @@ func (r *redisStore) takeKey(ctx context.Context, key Key, now time.Time) (count
 		}
 		r.failed(err)
 	}
-	return r.local.takeKey(ctx, key, now)
+	c, err := r.local.takeKey(ctx, key, now)
+	if c.admitted {
+		r.meanwhile.admitted.Add(1)
+	} else if err == nil {
+		r.meanwhile.refused.Add(1)
+	}
+	return c, err
 }
 
 // takeAddress counts a request without a valid key in Redis; locally while
@@ -155,6 +168,9 @@ func (r *redisStore) takeAddress(ctx context.Context, network string, take bool)
 			return c, nil
 		}
 		r.failed(err)
+	}
+	if take {
+		r.meanwhile.keyless.Add(1)
 	}
 	return r.local.takeAddress(ctx, network, take)
 }
@@ -230,6 +246,9 @@ type known struct {
 	minuteMine, minuteOthers int64
 	day                      int64 // the UTC day of the day counts
 	dayMine, dayOthers       int64
+	// gap: minuteMine holds requests admitted while Redis failed, in a
+	// window Redis may not have: Redis adds them to the window it has.
+	gap bool
 }
 
 // keyCall is the keys and arguments of take_key.lua for one key on the day
@@ -243,11 +262,16 @@ func (r *redisStore) keyCall(key Key, k known, now time.Time, decide bool) ([]st
 		}
 		return "0"
 	}
-	return []string{r.key + key.ID + ":" + r.dayNames.of(k.day)},
+	return []string{r.keyName(key.ID, k.day)},
 		[]any{r.instance, now.UnixMilli(), flag(decide),
 			ms(cfg.MinuteWindow), q.PerMinute, k.minuteEnd, k.minuteMine, k.minuteOthers,
 			ms(dayEnd(k.day).Add(dayGrace).Sub(now)), q.PerDay, k.dayMine, k.dayOthers,
-			q.banAfter(), ms(q.BanFor), flag(key.BannedUntil.After(now)), unixMilli(key.BanLifted)}
+			q.banAfter(), ms(q.BanFor), flag(key.BannedUntil.After(now)), unixMilli(key.BanLifted), flag(k.gap)}
+}
+
+// keyName is the Redis key of API key id's windows on day.
+func (r *redisStore) keyName(id string, day int64) string {
+	return r.key + id + ":" + r.dayNames.of(day)
 }
 
 func parseCounts(res []int64) (counts, error) {

@@ -11,8 +11,12 @@ import (
 // instances at most N times a quota in a window that spans the outage. A
 // background probe tries Redis every redisRetryEvery; requests never wait on
 // a Redis known to fail. Once Redis answers, the instance gives it what it
-// admitted meanwhile before counting there again; what Redis lost (restarted
-// empty) comes back the same way, and with the next request of each key.
+// admitted meanwhile, once, before counting there again: its day counts go
+// into the day, and its minute counts into the minute window Redis has,
+// whichever instance started it (an instance that counted alone may have
+// started a window of its own). What Redis lost (restarted empty, or a
+// replica promoted before it had every write) comes back the same way, and
+// with the next request of each key.
 
 const redisRetryEvery = time.Second
 
@@ -22,6 +26,7 @@ func (r *redisStore) failed(err error) {
 		return
 	}
 	r.lostRuns.Add(1)
+	r.downSince.Store(time.Now().UnixMilli())
 	r.logger.Error("Rate-limit Redis failed; counting in this instance's memory until it answers again",
 		"redis", r.where, "error", err)
 	r.work.Add(1)
@@ -47,24 +52,33 @@ func (r *redisStore) probe() {
 		ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 		err := r.ping(ctx)
 		cancel()
-		if err != nil || r.sendUnsent() != nil {
+		if err != nil {
+			continue
+		}
+		keys, err := r.sendUnsent()
+		if err != nil {
 			continue
 		}
 		r.up.Store(true)
 		// Requests decided in memory while the switch happened: their keys'
 		// next requests would carry them too, this carries them at once.
-		if err := r.sendUnsent(); err != nil {
+		more, err := r.sendUnsent()
+		if err != nil {
 			r.failed(err)
 			return
 		}
-		r.logger.Info("Rate-limit Redis answers again; counting in Redis", "redis", r.where)
+		r.logger.Info("Rate-limit Redis answers again; counting in Redis, with what this instance counted meanwhile",
+			"redis", r.where, "down", time.Since(time.UnixMilli(r.downSince.Load())).Round(time.Millisecond).String(),
+			"admitted", r.meanwhile.admitted.Swap(0), "refused", r.meanwhile.refused.Swap(0),
+			"keyless", r.meanwhile.keyless.Swap(0), "keysSent", keys+more)
 		return
 	}
 }
 
 // sendUnsent gives Redis the counts of today that this instance admitted in
-// memory and Redis does not have, in one round trip.
-func (r *redisStore) sendUnsent() error {
+// memory and Redis does not have, in one round trip, and says of how many
+// keys.
+func (r *redisStore) sendUnsent() (int, error) {
 	now := r.cfg.Now()
 	day := dayOf(now)
 	var batch []unsent
@@ -82,13 +96,13 @@ func (r *redisStore) sendUnsent() error {
 		s.mu.Unlock()
 	}
 	if len(batch) == 0 {
-		return nil
+		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	answers, err := r.addCounts(ctx, batch, now)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i, a := range answers {
 		s := r.local.stripe(batch[i].key.ID)
@@ -96,5 +110,5 @@ func (r *redisStore) sendUnsent() error {
 		kcs[i].learn(batch[i].known, a)
 		s.mu.Unlock()
 	}
-	return nil
+	return len(batch), nil
 }
