@@ -67,7 +67,7 @@ func main() {
 
 	flags := app.RootCmd.PersistentFlags()
 	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",
-		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB, or Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; env PETSTORE_RATELIMIT_REDIS)")
+		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; Redis Cluster: redis+cluster://NODE:6379?addr=NODE2:6379; rediss:// and rediss+cluster:// with TLS, tls_ca_file=PEM for a CA of your own; env PETSTORE_RATELIMIT_REDIS)")
 	// Read after the flags, not as the flag's default: --help would print a
 	// password in the URL.
 	cobra.OnInitialize(func() {

@@ -15,7 +15,8 @@ type Limiter struct {
 	store  store
 }
 
-// New returns a Limiter counting in memory or, with cfg.RedisURL, in Redis,
+// New returns a Limiter counting in memory or, with cfg.RedisURL, in Redis
+// (one server, Sentinel, or a Redis Cluster),
 // keeping bans in ledger. Each key's day window starts from what the
 // ledger says it was served today.
 func New(cfg Config, ledger Ledger, logger *slog.Logger) (*Limiter, error) {

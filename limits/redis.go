@@ -3,12 +3,15 @@ package limits
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	_ "embed"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,7 +57,7 @@ type redisStore struct {
 	// counts while Redis fails.
 	local  *memoryStore
 	client redis.UniversalClient
-	where  string // for messages: an address, or a master name and its sentinels
+	where  string // for messages: an address, a master name and its sentinels, or a cluster's seeds
 	// instance names this process in the Redis windows' counts.
 	instance string
 
@@ -77,17 +80,20 @@ type redisStore struct {
 	work sync.WaitGroup
 }
 
-// newRedisStore connects to the Redis of cfg.RedisURL: redis://HOST:PORT/DB,
-// or, with a master_name parameter, a primary found through Redis Sentinel
-// (go-redis's failover URL). Redis must answer now: a server that cannot
+// newRedisStore connects to the Redis of cfg.RedisURL (see newRedisClient).
+// Redis must answer now: a server that cannot
 // share its counters refuses to start rather than count alone.
 func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore, error) {
-	client, where, err := newRedisClient(cfg.RedisURL)
+	client, where, cluster, err := newRedisClient(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("--ratelimit-redis: %w", err)
 	}
+	if cluster && strings.ContainsAny(cfg.Prefix, "{}") {
+		client.Close()
+		return nil, fmt.Errorf("--ratelimit-prefix %q: a Redis Cluster's prefix has no braces (they would choose every key's hash slot)", cfg.Prefix)
+	}
 	r := &redisStore{
-		cfg: cfg, logger: logger, client: client, where: where, instance: newInstanceID(),
+		cfg: cfg, logger: logger, client: client, where: where, instance: newInstanceID(), cluster: cluster,
 		key: cfg.Prefix + ":key:", address: cfg.Prefix + ":anonymous:", stop: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -175,7 +181,25 @@ func (r *redisStore) takeAddress(ctx context.Context, network string, take bool)
 	return r.local.takeAddress(ctx, network, take)
 }
 
-func newRedisClient(rawURL string) (redis.UniversalClient, string, error) {
+// Schemes of a Redis Cluster's URL: go-redis's cluster URL, told apart by
+// its scheme.
+const (
+	clusterScheme    = "redis+cluster"
+	clusterTLSScheme = "rediss+cluster"
+)
+
+// newRedisClient is a client of the Redis of rawURL, a description of it
+// for messages (without a password), and whether it is a Redis Cluster:
+//   - redis://HOST:PORT/DB, or rediss:// with TLS;
+//   - with a master_name parameter, a primary found through Redis Sentinel
+//     (go-redis's failover URL);
+//   - redis+cluster://HOST:PORT?addr=HOST2:PORT2&..., or rediss+cluster://
+//     with TLS: a Redis Cluster found through these seed nodes (go-redis's
+//     cluster URL).
+//
+// With TLS, tls_ca_file=PATH names the PEM certificates of the authorities
+// to trust instead of the system's (a managed service's own CA).
+func newRedisClient(rawURL string) (client redis.UniversalClient, where string, cluster bool, err error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// url.Error quotes the URL, password included.
@@ -183,12 +207,23 @@ func newRedisClient(rawURL string) (redis.UniversalClient, string, error) {
 		if errors.As(err, &urlErr) {
 			err = urlErr.Err
 		}
-		return nil, "", fmt.Errorf("not a URL: %w", err)
+		return nil, "", false, fmt.Errorf("not a URL: %w", err)
 	}
 	q := u.Query()
+	var roots *x509.CertPool
+	if q.Has("tls_ca_file") {
+		if u.Scheme != "rediss" && u.Scheme != clusterTLSScheme {
+			return nil, "", false, errors.New("tls_ca_file needs TLS: rediss:// or rediss+cluster://")
+		}
+		if roots, err = readCAFile(q.Get("tls_ca_file")); err != nil {
+			return nil, "", false, err
+		}
+		q.Del("tls_ca_file")
+		u.RawQuery = q.Encode()
+	}
 	// Unless the URL sets them: short timeouts and no retries, since the
 	// fallback to local counting is the retry.
-	bound := func(dial, read, write *time.Duration, retries, dialRetries *int) {
+	bound := func(dial, read, write *time.Duration, retries, dialRetries *int, tlsConfig *tls.Config) {
 		for name, d := range map[string]*time.Duration{"dial_timeout": dial, "read_timeout": read, "write_timeout": write} {
 			if !q.Has(name) {
 				*d = redisTimeout
@@ -200,22 +235,57 @@ func newRedisClient(rawURL string) (redis.UniversalClient, string, error) {
 		if !q.Has("dialer_retries") {
 			*dialRetries = 1
 		}
+		if tlsConfig != nil && roots != nil {
+			tlsConfig.RootCAs = roots
+		}
+	}
+	switch u.Scheme {
+	case clusterScheme, clusterTLSScheme:
+		if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
+			return nil, "", false, fmt.Errorf("a Redis Cluster has database 0 only, not %q", db)
+		}
+		if q.Has("master_name") {
+			return nil, "", false, errors.New("master_name names a Sentinel primary: a Redis Cluster has none")
+		}
+		u.Scheme, u.Path = strings.TrimSuffix(u.Scheme, "+cluster"), ""
+		opts, err := redis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, "", false, err
+		}
+		bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries, opts.TLSConfig)
+		return redis.NewClusterClient(opts), fmt.Sprintf("cluster (seeds %s)", strings.Join(opts.Addrs, ", ")), true, nil
+	case "redis", "rediss":
+	default:
+		return nil, "", false, fmt.Errorf("scheme %q: want redis://, rediss://, %s:// or %s://", u.Scheme, clusterScheme, clusterTLSScheme)
 	}
 	if q.Has("master_name") {
-		opts, err := redis.ParseFailoverURL(rawURL)
+		opts, err := redis.ParseFailoverURL(u.String())
 		if err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
-		bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries)
+		bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries, opts.TLSConfig)
 		where := fmt.Sprintf("master %s (sentinels %s)", opts.MasterName, strings.Join(opts.SentinelAddrs, ", "))
-		return redis.NewFailoverClient(opts), where, nil
+		return redis.NewFailoverClient(opts), where, false, nil
 	}
-	opts, err := redis.ParseURL(rawURL)
+	opts, err := redis.ParseURL(u.String())
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
-	bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries)
-	return redis.NewClient(opts), opts.Addr, nil
+	bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries, opts.TLSConfig)
+	return redis.NewClient(opts), opts.Addr, false, nil
+}
+
+// readCAFile reads the PEM certificates of tls_ca_file.
+func readCAFile(path string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tls_ca_file: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("tls_ca_file %s holds no PEM certificate", path)
+	}
+	return roots, nil
 }
 
 // ping checks that Redis answers and has the scripts cached.
@@ -271,6 +341,9 @@ func (r *redisStore) keyCall(key Key, k known, now time.Time, decide bool) ([]st
 
 // keyName is the Redis key of API key id's windows on day.
 func (r *redisStore) keyName(id string, day int64) string {
+	if r.cluster {
+		return r.key + "{" + id + "}:" + r.dayNames.of(day)
+	}
 	return r.key + id + ":" + r.dayNames.of(day)
 }
 

@@ -317,3 +317,28 @@ func TestRedisSentinelStore(t *testing.T) {
 		recover: func(t *testing.T) { hs.WaitForFailover(t, old) },
 	})
 }
+
+// A Redis Cluster of 3 masters, each with a replica: the failover case
+// kills the master of its key's slot (kill -9), and the replica takes over.
+func TestRedisClusterStore(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3, 1)
+	var dead *redistest.Server
+	testStore(t, storeDriver{
+		url: cluster.URL() + "&" + slowMachineTimeouts, shared: true,
+		fail: func(t *testing.T) {
+			dead = cluster.MasterFor(t, "failover") // the hash tag of the case's key
+			dead.Stop()
+		},
+		recover: func(t *testing.T) { cluster.WaitForFailover(t, dead) },
+	})
+}
+
+// Redis over TLS (rediss://), trusting the test's CA through tls_ca_file.
+func TestRedisTLSStore(t *testing.T) {
+	srv, caFile := redistest.StartTLS(t)
+	testStore(t, storeDriver{
+		url: srv.URL(0) + "?tls_ca_file=" + caFile + "&" + slowMachineTimeouts, shared: true,
+		fail:    func(*testing.T) { srv.Stop() },
+		recover: func(t *testing.T) { srv.Restart(t) },
+	})
+}
