@@ -95,7 +95,7 @@ func main() {
 
 	flags := app.RootCmd.PersistentFlags()
 	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",
-		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB, or Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379)")
+		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; Redis Cluster: redis+cluster://NODE:6379?addr=NODE2:6379; rediss:// and rediss+cluster:// with TLS, tls_ca_file=PEM for a CA of your own)")
 	flags.StringVar(&opts.Limits.Prefix, "ratelimit-prefix", limits.DefaultPrefix,
 		"prefix of the rate-limit counters, to let several deployments share one Redis")
 	flags.Int64Var(&opts.Limits.AnonymousPerMinute, "ratelimit-anonymous", limits.DefaultAnonymousPerMinute,

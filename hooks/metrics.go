@@ -68,6 +68,9 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 			}
 			return 0
 		}))
+		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "petstore_ratelimit_redis_lost_total", Help: "Times counting moved from Redis to this instance's memory.",
+		}, func() float64 { return float64(limiter.RedisLost()) }))
 	}
 
 	ln, err := net.Listen("tcp", addr)

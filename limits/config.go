@@ -12,9 +12,12 @@ import "time"
 // Config is the limiter's configuration; zero fields take the defaults.
 type Config struct {
 	// RedisURL, when set, keeps counters in Redis so that several instances
-	// share one quota: redis://HOST:PORT/DB, or a primary found through Redis
+	// share one quota: redis://HOST:PORT/DB; a primary found through Redis
 	// Sentinel, redis://SENTINEL/DB?master_name=NAME&addr=SENTINEL2&...
-	// (go-redis's failover URL).
+	// (go-redis's failover URL); or a Redis Cluster found through seed
+	// nodes, redis+cluster://NODE?addr=NODE2&... (go-redis's cluster URL).
+	// rediss:// and rediss+cluster:// speak TLS; tls_ca_file=PATH names the
+	// certificate authorities to trust instead of the system's.
 	RedisURL string
 	// Prefix namespaces the counters, e.g. to let staging and production
 	// share one Redis.

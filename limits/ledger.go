@@ -52,15 +52,15 @@ func (c *ledgerCounts) of(id string, day int64) int64 {
 // instance knows of the other instances' counts to match: a floor that
 // holds when Redis has lost the windows (restarted empty) and at the start
 // of an instance counting in memory.
-func (l *Limiter) readLedger(now time.Time) error {
-	counts, err := l.ledger.Served(now)
+func (m *memoryStore) readLedger(now time.Time) error {
+	counts, err := m.ledger.Served(now)
 	if err != nil {
 		return err
 	}
 	day := dayOf(now)
-	l.fromLedger.last.Store(&served{day: day, counts: counts})
+	m.fromLedger.last.Store(&served{day: day, counts: counts})
 	for id, n := range counts {
-		s := l.stripe(id)
+		s := m.stripe(id)
 		s.mu.Lock()
 		if kc := s.keys[id]; kc != nil && kc.day == day {
 			kc.dayCounts.others = max(kc.dayCounts.others, n-kc.dayCounts.mine)

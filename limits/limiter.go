@@ -2,85 +2,40 @@ package limits
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"hash/maphash"
 	"log/slog"
-	"sync"
 	"time"
-
-	"github.com/ulule/limiter/v3"
 )
 
-// Limiter decides, request by request, whether a caller is within its limits.
+// Limiter decides, request by request, whether a caller is within its
+// limits: a small core over a store (store.go) that keeps the counts.
 type Limiter struct {
 	cfg    Config
 	ledger Ledger
 	logger *slog.Logger
-
-	// stripes hold what this instance knows of each key's windows (its whole
-	// count without Redis), under 64 locks.
-	stripes *[stripes]stripe
-	seed    maphash.Seed
-	// fromLedger is what the ledger said each key was served today.
-	fromLedger ledgerCounts
-	// addresses counts requests without a valid key per client network in
-	// memory: always without Redis, and while Redis fails.
-	addresses limiter.Store
-
-	// shared counts in Redis; nil without Redis.
-	shared *redisCounter
-	// instance names this process in the Redis windows' counts.
-	instance string
-
-	stop chan struct{} // closed by Close: background work ends
-	work sync.WaitGroup
+	store  store
 }
 
-// New returns a Limiter counting in memory or, with cfg.RedisURL, in Redis,
+// New returns a Limiter counting in memory or, with cfg.RedisURL, in Redis
+// (one server, Sentinel, or a Redis Cluster),
 // keeping bans in ledger. Each key's day window starts from what the
 // ledger says it was served today.
 func New(cfg Config, ledger Ledger, logger *slog.Logger) (*Limiter, error) {
 	cfg = cfg.withDefaults()
-	l := &Limiter{
-		cfg: cfg, ledger: ledger, logger: logger, stripes: newStripes(), seed: maphash.MakeSeed(),
-		addresses: newAddressStore(cfg), instance: newInstanceID(), stop: make(chan struct{}),
+	var s store
+	var err error
+	if cfg.RedisURL != "" {
+		s, err = newRedisStore(cfg, ledger, logger)
+	} else {
+		s, err = newMemoryStore(cfg, ledger, false)
 	}
-	if err := l.readLedger(cfg.Now()); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	if cfg.RedisURL != "" {
-		shared, err := newRedisCounter(cfg.RedisURL, cfg.Prefix)
-		if err != nil {
-			return nil, err
-		}
-		l.shared = shared
-	}
-	l.work.Add(1)
-	go l.forgetLoop()
-	return l, nil
-}
-
-// newInstanceID is a name for this process, unique among the instances
-// sharing a Redis: 64 random bits.
-func newInstanceID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return &Limiter{cfg: cfg, ledger: ledger, logger: logger, store: s}, nil
 }
 
 // Close stops the background work and releases Redis.
-func (l *Limiter) Close() error {
-	close(l.stop)
-	l.work.Wait()
-	if l.shared != nil {
-		return l.shared.client.Close()
-	}
-	return nil
-}
-
-// inRedis reports whether to count in Redis now.
-func (l *Limiter) inRedis() bool { return l.shared != nil && l.shared.up.Load() }
+func (l *Limiter) Close() error { return l.store.close() }
 
 // TakeKey decides one request of an API key: admitted when neither its
 // minute nor its day window is at its limit and it is not banned, and then
@@ -93,42 +48,38 @@ func (l *Limiter) inRedis() bool { return l.shared != nil && l.shared.up.Load() 
 // trip.
 func (l *Limiter) TakeKey(ctx context.Context, key Key) (Decision, error) {
 	now := l.cfg.Now()
-	if l.inRedis() {
-		d, err := l.takeKeyInRedis(ctx, key, now)
-		if err == nil {
-			return d, nil
-		}
-		l.redisFailed(err)
-	}
-	return l.takeKeyLocally(key, now)
-}
-
-func (l *Limiter) takeKeyInRedis(ctx context.Context, key Key, now time.Time) (Decision, error) {
-	kc, s := l.lockCounts(key.ID, now)
-	k := kc.known()
-	s.mu.Unlock()
-	r, err := l.shared.takeKey(ctx, l.instance, l.cfg, key, k, now)
+	c, err := l.store.takeKey(ctx, key, now)
 	if err != nil {
 		return Decision{}, err
 	}
-	s.mu.Lock()
-	kc.learn(k, r)
-	s.mu.Unlock()
-
-	d := l.keyDecision(key.Quota, now, r.admitted, r.minuteCount, r.minuteEnd, r.dayCount)
+	d := l.keyDecision(key.Quota, now, c.admitted, c.minuteCount, c.minuteEnd, c.dayCount)
 	switch {
 	case key.BannedUntil.After(now):
 		d = d.banned(key.BannedUntil)
-	case r.banLeft > 0:
-		// A ban another instance decided holds here at once, before its
-		// record in the ledger is read.
-		d = d.banned(now.Add(time.Duration(r.banLeft) * time.Millisecond))
+	case c.banLeft > 0:
+		// A ban the store decided holds at once, before its record in the
+		// ledger is read.
+		d = d.banned(now.Add(time.Duration(c.banLeft) * time.Millisecond))
 	}
-	if r.banning {
+	if c.banning {
 		// This very request banned the key: one instance, once, records it.
 		return d, l.saveBan(key.ID, d.BannedUntil)
 	}
 	return d, nil
+}
+
+// keyDecision is the decision on a request of a key with quota q, admitted
+// or not, after which its minute window (ending at minuteEnd, ms; 0: none)
+// and its day window hold minute and day requests.
+func (l *Limiter) keyDecision(q Quota, now time.Time, admitted bool, minute, minuteEnd, day int64) Decision {
+	reset := now.Add(l.cfg.MinuteWindow) // a window would start with the next request
+	if minuteEnd != 0 {
+		reset = time.UnixMilli(minuteEnd)
+	}
+	return Decision{At: now, Windows: []Window{
+		newWindow("minute", l.cfg.MinuteWindow, q.PerMinute, minute, reset, !admitted),
+		newWindow("day", secondsPerDay*time.Second, q.PerDay, day, dayEnd(dayOf(now)), !admitted),
+	}}
 }
 
 // TakeAnonymous counts one request without a valid API key against its
@@ -145,23 +96,13 @@ func (l *Limiter) PeekAnonymous(ctx context.Context, ip string) (Decision, error
 }
 
 func (l *Limiter) address(ctx context.Context, network string, take bool) (Decision, error) {
-	if l.inRedis() {
-		now := time.Now()
-		var count int64
-		var reset time.Time
-		var refused bool
-		var err error
-		if take {
-			count, reset, refused, err = l.shared.takeAddress(ctx, l.cfg, network, now)
-		} else {
-			count, reset, err = l.shared.peekAddress(ctx, l.cfg, network, now)
-		}
-		if err == nil {
-			return l.addressDecision(now, count, reset, refused), nil
-		}
-		l.redisFailed(err)
+	c, err := l.store.takeAddress(ctx, network, take)
+	if err != nil {
+		return Decision{}, err
 	}
-	return l.addressLocally(ctx, network, take)
+	return Decision{At: c.at, Windows: []Window{
+		newWindow("minute", l.cfg.MinuteWindow, l.cfg.AnonymousPerMinute, c.count, c.reset, c.refused),
+	}}, nil
 }
 
 func (l *Limiter) saveBan(keyID string, until time.Time) error {
@@ -176,13 +117,8 @@ func (l *Limiter) saveBan(keyID string, until time.Time) error {
 // Counting says where the limiter counts now: "memory" without Redis,
 // "redis", or "local" while Redis fails (each instance then admits at most a
 // quota).
-func (l *Limiter) Counting() string {
-	switch {
-	case l.shared == nil:
-		return "memory"
-	case l.shared.up.Load():
-		return "redis"
-	default:
-		return "local"
-	}
-}
+func (l *Limiter) Counting() string { return l.store.counting() }
+
+// RedisLost is how many times counting moved from Redis to this instance's
+// memory since the limiter started.
+func (l *Limiter) RedisLost() int64 { return l.store.lost() }

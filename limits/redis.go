@@ -2,11 +2,18 @@ package limits
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	_ "embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,32 +47,54 @@ var (
 	takeAddressScript = redis.NewScript(takeAddressSource)
 )
 
-// redisCounter counts in Redis, shared by every instance: one script run,
-// one round trip, per counted request.
-type redisCounter struct {
+// redisStore counts in Redis, shared by every instance: one script run,
+// one round trip, per counted request. While Redis fails, it counts in its
+// memoryStore (redis_failover.go).
+type redisStore struct {
+	cfg    Config
+	logger *slog.Logger
+	// local is what this instance knows of each key's windows, and where it
+	// counts while Redis fails.
+	local  *memoryStore
 	client redis.UniversalClient
-	where  string // for messages: an address, or a master name and its sentinels
+	where  string // for messages: an address, a master name and its sentinels, or a cluster's seeds
+	// instance names this process in the Redis windows' counts.
+	instance string
 
 	// Key prefixes: "petstore:key:" followed by an API key's id and a UTC
 	// day, "petstore:anonymous:" followed by a client network.
 	key, address string
-	dayNames     dayNames
+	// cluster: a Redis Cluster, where a key's id is a hash tag,
+	// "petstore:key:{ID}:DAY", so that all of one key lives in one slot.
+	cluster  bool
+	dayNames dayNames
 
-	up atomic.Bool // false while Redis fails and the Limiter counts locally
+	up        atomic.Bool  // false while Redis fails and the store counts locally
+	lostRuns  atomic.Int64 // times counting moved from Redis to local
+	downSince atomic.Int64 // when counting last moved to local, ms since the epoch
+	// meanwhile: the requests decided locally since Redis last answered
+	// again, for the message that says it does.
+	meanwhile struct{ admitted, refused, keyless atomic.Int64 }
+
+	stop chan struct{} // closed by close: background work ends
+	work sync.WaitGroup
 }
 
-// newRedisCounter connects to the Redis of rawURL: redis://HOST:PORT/DB, or,
-// with a master_name parameter, a primary found through Redis Sentinel
-// (go-redis's failover URL). Redis must answer now: a server that cannot
+// newRedisStore connects to the Redis of cfg.RedisURL (see newRedisClient).
+// Redis must answer now: a server that cannot
 // share its counters refuses to start rather than count alone.
-func newRedisCounter(rawURL, prefix string) (*redisCounter, error) {
-	client, where, err := newRedisClient(rawURL)
+func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore, error) {
+	client, where, cluster, err := newRedisClient(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("--ratelimit-redis: %w", err)
 	}
-	r := &redisCounter{
-		client: client, where: where,
-		key: prefix + ":key:", address: prefix + ":anonymous:",
+	if cluster && strings.ContainsAny(cfg.Prefix, "{}") {
+		client.Close()
+		return nil, fmt.Errorf("--ratelimit-prefix %q: a Redis Cluster's prefix has no braces (they would choose every key's hash slot)", cfg.Prefix)
+	}
+	r := &redisStore{
+		cfg: cfg, logger: logger, client: client, where: where, instance: newInstanceID(), cluster: cluster,
+		key: cfg.Prefix + ":key:", address: cfg.Prefix + ":anonymous:", stop: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -73,11 +102,104 @@ func newRedisCounter(rawURL, prefix string) (*redisCounter, error) {
 		client.Close()
 		return nil, fmt.Errorf("rate-limit Redis at %s is unreachable: %w", where, err)
 	}
+	if r.local, err = newMemoryStore(cfg, ledger, true); err != nil {
+		client.Close()
+		return nil, err
+	}
 	r.up.Store(true)
 	return r, nil
 }
 
-func newRedisClient(rawURL string) (redis.UniversalClient, string, error) {
+// newInstanceID is a name for this process, unique among the instances
+// sharing a Redis: 64 random bits.
+func newInstanceID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (r *redisStore) counting() string {
+	if r.up.Load() {
+		return "redis"
+	}
+	return "local"
+}
+
+func (r *redisStore) lost() int64 { return r.lostRuns.Load() }
+
+func (r *redisStore) close() error {
+	close(r.stop)
+	r.work.Wait()
+	_ = r.local.close()
+	return r.client.Close()
+}
+
+// takeKey decides one request of key in Redis, telling it what this
+// instance knows; locally while Redis fails.
+func (r *redisStore) takeKey(ctx context.Context, key Key, now time.Time) (counts, error) {
+	if r.up.Load() {
+		kc, s := r.local.lockCounts(key.ID, now)
+		k := kc.known()
+		s.mu.Unlock()
+		c, err := r.runTakeKey(ctx, key, k, now)
+		if err == nil {
+			s.mu.Lock()
+			kc.learn(k, c)
+			s.mu.Unlock()
+			return c, nil
+		}
+		r.failed(err)
+	}
+	c, err := r.local.takeKey(ctx, key, now)
+	if c.admitted {
+		r.meanwhile.admitted.Add(1)
+	} else if err == nil {
+		r.meanwhile.refused.Add(1)
+	}
+	return c, err
+}
+
+// takeAddress counts a request without a valid key in Redis; locally while
+// Redis fails.
+func (r *redisStore) takeAddress(ctx context.Context, network string, take bool) (addressCounts, error) {
+	if r.up.Load() {
+		var c addressCounts
+		var err error
+		if take {
+			c, err = r.runTakeAddress(ctx, network, time.Now())
+		} else {
+			c, err = r.peekAddress(ctx, network, time.Now())
+		}
+		if err == nil {
+			return c, nil
+		}
+		r.failed(err)
+	}
+	if take {
+		r.meanwhile.keyless.Add(1)
+	}
+	return r.local.takeAddress(ctx, network, take)
+}
+
+// Schemes of a Redis Cluster's URL: go-redis's cluster URL, told apart by
+// its scheme.
+const (
+	clusterScheme    = "redis+cluster"
+	clusterTLSScheme = "rediss+cluster"
+)
+
+// newRedisClient is a client of the Redis of rawURL, a description of it
+// for messages (without a password), and whether it is a Redis Cluster:
+//   - redis://HOST:PORT/DB, or rediss:// with TLS;
+//   - with a master_name parameter, a primary found through Redis Sentinel
+//     (go-redis's failover URL);
+//   - redis+cluster://HOST:PORT?addr=HOST2:PORT2&..., or rediss+cluster://
+//     with TLS: a Redis Cluster found through these seed nodes (go-redis's
+//     cluster URL).
+//
+// With TLS, tls_ca_file=PATH names the PEM certificates of the authorities
+// to trust instead of the system's (a managed service's own CA).
+func newRedisClient(rawURL string) (client redis.UniversalClient, where string, cluster bool, err error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// url.Error quotes the URL, password included.
@@ -85,12 +207,23 @@ func newRedisClient(rawURL string) (redis.UniversalClient, string, error) {
 		if errors.As(err, &urlErr) {
 			err = urlErr.Err
 		}
-		return nil, "", fmt.Errorf("not a URL: %w", err)
+		return nil, "", false, fmt.Errorf("not a URL: %w", err)
 	}
 	q := u.Query()
+	var roots *x509.CertPool
+	if q.Has("tls_ca_file") {
+		if u.Scheme != "rediss" && u.Scheme != clusterTLSScheme {
+			return nil, "", false, errors.New("tls_ca_file needs TLS: rediss:// or rediss+cluster://")
+		}
+		if roots, err = readCAFile(q.Get("tls_ca_file")); err != nil {
+			return nil, "", false, err
+		}
+		q.Del("tls_ca_file")
+		u.RawQuery = q.Encode()
+	}
 	// Unless the URL sets them: short timeouts and no retries, since the
 	// fallback to local counting is the retry.
-	bound := func(dial, read, write *time.Duration, retries, dialRetries *int) {
+	bound := func(dial, read, write *time.Duration, retries, dialRetries *int, tlsConfig *tls.Config) {
 		for name, d := range map[string]*time.Duration{"dial_timeout": dial, "read_timeout": read, "write_timeout": write} {
 			if !q.Has(name) {
 				*d = redisTimeout
@@ -102,26 +235,61 @@ func newRedisClient(rawURL string) (redis.UniversalClient, string, error) {
 		if !q.Has("dialer_retries") {
 			*dialRetries = 1
 		}
+		if tlsConfig != nil && roots != nil {
+			tlsConfig.RootCAs = roots
+		}
+	}
+	switch u.Scheme {
+	case clusterScheme, clusterTLSScheme:
+		if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
+			return nil, "", false, fmt.Errorf("a Redis Cluster has database 0 only, not %q", db)
+		}
+		if q.Has("master_name") {
+			return nil, "", false, errors.New("master_name names a Sentinel primary: a Redis Cluster has none")
+		}
+		u.Scheme, u.Path = strings.TrimSuffix(u.Scheme, "+cluster"), ""
+		opts, err := redis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, "", false, err
+		}
+		bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries, opts.TLSConfig)
+		return redis.NewClusterClient(opts), fmt.Sprintf("cluster (seeds %s)", strings.Join(opts.Addrs, ", ")), true, nil
+	case "redis", "rediss":
+	default:
+		return nil, "", false, fmt.Errorf("scheme %q: want redis://, rediss://, %s:// or %s://", u.Scheme, clusterScheme, clusterTLSScheme)
 	}
 	if q.Has("master_name") {
-		opts, err := redis.ParseFailoverURL(rawURL)
+		opts, err := redis.ParseFailoverURL(u.String())
 		if err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
-		bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries)
+		bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries, opts.TLSConfig)
 		where := fmt.Sprintf("master %s (sentinels %s)", opts.MasterName, strings.Join(opts.SentinelAddrs, ", "))
-		return redis.NewFailoverClient(opts), where, nil
+		return redis.NewFailoverClient(opts), where, false, nil
 	}
-	opts, err := redis.ParseURL(rawURL)
+	opts, err := redis.ParseURL(u.String())
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
-	bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries)
-	return redis.NewClient(opts), opts.Addr, nil
+	bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries, opts.TLSConfig)
+	return redis.NewClient(opts), opts.Addr, false, nil
+}
+
+// readCAFile reads the PEM certificates of tls_ca_file.
+func readCAFile(path string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tls_ca_file: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("tls_ca_file %s holds no PEM certificate", path)
+	}
+	return roots, nil
 }
 
 // ping checks that Redis answers and has the scripts cached.
-func (r *redisCounter) ping(ctx context.Context) error {
+func (r *redisStore) ping(ctx context.Context) error {
 	if err := takeKeyScript.Load(ctx, r.client).Err(); err != nil {
 		return err
 	}
@@ -148,20 +316,15 @@ type known struct {
 	minuteMine, minuteOthers int64
 	day                      int64 // the UTC day of the day counts
 	dayMine, dayOthers       int64
-}
-
-// redisCounts is take_key.lua's answer.
-type redisCounts struct {
-	admitted                           bool
-	minuteCount, minuteMine, minuteEnd int64
-	dayCount, dayMine                  int64
-	banLeft                            int64 // ms; 0 or less: no ban
-	banning                            bool  // this request banned the key
+	// gap: minuteMine holds requests admitted while Redis failed, in a
+	// window Redis may not have: Redis adds them to the window it has.
+	gap bool
 }
 
 // keyCall is the keys and arguments of take_key.lua for one key on the day
 // of k: deciding a request (decide) or only adding this instance's counts.
-func (r *redisCounter) keyCall(instance string, cfg Config, key Key, k known, now time.Time, decide bool) ([]string, []any) {
+func (r *redisStore) keyCall(key Key, k known, now time.Time, decide bool) ([]string, []any) {
+	cfg := r.cfg
 	q := key.Quota
 	flag := func(b bool) string {
 		if b {
@@ -169,30 +332,38 @@ func (r *redisCounter) keyCall(instance string, cfg Config, key Key, k known, no
 		}
 		return "0"
 	}
-	return []string{r.key + key.ID + ":" + r.dayNames.of(k.day)},
-		[]any{instance, now.UnixMilli(), flag(decide),
+	return []string{r.keyName(key.ID, k.day)},
+		[]any{r.instance, now.UnixMilli(), flag(decide),
 			ms(cfg.MinuteWindow), q.PerMinute, k.minuteEnd, k.minuteMine, k.minuteOthers,
 			ms(dayEnd(k.day).Add(dayGrace).Sub(now)), q.PerDay, k.dayMine, k.dayOthers,
-			q.banAfter(), ms(q.BanFor), flag(key.BannedUntil.After(now)), unixMilli(key.BanLifted)}
+			q.banAfter(), ms(q.BanFor), flag(key.BannedUntil.After(now)), unixMilli(key.BanLifted), flag(k.gap)}
 }
 
-func parseCounts(res []int64) (redisCounts, error) {
-	if len(res) != 8 {
-		return redisCounts{}, fmt.Errorf("rate-limit script returned %d values", len(res))
+// keyName is the Redis key of API key id's windows on day.
+func (r *redisStore) keyName(id string, day int64) string {
+	if r.cluster {
+		return r.key + "{" + id + "}:" + r.dayNames.of(day)
 	}
-	return redisCounts{
+	return r.key + id + ":" + r.dayNames.of(day)
+}
+
+func parseCounts(res []int64) (counts, error) {
+	if len(res) != 8 {
+		return counts{}, fmt.Errorf("rate-limit script returned %d values", len(res))
+	}
+	return counts{
 		admitted: res[0] == 1, minuteCount: res[1], minuteMine: res[2], minuteEnd: res[3],
 		dayCount: res[4], dayMine: res[5], banLeft: res[6], banning: res[7] == 1,
 	}, nil
 }
 
-// takeKey decides one request of key in Redis, telling it what this
-// instance knows.
-func (r *redisCounter) takeKey(ctx context.Context, instance string, cfg Config, key Key, k known, now time.Time) (redisCounts, error) {
-	keys, args := r.keyCall(instance, cfg, key, k, now, true)
+// runTakeKey runs take_key.lua for one request of key, telling Redis what
+// this instance knows (k).
+func (r *redisStore) runTakeKey(ctx context.Context, key Key, k known, now time.Time) (counts, error) {
+	keys, args := r.keyCall(key, k, now, true)
 	res, err := takeKeyScript.Run(ctx, r.client, keys, args...).Int64Slice()
 	if err != nil {
-		return redisCounts{}, err
+		return counts{}, err
 	}
 	return parseCounts(res)
 }
@@ -205,18 +376,18 @@ type unsent struct {
 
 // addCounts gives Redis what this instance counted while Redis failed, for
 // every key in one round trip, and returns what Redis counts now.
-func (r *redisCounter) addCounts(ctx context.Context, instance string, cfg Config, counts []unsent, now time.Time) ([]redisCounts, error) {
+func (r *redisStore) addCounts(ctx context.Context, batch []unsent, now time.Time) ([]counts, error) {
 	pipe := r.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(counts))
-	for i, c := range counts {
-		keys, args := r.keyCall(instance, cfg, c.key, c.known, now, false)
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, c := range batch {
+		keys, args := r.keyCall(c.key, c.known, now, false)
 		// ping has just loaded the script: no NOSCRIPT fallback in a pipeline.
 		cmds[i] = takeKeyScript.EvalSha(ctx, pipe, keys, args...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
-	result := make([]redisCounts, len(counts))
+	result := make([]counts, len(batch))
 	for i, cmd := range cmds {
 		res, err := cmd.Int64Slice()
 		if err == nil {
@@ -229,39 +400,38 @@ func (r *redisCounter) addCounts(ctx context.Context, instance string, cfg Confi
 	return result, nil
 }
 
-// takeAddress counts one request without a valid key from network, unless
-// its window is at its limit (refused), and returns the window's count and
-// reset.
-func (r *redisCounter) takeAddress(ctx context.Context, cfg Config, network string, now time.Time) (count int64, reset time.Time, refused bool, err error) {
+// runTakeAddress counts one request without a valid key from network,
+// unless its window is at its limit (refused).
+func (r *redisStore) runTakeAddress(ctx context.Context, network string, now time.Time) (addressCounts, error) {
 	res, err := takeAddressScript.Run(ctx, r.client, []string{r.address + network},
-		cfg.AnonymousPerMinute, ms(cfg.MinuteWindow)).Int64Slice()
+		r.cfg.AnonymousPerMinute, ms(r.cfg.MinuteWindow)).Int64Slice()
 	if err != nil {
-		return 0, time.Time{}, false, err
+		return addressCounts{}, err
 	}
 	if len(res) != 3 {
-		return 0, time.Time{}, false, fmt.Errorf("rate-limit script returned %d values", len(res))
+		return addressCounts{}, fmt.Errorf("rate-limit script returned %d values", len(res))
 	}
-	reset = now.Add(cfg.MinuteWindow)
+	reset := now.Add(r.cfg.MinuteWindow)
 	if res[2] > 0 {
 		reset = now.Add(time.Duration(res[2]) * time.Millisecond)
 	}
-	return res[1], reset, res[0] == 0, nil
+	return addressCounts{at: now, count: res[1], reset: reset, refused: res[0] == 0}, nil
 }
 
 // peekAddress is network's window as it stands, in one round trip.
-func (r *redisCounter) peekAddress(ctx context.Context, cfg Config, network string, now time.Time) (int64, time.Time, error) {
+func (r *redisStore) peekAddress(ctx context.Context, network string, now time.Time) (addressCounts, error) {
 	pipe := r.client.Pipeline()
 	count := pipe.Get(ctx, r.address+network)
 	ttl := pipe.PTTL(ctx, r.address+network)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return 0, time.Time{}, err
+		return addressCounts{}, err
 	}
 	n, _ := count.Int64() // redis.Nil: no request from network in this window
-	reset := now.Add(cfg.MinuteWindow)
+	reset := now.Add(r.cfg.MinuteWindow)
 	if t := ttl.Val(); t > 0 {
 		reset = now.Add(t)
 	}
-	return n, reset, nil
+	return addressCounts{at: now, count: n, reset: reset}, nil
 }
 
 // dayNames names UTC days (YYYY-MM-DD) for the day windows' keys, keeping

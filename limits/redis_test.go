@@ -3,6 +3,7 @@ package limits
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,7 +60,7 @@ func TestRedisOneRoundTripPerRequest(t *testing.T) {
 	}
 	defer l.Close()
 	trips := &roundTrips{}
-	l.shared.client.AddHook(trips)
+	l.store.(*redisStore).client.AddHook(trips)
 	ctx := context.Background()
 
 	take := func(what string, f func() (Decision, error)) Decision {
@@ -133,7 +134,27 @@ func TestRedisScriptReloadedAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := l.TakeKey(context.Background(), key)
-	if err != nil || !l.inRedis() || d.Windows[0].Remaining != 8 {
-		t.Fatalf("after SCRIPT FLUSH: %+v, %v, in Redis %v; want 8 left, counted in Redis", d, err, l.inRedis())
+	if err != nil || l.Counting() != "redis" || d.Windows[0].Remaining != 8 {
+		t.Fatalf("after SCRIPT FLUSH: %+v, %v, counting in %s; want 8 left, counted in Redis", d, err, l.Counting())
+	}
+}
+
+// --ratelimit-redis URLs that cannot work are refused at start, with a
+// reason, and without the password.
+func TestRedisURLsRefused(t *testing.T) {
+	for _, c := range []struct{ url, prefix, want string }{
+		{"http://:hunter2@127.0.0.1:6379/0", "", `scheme "http"`},
+		{"redis+cluster://:hunter2@127.0.0.1:7000/1?addr=127.0.0.1:7001", "", "database 0 only"},
+		{"redis+cluster://:hunter2@127.0.0.1:7000?master_name=x", "", "master_name"},
+		{"redis://:hunter2@127.0.0.1:6379/0?tls_ca_file=/etc/hostname", "", "tls_ca_file needs TLS"},
+		{"rediss://:hunter2@127.0.0.1:6379/0?tls_ca_file=/no/such/ca.pem", "", "no such file"},
+		{"rediss+cluster://:hunter2@127.0.0.1:7000?tls_ca_file=/etc/hostname", "", "holds no PEM certificate"},
+		{"redis+cluster://:hunter2@127.0.0.1:7000?addr=127.0.0.1:7001", "pet{store}", "no braces"},
+		{"redis+cluster://:hunter2@127.0.0.1:7000?nonsense=1", "", "unexpected option: nonsense"},
+	} {
+		_, err := New(Config{RedisURL: c.url, Prefix: c.prefix}, &redisTestLedger{}, slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: %v; want an error saying %q, without the password", c.url, err, c.want)
+		}
 	}
 }

@@ -28,7 +28,9 @@
 -- ARGV[11] this instance's day count, ARGV[12] the others' as it knows it,
 -- ARGV[13] rejections that ban, ARGV[14] the ban in ms (0: no bans),
 -- ARGV[15] '1' when the key is banned in the ledger,
--- ARGV[16] when staff last lifted a ban of the key (ms since the epoch, 0: never)
+-- ARGV[16] when staff last lifted a ban of the key (ms since the epoch, 0: never),
+-- ARGV[17] '1' when ARGV[7] holds requests this instance admitted alone
+-- while Redis failed, in a window that may not be the one Redis has
 --
 -- Returns {1 if admitted else 0, the minute count, this instance's part of
 -- it, the minute window's end (0: no window), the day count, this
@@ -156,7 +158,15 @@ if minuteEnd <= now or lifted then
 		minuteEnd, mine, others = 0, 0, 0
 	end
 elseif known ~= minuteEnd then
-	mine, others = 0, 0 -- this instance's counts are of another window
+	if ARGV[17] == '1' and known > now then
+		-- This instance counted alone while Redis failed, in a window of
+		-- its own: its requests go into the window Redis has, once (its
+		-- count there only grows). What it knew of the others is of
+		-- another window.
+		others = 0
+	else
+		mine, others = 0, 0 -- this instance's counts are of another window
+	end
 end
 merge(minute, mine, others)
 merge(day, tonumber(ARGV[11]), tonumber(ARGV[12]))

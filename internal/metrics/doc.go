@@ -17,7 +17,7 @@
 //	petstore_ratelimit_requests_total           counter    plan ("anonymous" without a valid key), outcome (admitted, limited, banned)
 //	petstore_ratelimit_bans_total               counter    bans started
 //	petstore_ratelimit_redis_up                 gauge      1 while Redis decides, 0 while the limiter counts locally
-//	petstore_ratelimit_redis_lost_total         counter    times counting moved from Redis to local (not yet)
+//	petstore_ratelimit_redis_lost_total         counter    times counting moved from Redis to local
 //	petstore_pets_writer_batch_size             histogram  creates written per commit
 //	petstore_pets_writer_commit_duration_seconds histogram one transaction of the pets writer, begin to commit
 //	petstore_idempotency_requests_total         counter    outcome (stored, replayed, conflict)

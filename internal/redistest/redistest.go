@@ -6,7 +6,15 @@ package redistest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -44,6 +52,7 @@ type Server struct {
 
 	command string
 	args    []string
+	tls     *tls.Config // nil: plain TCP
 	cmd     *exec.Cmd
 	exited  chan struct{}
 }
@@ -64,13 +73,20 @@ func Start(t testing.TB, args ...string) *Server {
 // found free may be taken before the process binds it: start tries others.
 func start(t testing.TB, command string, args func(port int) []string) *Server {
 	t.Helper()
+	return startWith(t, command, nil, args)
+}
+
+// startWith is start for a server that speaks TLS with config tc (nil:
+// plain TCP).
+func startWith(t testing.TB, command string, tc *tls.Config, args func(port int) []string) *Server {
+	t.Helper()
 	var lastErr error
 	for range 5 {
 		port, err := freePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), command: command, args: args(port)}
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), command: command, args: args(port), tls: tc}
 		if lastErr = s.run(); lastErr == nil {
 			t.Cleanup(s.Stop)
 			return s
@@ -102,7 +118,7 @@ func (s *Server) run() error {
 	s.cmd, s.exited = cmd, make(chan struct{})
 	go func() { _ = cmd.Wait(); close(s.exited) }()
 
-	client := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	client := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second, TLSConfig: s.tls})
 	defer client.Close()
 	deadline := time.Now().Add(startTimeout)
 	for {
@@ -125,12 +141,90 @@ func (s *Server) run() error {
 	}
 }
 
-// URL is the server's database db as --ratelimit-redis takes it.
-func (s *Server) URL(db int) string { return fmt.Sprintf("redis://%s/%d", s.Addr, db) }
+// StartTLS runs redis-server speaking TLS only, on a free loopback port,
+// with a certificate for 127.0.0.1 made for the test by a CA of its own;
+// caFile is that CA's certificate (PEM). Debian's redis-server is built
+// with TLS.
+func StartTLS(t testing.TB) (s *Server, caFile string) {
+	t.Helper()
+	Require(t)
+	dir := t.TempDir()
+	caFile, certFile, keyFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	roots := writeTestCertificates(t, caFile, certFile, keyFile)
+	tc := &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+	s = startWith(t, "redis-server", tc, func(port int) []string {
+		return []string{"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile,
+			"--tls-auth-clients", "no", "--save", "", "--appendonly", "no", "--dir", dir}
+	})
+	return s, caFile
+}
+
+// writeTestCertificates writes a CA's certificate, and a certificate for
+// 127.0.0.1 that it signed with its key, and returns the CA as a pool.
+func writeTestCertificates(t testing.TB, caFile, certFile, keyFile string) *x509.CertPool {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	ca := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "redistest CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca, err = x509.ParseCertificate(caDER); err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, block := range map[string]*pem.Block{
+		caFile: {Type: "CERTIFICATE", Bytes: caDER}, certFile: {Type: "CERTIFICATE", Bytes: leafDER},
+		keyFile: {Type: "EC PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	return roots
+}
+
+// URL is the server's database db as --ratelimit-redis takes it (rediss://
+// for a server started with StartTLS, whose CA the URL does not name).
+func (s *Server) URL(db int) string {
+	scheme := "redis"
+	if s.tls != nil {
+		scheme = "rediss"
+	}
+	return fmt.Sprintf("%s://%s/%d", scheme, s.Addr, db)
+}
 
 // Client is a go-redis client of the server, closed when the test ends.
 func (s *Server) Client(t testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, TLSConfig: s.tls})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -293,6 +387,156 @@ func (hs *Sentinel) waitUntil(t testing.TB, ok func(*redis.SentinelClient, conte
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the sentinels did not agree in time")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Cluster is a Redis Cluster on loopback ports: masters, each with its
+// replicas, that fail a master over after cluster-node-timeout (1 s).
+type Cluster struct {
+	Nodes []*Server
+}
+
+// StartCluster runs masters × (1 + replicas) redis-server processes in
+// cluster mode and joins them with redis-cli --cluster create; it returns
+// once every node reports the cluster ok and every master has its replicas.
+func StartCluster(t testing.TB, masters, replicas int) *Cluster {
+	t.Helper()
+	Require(t)
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-cli is not installed (CI installs Debian's redis-tools): %v", err)
+		}
+		t.Skipf("install Debian's redis-tools to run this test: %v", err)
+	}
+	c := &Cluster{}
+	args := []string{"--cluster", "create"}
+	for range masters * (1 + replicas) {
+		n := Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0")
+		c.Nodes = append(c.Nodes, n)
+		args = append(args, n.Addr)
+	}
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.waitUntil(t, nil, func(shards []redis.ClusterShard) bool {
+		serving := 0
+		for _, s := range shards {
+			if len(s.Slots) == 0 {
+				continue
+			}
+			serving++
+			online := 0
+			for _, n := range s.Nodes {
+				if n.Health == "online" {
+					online++
+				}
+			}
+			if online != 1+replicas {
+				return false
+			}
+		}
+		return serving == masters
+	})
+	return c
+}
+
+// URL is --ratelimit-redis for the cluster: every node as a seed.
+func (c *Cluster) URL() string {
+	u := "redis+cluster://" + c.Nodes[0].Addr
+	for i, n := range c.Nodes[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=" + n.Addr
+	}
+	return u
+}
+
+// MasterFor is the node that serves the hash slot of key now.
+func (c *Cluster) MasterFor(t testing.TB, key string) *Server {
+	t.Helper()
+	client := c.Nodes[0].Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	slot, err := client.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := client.ClusterShards(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range shards {
+		for _, r := range s.Slots {
+			if r.Start <= slot && slot <= r.End {
+				for _, n := range c.Nodes {
+					if n.Addr == masterOf(s) {
+						return n
+					}
+				}
+			}
+		}
+	}
+	t.Fatalf("no node serves slot %d of %q", slot, key)
+	return nil
+}
+
+// masterOf is the address of shard s's master; "" when it has none.
+func masterOf(s redis.ClusterShard) string {
+	for _, n := range s.Nodes {
+		if n.Role == "master" {
+			return net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+		}
+	}
+	return ""
+}
+
+// WaitForFailover waits until a replica serves every slot of the stopped
+// master dead, and every other node reports the cluster ok.
+func (c *Cluster) WaitForFailover(t testing.TB, dead *Server) {
+	t.Helper()
+	c.waitUntil(t, dead, func(shards []redis.ClusterShard) bool {
+		for _, s := range shards {
+			if len(s.Slots) > 0 && masterOf(s) == dead.Addr {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitUntil polls every node but skip until each reports cluster_state:ok
+// and ok holds for its CLUSTER SHARDS.
+func (c *Cluster) waitUntil(t testing.TB, skip *Server, ok func([]redis.ClusterShard) bool) {
+	t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		all := true
+		for _, n := range c.Nodes {
+			if n == skip {
+				continue
+			}
+			client := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			info, err := client.ClusterInfo(ctx).Result()
+			var shards []redis.ClusterShard
+			if err == nil {
+				shards, err = client.ClusterShards(ctx).Result()
+			}
+			cancel()
+			client.Close()
+			all = all && err == nil && strings.Contains(info, "cluster_state:ok") && ok(shards)
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Redis Cluster did not settle in time")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
