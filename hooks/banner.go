@@ -36,7 +36,8 @@ func bindBanner(app core.App, opts *Options, s *Service) {
 }
 
 // rateLimitStore names where rate limits are counted, without the Redis
-// URL's password.
+// URL's passwords: the user part's, and the query's (Sentinel's password=
+// and sentinel_password=).
 func rateLimitStore(redisURL string) string {
 	if redisURL == "" {
 		return "memory"
@@ -45,6 +46,13 @@ func rateLimitStore(redisURL string) string {
 	if err != nil {
 		return "redis"
 	}
+	q := u.Query()
+	for name := range q {
+		if strings.Contains(strings.ToLower(name), "password") {
+			q.Set(name, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
 	return u.Redacted()
 }
 
