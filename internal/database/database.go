@@ -42,8 +42,14 @@ const PageCacheKiB = 512
 const ReadPoolConns = 32
 
 // pragmas are PocketBase's (core.DefaultDBConnect), busy_timeout first, with
-// the page cache above.
-var pragmas = "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=journal_size_limit(200000000)" +
+// the page cache above, and transactions that take the write lock when they
+// begin (BEGIN IMMEDIATE). Only the write connection runs transactions, and
+// each one writes; one that began deferred, read, and then found another
+// process's commit in between could not write at all (SQLITE_BUSY_SNAPSHOT,
+// "database is locked (517)", which no busy timeout waits out), whereas
+// BEGIN IMMEDIATE waits for the lock under busy_timeout. Instances and the
+// command line share a data directory, so that happens.
+var pragmas = "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=journal_size_limit(200000000)" +
 	"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_pragma=temp_store(MEMORY)" +
 	"&_pragma=cache_size(-" + strconv.Itoa(PageCacheKiB) + ")"
 
