@@ -200,6 +200,8 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
 	})
 	staff.AddRoutes(se.Router, history)
+	// PocketBase's sign-in and account routes, counted per client network.
+	se.Router.Bind(newAuthThrottle().handler())
 	api.AddHealthRoutes(se.Router, api.Health{Draining: s.draining.Load, DB: reads.DB(), Limiter: limiter})
 	// The reference page's copy of the contract, outside /v1 and so not
 	// counted: the page renders for visitors whose address is over its
