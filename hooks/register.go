@@ -22,6 +22,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
 	"petstore/internal/idempotency"
@@ -73,10 +74,11 @@ const DefaultSlowRequest = time.Second
 type Service struct {
 	log      *slog.Logger // the one logger: console and dashboard
 	err      error
-	base     api.BaseURL  // Options.PublicURL, checked
-	draining atomic.Bool  // from SIGTERM on: /readyz answers 503
-	bans     func()       // counts a ban started; nil without metrics
-	audits   func(string) // counts an audit record by action; nil without metrics
+	base     api.BaseURL        // Options.PublicURL, checked
+	draining atomic.Bool        // from SIGTERM on: /readyz answers 503
+	conns    *connlimit.Limiter // the public listener's connections; set when serve starts
+	bans     func()             // counts a ban started; nil without metrics
+	audits   func(string)       // counts an audit record by action; nil without metrics
 }
 
 // Err is the error that stopped `serve` from starting, if any. PocketBase
@@ -100,7 +102,7 @@ func Register(app core.App, opts *Options) *Service {
 			return err
 		},
 	})
-	bindServer(app, &opts.Server, s)
+	bindServer(app, &opts.Server, func() bool { return opts.HTTPS }, s)
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
@@ -119,6 +121,11 @@ func Register(app core.App, opts *Options) *Service {
 func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) error {
 	app := se.App
 	stops := &stopper{app: app, log: s.log}
+	conns, err := newConnLimiter(&opts.Server, s.log)
+	if err != nil {
+		return err
+	}
+	s.conns = conns
 	var m *metrics.Metrics // nil: no metrics
 	if opts.MetricsAddr != "" {
 		m = metrics.New()
@@ -186,7 +193,7 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 	}
 	var observer api.Observer
 	if m != nil {
-		if err := startMetrics(app, opts.MetricsAddr, m, reads.DB(), limiter, reqlog, s.log, stops); err != nil {
+		if err := startMetrics(app, opts.MetricsAddr, m, reads.DB(), limiter, reqlog, conns, s.log, stops); err != nil {
 			return fmt.Errorf("--metrics-addr %s: %w", opts.MetricsAddr, err)
 		}
 		observer = m
