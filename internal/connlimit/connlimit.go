@@ -5,6 +5,7 @@ package connlimit
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -196,3 +197,17 @@ func (c *conn) Close() error {
 	}
 	return err
 }
+
+// CloseWrite is the connection's, for Go's HTTP server: after an error
+// answer (431, 400) it closes the sending side and waits before closing, so
+// that a client still sending reads the answer instead of a reset.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// ReadFrom lets a response copied from a file use the connection's own
+// ReadFrom (sendfile), as it would unwrapped.
+func (c *conn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
