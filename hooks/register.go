@@ -121,7 +121,7 @@ func Register(app core.App, opts *Options) *Service {
 func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) error {
 	app := se.App
 	stops := &stopper{app: app, log: s.log}
-	conns, err := newConnLimiter(&opts.Server, s.log)
+	conns, err := newConnLimiter(&opts.Server, len(app.Settings().TrustedProxy.Headers) > 0, s.log)
 	if err != nil {
 		return err
 	}

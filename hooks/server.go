@@ -159,8 +159,9 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // newConnLimiter raises the process's descriptor limit, logs it, and makes
 // the bounds of cfg, deriving the global one from the limit when cfg sets
-// none.
-func newConnLimiter(cfg *ServerConfig, log *slog.Logger) (*connlimit.Limiter, error) {
+// none. proxied says that PocketBase trusts proxy headers: a proxy is in
+// front, whose address --proxy-addresses should name.
+func newConnLimiter(cfg *ServerConfig, proxied bool, log *slog.Logger) (*connlimit.Limiter, error) {
 	exempt, err := connlimit.ParseAddresses(cfg.ProxyAddresses)
 	if err != nil {
 		return nil, fmt.Errorf("--proxy-addresses: %w", err)
@@ -184,6 +185,10 @@ func newConnLimiter(cfg *ServerConfig, log *slog.Logger) (*connlimit.Limiter, er
 	}
 	if bounds.PerAddress == 0 {
 		bounds.PerAddress = DefaultMaxConnsPerAddress
+	}
+	if proxied && len(exempt) == 0 {
+		log.Warn("Trusted proxy headers are set but --proxy-addresses is empty: the proxy's connections are bound like one client's",
+			"maxConnsPerAddress", bounds.PerAddress)
 	}
 	log.Info("Connection bounds", "maxConns", bounds.Global, "maxConnsPerAddress", bounds.PerAddress,
 		"proxyAddresses", cfg.ProxyAddresses, "idleTimeout", orDefault(cfg.IdleTimeout, DefaultIdleTimeout).String())
