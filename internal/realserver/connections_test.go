@@ -249,3 +249,29 @@ func TestServeRefusesBadConnectionBounds(t *testing.T) {
 		}
 	}
 }
+
+// An idle keep-alive connection is closed after --idle-timeout, and its
+// descriptor freed.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	metricsAddr := freeAddr(t)
+	p := start(t, t.TempDir(), "--metrics-addr", metricsAddr, "--idle-timeout", "500ms")
+	before := settledOpen(t, metricsAddr)
+	c := &idleClient{t: t, addr: p.Addr, from: "127.0.0.2"}
+	c.hold(5)
+	if c.served != 5 {
+		t.Fatalf("5 connections: %d held, want 5", c.served)
+	}
+	held := time.Now()
+	for _, conn := range c.held {
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := conn.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+			t.Errorf("reading an idle connection: %d bytes, %v; want the server's close (EOF)", n, err)
+		}
+	}
+	if took := time.Since(held); took < 400*time.Millisecond || took > 3*time.Second {
+		t.Errorf("idle connections closed after %v, want about 500ms", took)
+	}
+	if open := settledOpen(t, metricsAddr); open > before {
+		t.Errorf("petstore_http_connections_open: %d after the idle timeout, want at most %d", open, before)
+	}
+}
