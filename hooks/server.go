@@ -109,8 +109,12 @@ func bindServer(app core.App, cfg *ServerConfig, https func() bool, service *Ser
 			if se.Listener == nil {
 				// PocketBase's own listener, made here to be wrapped.
 				addr := se.Server.Addr
-				if addr == "" {
-					addr = map[bool]string{false: ":http", true: ":https"}[https()]
+				switch {
+				case addr != "":
+				case https():
+					addr = ":https"
+				default:
+					addr = ":http"
 				}
 				ln, err := net.Listen("tcp", addr)
 				if err != nil {
