@@ -163,8 +163,9 @@ func TestIdleConnectionsCannotStarveOthers(t *testing.T) {
 			t.Fatalf("GET %s from 127.0.0.2 while 127.0.0.1 hoards: %v", path, err)
 		}
 		resp.Body.Close()
-		if took := time.Since(asked); resp.StatusCode >= 500 || took > time.Second {
-			t.Errorf("GET %s from 127.0.0.2 while 127.0.0.1 hoards: %d in %v, want an answer within a second", path, resp.StatusCode, took)
+		// Starved, it would wait for idle connections to time out (75 s).
+		if took := time.Since(asked); resp.StatusCode >= 500 || took > 2*time.Second {
+			t.Errorf("GET %s from 127.0.0.2 while 127.0.0.1 hoards: %d in %v, want an answer at once", path, resp.StatusCode, took)
 		}
 	}
 	if got := metricValue(t, metricsAddr, "petstore_http_connections_refused_total", "reason=per_address"); int(got) != hoarder.refused {
