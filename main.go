@@ -102,6 +102,14 @@ func main() {
 		"requests per minute without a valid API key, per client network (an IPv4 address, an IPv6 /64)")
 	flags.DurationVar(&opts.Server.ReadHeaderTimeout, "read-header-timeout", hooks.DefaultReadHeaderTimeout,
 		"close connections whose request headers take longer than this to arrive")
+	flags.DurationVar(&opts.Server.IdleTimeout, "idle-timeout", hooks.DefaultIdleTimeout,
+		"close keep-alive connections that wait longer than this for their next request")
+	flags.IntVar(&opts.Server.MaxConnsPerAddress, "max-conns-per-address", hooks.DefaultMaxConnsPerAddress,
+		"connections one client network (an IPv4 address, an IPv6 /64) may hold open; more are closed at once")
+	flags.StringVar(&opts.Server.ProxyAddresses, "proxy-addresses", "",
+		"the reverse proxies' addresses or networks, comma-separated (127.0.0.1,10.0.0.0/8): --max-conns-per-address does not bound them")
+	flags.IntVar(&opts.Server.MaxConns, "max-conns", 0,
+		"connections open in all; more are closed at once (0: 3/4 of the open files limit, at most 10000)")
 	flags.DurationVar(&opts.Server.ShutdownTimeout, "shutdown-timeout", hooks.DefaultShutdownTimeout,
 		"on SIGTERM, how long requests in flight may take to finish")
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/connlimit"
 	"petstore/internal/metrics"
 	"petstore/internal/requestlog"
 	"petstore/limits"
@@ -22,8 +23,9 @@ import (
 // startMetrics serves m at GET /metrics on addr, a listener of its own (never
 // the public one), with the figures read at each scrape: pets, keys by state,
 // the databases' files, the limiter's Redis, realtime subscribers, the
-// request log's rows.
-func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, limiter *limits.Limiter, reqlog *requestlog.Logger, log *slog.Logger, stops *stopper) error {
+// request log's rows, the public listener's connections.
+func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, limiter *limits.Limiter, reqlog *requestlog.Logger,
+	conns *connlimit.Limiter, log *slog.Logger, stops *stopper) error {
 	m.Register(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_pets", Help: "Pets stored."},
 			countRows(reads, "SELECT COUNT(*) FROM pets", log)),
@@ -46,7 +48,16 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 			Name: "petstore_requestlog_dropped_total", Help: "Requests without a row of their own in the request log, by reason.",
 			ConstLabels: prometheus.Labels{"reason": "bounded"},
 		}, func() float64 { return float64(reqlog.Counted()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "petstore_http_connections_open", Help: "Connections open on the public listener.",
+		}, func() float64 { return float64(conns.Open()) }),
 	)
+	for _, reason := range []string{connlimit.PerAddress, connlimit.Global} {
+		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "petstore_http_connections_refused_total", Help: "Connections the public listener closed as soon as accepted, by the bound they were over.",
+			ConstLabels: prometheus.Labels{"reason": reason},
+		}, func() float64 { return float64(conns.Refused(reason)) }))
+	}
 	for _, file := range []string{"data.db", "data.db-wal", "auxiliary.db", "auxiliary.db-wal"} {
 		path := filepath.Join(app.DataDir(), file)
 		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

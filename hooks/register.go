@@ -22,6 +22,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
 	"petstore/internal/idempotency"
@@ -76,10 +77,11 @@ const DefaultSlowRequest = time.Second
 type Service struct {
 	log      *slog.Logger // the one logger: console and dashboard
 	err      error
-	base     api.BaseURL  // Options.PublicURL, checked
-	draining atomic.Bool  // from SIGTERM on: /readyz answers 503
-	bans     func()       // counts a ban started; nil without metrics
-	audits   func(string) // counts an audit record by action; nil without metrics
+	base     api.BaseURL        // Options.PublicURL, checked
+	draining atomic.Bool        // from SIGTERM on: /readyz answers 503
+	conns    *connlimit.Limiter // the public listener's connections; set when serve starts
+	bans     func()             // counts a ban started; nil without metrics
+	audits   func(string)       // counts an audit record by action; nil without metrics
 }
 
 // Err is the error that stopped `serve` from starting, if any. PocketBase
@@ -106,7 +108,7 @@ func Register(app core.App, opts *Options) *Service {
 	if opts.Startup != nil {
 		bindStartup(app, opts.Startup, opts.Console, s)
 	}
-	bindServer(app, &opts.Server, s)
+	bindServer(app, &opts.Server, func() bool { return opts.HTTPS }, s)
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
@@ -125,6 +127,11 @@ func Register(app core.App, opts *Options) *Service {
 func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) error {
 	app := se.App
 	stops := &stopper{app: app, log: s.log}
+	conns, err := newConnLimiter(&opts.Server, len(app.Settings().TrustedProxy.Headers) > 0, s.log)
+	if err != nil {
+		return err
+	}
+	s.conns = conns
 	var m *metrics.Metrics // nil: no metrics
 	if opts.MetricsAddr != "" {
 		m = metrics.New()
@@ -193,7 +200,7 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 	}
 	var observer api.Observer
 	if m != nil {
-		if err := startMetrics(app, opts.MetricsAddr, m, reads.DB(), limiter, reqlog, s.log, stops); err != nil {
+		if err := startMetrics(app, opts.MetricsAddr, m, reads.DB(), limiter, reqlog, conns, s.log, stops); err != nil {
 			return fmt.Errorf("--metrics-addr %s: %w", opts.MetricsAddr, err)
 		}
 		observer = m
@@ -207,6 +214,8 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
 	})
 	staff.AddRoutes(se.Router, history)
+	// PocketBase's sign-in and account routes, counted per client network.
+	se.Router.Bind(newAuthThrottle().handler())
 	api.AddHealthRoutes(se.Router, api.Health{Draining: s.draining.Load, DB: reads.DB(), Limiter: limiter})
 	// The reference page's copy of the contract, outside /v1 and so not
 	// counted: the page renders for visitors whose address is over its

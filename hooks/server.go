@@ -2,12 +2,17 @@ package hooks
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
+
+	"petstore/internal/connlimit"
 )
 
 // ServerConfig sets the HTTP server limits PocketBase leaves open-ended.
@@ -22,34 +27,102 @@ type ServerConfig struct {
 	// /readyz answers 503, so that a load balancer stops sending new
 	// requests before the listener closes. Zero closes it at once.
 	DrainDelay time.Duration
+	// IdleTimeout closes a keep-alive connection that has waited this long
+	// for its next request. PocketBase sets none, and Go then waits the
+	// read timeout, 5 minutes.
+	IdleTimeout time.Duration
+	// MaxConnsPerAddress bounds the connections one client network (an
+	// IPv4 address, an IPv6 /64) holds open on the public listener;
+	// ProxyAddresses are not bound by it.
+	MaxConnsPerAddress int
+	// ProxyAddresses lists the reverse proxies' own addresses and networks,
+	// comma-separated: every client's connection comes from them.
+	ProxyAddresses string
+	// MaxConns bounds the connections open on the public listener in all;
+	// 0 derives it from the process's descriptor limit (DefaultMaxConns).
+	MaxConns int
 }
 
 // Defaults of ServerConfig.
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultShutdownTimeout   = 10 * time.Second
+	// DefaultIdleTimeout outlasts the upstream idle timeouts of the usual
+	// proxies and load balancers (nginx's keepalive_timeout and AWS ALB's,
+	// 60 s), so that the proxy, not the server, closes an idle connection
+	// and never sends a request on one the server is closing; and it is
+	// short enough that an idle connection frees its descriptor within
+	// about a minute.
+	DefaultIdleTimeout        = 75 * time.Second
+	DefaultMaxConnsPerAddress = 256
 )
 
+// maxConnsCeiling is the most connections DefaultMaxConns allows, whatever
+// the descriptor limit: an idle connection costs about 20 KB of memory.
+const maxConnsCeiling = 10000
+
+// DefaultMaxConns is the global connection bound for a soft descriptor
+// limit of soft (0: unknown): a quarter of the limit, and at least 256
+// descriptors, are kept for everything else (SQLite's files, Redis, the
+// metrics listener, backups), and at most maxConnsCeiling.
+func DefaultMaxConns(soft uint64) int {
+	if soft == 0 || soft > 4*maxConnsCeiling {
+		return maxConnsCeiling
+	}
+	n := int(soft) - max(256, int(soft)/4)
+	return max(min(n, maxConnsCeiling), 1)
+}
+
 const (
-	serverHookId         = "petstoreServer"
+	serverHookId   = "petstoreServer"
+	listenerHookId = "petstoreListener"
+	// listenerHookPriority runs the listener's wrapping after every other
+	// OnServe handler, whichever of them set the listener.
+	listenerHookPriority = 10000
 	shutdownHookId       = "petstoreGracefulShutdown"
 	shutdownHookPriority = -10000 // before PocketBase's pbGracefulShutdown (-9999)
 )
 
-// bindServer applies cfg to the server when it starts, and on termination
+// bindServer applies cfg to the server when it starts, bounds the
+// connections of its listener with service.conns, and on termination
 // drains it: draining turns true (/readyz answers 503), the server keeps
 // serving for cfg.DrainDelay, then the listener closes (new connections are
 // refused) and requests in flight get cfg.ShutdownTimeout to finish. PocketBase's own
 // shutdown then finds nothing left to cut off after its 1 second, and the
 // hooks after it (rate-limit flush, log writer, database close) run once no
 // request is being served.
-func bindServer(app core.App, cfg *ServerConfig, service *Service) {
+func bindServer(app core.App, cfg *ServerConfig, https func() bool, service *Service) {
 	var server atomic.Pointer[http.Server]
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: serverHookId,
 		Func: func(se *core.ServeEvent) error {
 			se.Server.ReadHeaderTimeout = orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+			se.Server.IdleTimeout = orDefault(cfg.IdleTimeout, DefaultIdleTimeout)
 			server.Store(se.Server)
+			return se.Next()
+		},
+	})
+	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
+		Id:       listenerHookId,
+		Priority: listenerHookPriority,
+		Func: func(se *core.ServeEvent) error {
+			if se.Listener == nil {
+				// PocketBase's own listener, made here to be wrapped.
+				addr := se.Server.Addr
+				switch {
+				case addr != "":
+				case https():
+					addr = ":https"
+				default:
+					addr = ":http"
+				}
+				ln, err := net.Listen("tcp", addr)
+				if err != nil {
+					return err
+				}
+				se.Listener = ln
+			}
+			se.Listener = service.conns.Wrap(se.Listener)
 			return se.Next()
 		},
 	})
@@ -86,4 +159,42 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// newConnLimiter raises the process's descriptor limit, logs it, and makes
+// the bounds of cfg, deriving the global one from the limit when cfg sets
+// none. proxied says that PocketBase trusts proxy headers: a proxy is in
+// front, whose address --proxy-addresses should name.
+func newConnLimiter(cfg *ServerConfig, proxied bool, log *slog.Logger) (*connlimit.Limiter, error) {
+	exempt, err := connlimit.ParseAddresses(cfg.ProxyAddresses)
+	if err != nil {
+		return nil, fmt.Errorf("--proxy-addresses: %w", err)
+	}
+	if cfg.MaxConns < 0 || cfg.MaxConnsPerAddress < 0 {
+		return nil, fmt.Errorf("--max-conns %d, --max-conns-per-address %d: a bound is positive, or 0 for the default", cfg.MaxConns, cfg.MaxConnsPerAddress)
+	}
+	soft, hard, err := connlimit.RaiseDescriptorLimit()
+	switch {
+	case err == nil:
+		log.Info("Open files limit", "soft", soft, "hard", hard)
+	case soft != 0:
+		log.Warn("Could not raise the open files limit to its hard limit", "soft", soft, "hard", hard, "error", err)
+	}
+	bounds := connlimit.Config{Global: cfg.MaxConns, PerAddress: cfg.MaxConnsPerAddress, Exempt: exempt}
+	if bounds.Global == 0 {
+		bounds.Global = DefaultMaxConns(soft)
+	} else if soft != 0 && uint64(bounds.Global) >= soft {
+		log.Warn("--max-conns is not below the open files limit: clients can use up the descriptors SQLite needs",
+			"maxConns", bounds.Global, "soft", soft)
+	}
+	if bounds.PerAddress == 0 {
+		bounds.PerAddress = DefaultMaxConnsPerAddress
+	}
+	if proxied && len(exempt) == 0 {
+		log.Warn("Trusted proxy headers are set but --proxy-addresses is empty: the proxy's connections are bound like one client's",
+			"maxConnsPerAddress", bounds.PerAddress)
+	}
+	log.Info("Connection bounds", "maxConns", bounds.Global, "maxConnsPerAddress", bounds.PerAddress,
+		"proxyAddresses", cfg.ProxyAddresses, "idleTimeout", orDefault(cfg.IdleTimeout, DefaultIdleTimeout).String())
+	return connlimit.New(bounds, log), nil
 }

@@ -31,8 +31,8 @@
 //	                                                       minute's refusals were full; coalesced: a refusal counted in its
 //	                                                       network's row; bounded: a success counted in its second's row)
 //	petstore_audit_events_total                 counter    action: audit records committed by this instance
-//	petstore_http_connections_open              gauge      connections open on the public listener (not yet)
-//	petstore_http_connections_refused_total     counter    reason (per_address, global) (not yet)
+//	petstore_http_connections_open              gauge      connections open on the public listener
+//	petstore_http_connections_refused_total     counter    reason (per_address, global): connections closed as accepted
 //	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed) (not yet)
 //	petstore_webhook_delivery_duration_seconds  histogram  one delivery attempt (not yet)
 //	petstore_webhook_outbox_pending             gauge      events not yet delivered (not yet)
