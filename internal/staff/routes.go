@@ -1,6 +1,7 @@
 // Package staff is the JSON API behind the staff page (/staff/): store staff,
 // signed in as PocketBase superusers, issue, search, change, expire, roll,
-// revoke and unban API keys and read each key's use and history. Errors have
+// revoke and unban API keys and read each key's use and history, and manage
+// the webhook endpoints and see their deliveries. Errors have
 // PocketBase's shape ({"status","message","data"}), like the rest of /api/.
 package staff
 
@@ -23,7 +24,7 @@ const maxBodyBytes = 16 << 10
 // AddRoutes is the whole staff API: every route, all for superusers only.
 // PocketBase's auth-token loader has read the superuser's token by then; an
 // API key is no PocketBase token, so it never opens these routes (401).
-func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder) {
+func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, hooks Webhooks) {
 	g := r.Group(Prefix)
 	g.Bind(apis.RequireSuperuserAuth(), apis.BodyLimit(maxBodyBytes), noStore())
 
@@ -35,6 +36,7 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder) {
 	g.POST("/keys/{id}/lift-ban", handleLiftBan)
 	g.GET("/keys/{id}/usage", handleUsage(history))
 	g.GET("/keys/{id}/history", handleHistory) // the key's audit trail, newest first: ?page=&perPage=
+	hooks.routes(g)                            // /webhooks: webhooks.go
 }
 
 // noStore keeps answers, new keys among them, out of every cache.
