@@ -33,7 +33,7 @@ var auditEvents = map[audit.Action]webhooks.Type{
 // records (the dashboard, the records API), and the key changes, which
 // every path (staff API, dashboard, keys command, limiter) writes to the
 // audit trail in its transaction. It also keeps the webhooks' collections
-// out of the records API's writes.
+// out of the records API's writes, and the secrets out of its answers.
 func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 	// A record's save runs in a transaction only when its caller opened
 	// one: the event's write needs one with the pet's.
@@ -73,6 +73,18 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 		return outbox.Write(e.App, webhooks.Event{Type: t, Data: data})
 	})
 
+	// The secrets' fields are hidden, but PocketBase shows hidden fields to
+	// superusers, when the enrichment's last step (after every handler's
+	// Next) unhides them: every answer, realtime message and dashboard
+	// view drops them again here, after that step.
+	app.OnRecordEnrich(webhooks.EndpointsCollection).BindFunc(func(e *core.RecordEnrichEvent) error {
+		r := e.Record // the event moves on to the next record in Next
+		if err := e.Next(); err != nil {
+			return err
+		}
+		r.Hide("secret", "previous_secret")
+		return nil
+	})
 	refuse := func(e *core.RecordRequestEvent) error { return e.ForbiddenError(errWebhooksStaffAPI.Error(), nil) }
 	for _, c := range []string{webhooks.EndpointsCollection, webhooks.EventsCollection, webhooks.AttemptsCollection} {
 		app.OnRecordCreateRequest(c).BindFunc(refuse)

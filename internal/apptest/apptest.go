@@ -61,6 +61,9 @@ type Config struct {
 	// AuditRetention is how long the audit trail keeps a record (serve
 	// --audit-retention); 0: forever.
 	AuditRetention time.Duration
+	// WebhooksAllowPrivate lets webhook endpoints be loopback addresses
+	// (serve --webhooks-allow-private): a test's receiver.
+	WebhooksAllowPrivate bool
 	// Middleware is bound on the whole router: with a priority above
 	// BodyLimit's (-990), it runs inside the /v1 chain, just before the
 	// handler (tests inject panics there).
@@ -90,7 +93,8 @@ func StartWith(t testing.TB, cfg Config) *Server {
 		t.Fatalf("migrations: %v", err)
 	}
 	service := hooks.Register(app, &hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
-		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL, AuditRetention: cfg.AuditRetention})
+		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL, AuditRetention: cfg.AuditRetention,
+		WebhooksAllowPrivate: cfg.WebhooksAllowPrivate})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
