@@ -339,3 +339,47 @@ func TestWebhookTargetsAndAccess(t *testing.T) {
 		}
 	}
 }
+
+// Two instances on one data directory send each event once (a lease in
+// SQLite), in the order the pets were created, to a slow receiver.
+func TestWebhookTwoInstancesSendEachEventOnce(t *testing.T) {
+	rcv := newReceiver(t, "127.0.0.1:0")
+	rcv.answer = func(int) int {
+		time.Sleep(100 * time.Millisecond)
+		return http.StatusOK
+	}
+	s := newWebhookStore(t, "--webhooks-allow-private")
+	_, rcv.secret = s.addEndpoint(t, rcv.url(), "pet.created")
+	other := start(t, s.dir, "--webhooks-allow-private")
+
+	const n = 12
+	var created []pets.Pet
+	for i := range n {
+		p := s.p
+		if i%2 == 1 {
+			p = other
+		}
+		status, body, err := p.Do(context.Background(), http.MethodPost, "/v1/pets", s.key, []byte(fmt.Sprintf(`{"name":"twin %d","categoryId":1}`, i)))
+		var pet pets.Pet
+		if err != nil || status != http.StatusCreated || json.Unmarshal(body, &pet) != nil {
+			t.Fatalf("create %d: %d %v %s", i, status, err, body)
+		}
+		created = append(created, pet)
+	}
+	got := rcv.waitFor(n, 30*time.Second)
+	time.Sleep(2 * time.Second)
+	got = rcv.deliveries()
+	if len(got) != n {
+		t.Fatalf("%d deliveries, want %d", len(got), n)
+	}
+	ids := map[string]bool{}
+	for i, d := range got {
+		if ids[d.header.Get("webhook-id")] {
+			t.Errorf("webhook-id %s delivered twice", d.header.Get("webhook-id"))
+		}
+		ids[d.header.Get("webhook-id")] = true
+		if _, _, pet := eventOf(t, d); pet != created[i] {
+			t.Errorf("delivery %d is %+v, want %+v (in order of creation)", i, pet, created[i])
+		}
+	}
+}

@@ -247,3 +247,69 @@ func TestWebhookStaffRoutes(t *testing.T) {
 		t.Errorf("%d events after the endpoint's deletion", n)
 	}
 }
+
+// A key that uses up its day's quota is told of once, however many requests
+// it sends after.
+func TestWebhookDayQuotaReachedOnce(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	s.addEndpoint(t, rcv.URL, "key.day_quota_reached")
+	key := s.NewKey(t, apikeys.NewKey{Name: "thrifty", Plan: "free", PerDay: 3})
+	for range 6 {
+		s.Do(t, http.MethodGet, "/v1/pets", key, nil)
+	}
+	got := rcv.waitFor(t, "key.day_quota_reached")
+	var data map[string]any
+	_ = json.Unmarshal(got[0].Data, &data)
+	if data["name"] != "thrifty" || data["plan"] != "free" {
+		t.Errorf("data %s", got[0].Data)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	rcv.mu.Lock()
+	n := len(rcv.got)
+	rcv.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d deliveries, want 1", n)
+	}
+	if c := s.CountRecords(t, webhooks.EventsCollection); c != 1 {
+		t.Errorf("%d events, want 1", c)
+	}
+}
+
+// An endpoint that has failed every attempt for five days is paused with
+// its reason, which staff see; a delivery clears the failing streak.
+func TestWebhookEndpointPausedAfterFiveDaysOfFailures(t *testing.T) {
+	s := startWithWebhooks(t)
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	id, _ := s.addEndpoint(t, failing.URL, "pet.created")
+	sixDaysAgo := time.Now().Add(-6 * 24 * time.Hour).UTC().Format("2006-01-02 15:04:05.000Z")
+	if _, err := s.App.DB().NewQuery("UPDATE webhook_endpoints SET failing_since = {:t}").Bind(map[string]any{"t": sixDaysAgo}).Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/test", s.token, nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("test: %d %s", r.StatusCode, r.Body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var ep webhooks.Endpoint
+	for time.Now().Before(deadline) {
+		r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id, s.token, nil)
+		if err := json.Unmarshal(r.Body, &ep); err != nil {
+			t.Fatal(err)
+		}
+		if ep.Paused {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !ep.Paused || !strings.Contains(ep.PausedReason, "every delivery failed since") || ep.FailingSince == "" {
+		t.Fatalf("endpoint %+v, want paused with its reason", ep)
+	}
+	r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id+"/attempts", s.token, nil)
+	var attempts struct{ Items []webhooks.Attempt }
+	if json.Unmarshal(r.Body, &attempts) != nil || len(attempts.Items) != 1 || attempts.Items[0].Status != 503 || attempts.Items[0].EventStatus != "pending" {
+		t.Errorf("attempts %s", r.Body)
+	}
+}
