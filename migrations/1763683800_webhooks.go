@@ -48,9 +48,8 @@ func init() {
 			&core.AutodateField{Name: "updated", OnCreate: true, OnUpdate: true},
 		)
 		events.AddIndex("idx_webhook_events_endpoint_status", false, "`endpoint`, `status`", "")
-		events.AddIndex("idx_webhook_events_status_next", false, "`status`, `next_attempt`", "")
+		events.AddIndex("idx_webhook_events_status", false, "`status`", "")
 		events.AddIndex("idx_webhook_events_dedupe", true, "`endpoint`, `dedupe`", "`dedupe` != ''")
-		events.AddIndex("idx_webhook_events_created", false, "`created`", "")
 		if err := app.Save(events); err != nil {
 			return err
 		}

@@ -10,8 +10,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,9 +25,9 @@ const (
 	// Timeout bounds one attempt, connection to answer: a 2xx within it is
 	// delivered.
 	Timeout = 15 * time.Second
-	// lease is how long an instance holds an event it sends: an attempt's
-	// timeout and a margin. After a crash, the event is sent again once it
-	// ends.
+	// lease is how long an instance holds the events it sends: an
+	// attempt's timeout and a margin, extended while a batch takes longer.
+	// After a crash, the events are sent again once it ends.
 	lease = Timeout + 15*time.Second
 	// PauseAfter is how long an endpoint fails, every attempt in a row,
 	// before it is paused.
@@ -151,108 +151,176 @@ func (d *Deliverer) run() {
 
 // event is an outbox record as a delivery needs it.
 type event struct {
-	ID        string `db:"id"`
-	WebhookID string `db:"webhook_id"`
-	Endpoint  string `db:"endpoint"`
-	Type      string `db:"type"`
-	Body      string `db:"body"`
-	Attempts  int    `db:"attempts"`
+	ID          string `db:"id"`
+	WebhookID   string `db:"webhook_id"`
+	Endpoint    string `db:"endpoint"`
+	Type        string `db:"type"`
+	Body        string `db:"body"`
+	Attempts    int    `db:"attempts"`
+	NextAttempt string `db:"next_attempt"`
+	LeaseUntil  string `db:"lease_until"`
 }
 
-// headsSQL are the events due for sending: each endpoint's oldest pending
-// event, when it is due and no instance holds it.
-const headsSQL = "SELECT id, webhook_id, endpoint, type, body, attempts FROM " + EventsCollection +
-	" WHERE rowid IN (SELECT MIN(rowid) FROM " + EventsCollection + " WHERE status = 'pending' GROUP BY endpoint)" +
-	" AND next_attempt <= {:now} AND lease_until < {:now}"
+// due reports whether ev may be sent at now (a stored date): its time has
+// come and no instance holds it.
+func (ev event) due(now string) bool { return ev.NextAttempt <= now && ev.LeaseUntil < now }
+
+// batchMax bounds the events one lease takes. An endpoint that keeps up
+// gets its events one after the other, each its own POST, while their
+// lease and their attempts are written once per batch.
+const batchMax = 32
+
+// headsSQL are an endpoint's oldest pending events, in order: what it gets
+// next. The index on (endpoint, status) holds the rowid in order, so this
+// reads no more entries than it returns, however long the outbox.
+const headsSQL = "SELECT id, webhook_id, endpoint, type, body, attempts, next_attempt, lease_until FROM " + EventsCollection +
+	" WHERE endpoint = {:endpoint} AND status = 'pending' ORDER BY rowid LIMIT {:limit}"
+
+func (d *Deliverer) heads(endpoint string, limit int) ([]event, error) {
+	var evs []event
+	err := d.app.ConcurrentDB().NewQuery(headsSQL).Bind(dbx.Params{"endpoint": endpoint, "limit": limit}).All(&evs)
+	return evs, err
+}
 
 // dispatch starts a sender for each endpoint, not paused, whose oldest
 // pending event is due, unless one runs here already.
 func (d *Deliverer) dispatch() {
 	s := d.outbox.subs.Load()
-	if s == nil || len(s.byType) == 0 {
-		return // no endpoint: no event
-	}
-	active := s.endpointIDs()
-	var heads []event
-	now := dateString(time.Now())
-	if err := d.app.ConcurrentDB().NewQuery(headsSQL).Bind(dbx.Params{"now": now}).All(&heads); err != nil {
-		d.cfg.Log.Error("Webhooks: could not read the outbox", "error", err)
+	if s == nil {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, ev := range heads {
-		if d.sending[ev.Endpoint] || !slices.Contains(active, ev.Endpoint) {
+	now := dateString(time.Now())
+	for _, endpoint := range s.endpointIDs() {
+		d.mu.Lock()
+		busy := d.sending[endpoint]
+		d.mu.Unlock()
+		if busy {
+			continue // its sender goes on to the next events itself
+		}
+		evs, err := d.heads(endpoint, 1)
+		if err != nil {
+			d.cfg.Log.Error("Webhooks: could not read the outbox", "error", err)
+			return
+		}
+		if len(evs) == 0 || !evs[0].due(now) {
 			continue
 		}
-		d.sending[ev.Endpoint] = true
-		d.wg.Add(1)
-		go d.send(ev)
+		d.mu.Lock()
+		if !d.sending[endpoint] {
+			d.sending[endpoint] = true
+			d.wg.Add(1)
+			go d.send(endpoint)
+		}
+		d.mu.Unlock()
 	}
 }
 
-// send sends ev, then the endpoint's next events while they are due.
-func (d *Deliverer) send(ev event) {
+// send sends the endpoint's due events, in order, batch after batch, until
+// none is due or one fails.
+func (d *Deliverer) send(endpointID string) {
 	defer d.wg.Done()
 	defer func() {
 		d.mu.Lock()
-		delete(d.sending, ev.Endpoint)
+		delete(d.sending, endpointID)
 		d.mu.Unlock()
 	}()
+	var endpoint *core.Record
+	var read time.Time
+	size := batchMax
 	for {
 		select {
 		case <-d.stop:
 			return
 		default:
 		}
-		claimed, err := d.claim(ev.ID)
+		batch, until, err := d.claim(endpointID, size)
 		if err != nil {
-			d.cfg.Log.Error("Webhooks: could not lease an event", "event", ev.ID, "error", err)
+			d.cfg.Log.Error("Webhooks: could not lease events", "endpoint", endpointID, "error", err)
 			return
 		}
-		if !claimed {
+		if len(batch) == 0 {
 			return
 		}
-		delivered := d.attempt(ev)
-		if !delivered {
+		// The endpoint (its URL and secrets), read again every second: a
+		// change or a roll applies to the next attempts.
+		if endpoint == nil || time.Since(read) > time.Second {
+			if endpoint, err = d.app.FindRecordById(EndpointsCollection, endpointID); err != nil {
+				d.cfg.Log.Error("Webhooks: could not read an event's endpoint", "endpoint", endpointID, "error", err)
+				d.release(batch)
+				return
+			}
+			read = time.Now()
+		}
+		results, slowest := d.post(endpoint, batch, until)
+		if err := d.record(batch, results, endpoint); err != nil {
+			d.cfg.Log.Error("Webhooks: could not record attempts", "endpoint", endpointID, "error", err)
+			return
+		}
+		if len(results) < len(batch) || !results[len(results)-1].delivered() {
 			return // its retry, and the events after it, wait
 		}
-		next, ok, err := d.nextDue(ev.Endpoint)
-		if err != nil || !ok {
-			return
+		size = batchMax
+		if slowest > time.Second { // a slow endpoint's lease holds one event
+			size = 1
 		}
-		ev = next
 	}
 }
 
-// claim leases the event to this instance, unless another holds it.
-func (d *Deliverer) claim(id string) (bool, error) {
-	now := time.Now()
-	res, err := d.app.NonconcurrentDB().NewQuery("UPDATE " + EventsCollection +
-		" SET lease_owner = {:owner}, lease_until = {:until} WHERE id = {:id} AND status = 'pending' AND lease_until < {:now}").
-		Bind(dbx.Params{"owner": d.owner, "until": dateString(now.Add(lease)), "id": id, "now": dateString(now)}).Execute()
+var errLeaseLost = errors.New("webhooks: another instance leased some of the events")
+
+// claim leases to this instance the endpoint's oldest pending events that
+// are due, at most size, in one transaction: all of them, or none when
+// another instance holds or sent any meanwhile.
+func (d *Deliverer) claim(endpoint string, size int) ([]event, time.Time, error) {
+	evs, err := d.heads(endpoint, size)
 	if err != nil {
-		return false, err
+		return nil, time.Time{}, err
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	now := time.Now()
+	stamp := dateString(now)
+	n := 0
+	for n < len(evs) && evs[n].due(stamp) {
+		n++
+	}
+	if n == 0 {
+		return nil, time.Time{}, nil
+	}
+	evs = evs[:n]
+	until := now.Add(lease)
+	err = d.app.RunInTransaction(func(tx core.App) error {
+		res, err := tx.NonconcurrentDB().Update(EventsCollection,
+			dbx.Params{"lease_owner": d.owner, "lease_until": dateString(until)},
+			dbx.And(dbx.In("id", ids(evs)...), dbx.NewExp("status = 'pending' AND lease_until < {:now}", dbx.Params{"now": stamp})),
+		).Execute()
+		if err != nil {
+			return err
+		}
+		if got, err := res.RowsAffected(); err != nil || int(got) != len(evs) {
+			return errLeaseLost
+		}
+		return nil
+	})
+	if errors.Is(err, errLeaseLost) {
+		return nil, time.Time{}, nil
+	}
+	return evs, until, err
 }
 
-// nextDue is the endpoint's oldest pending event, if it is due.
-func (d *Deliverer) nextDue(endpoint string) (event, bool, error) {
-	var evs []event
-	now := dateString(time.Now())
-	err := d.app.ConcurrentDB().NewQuery("SELECT id, webhook_id, endpoint, type, body, attempts FROM " + EventsCollection +
-		" WHERE endpoint = {:endpoint} AND status = 'pending' ORDER BY rowid LIMIT 1").
-		Bind(dbx.Params{"endpoint": endpoint}).All(&evs)
-	if err != nil || len(evs) == 0 {
-		return event{}, false, err
+func ids(evs []event) []any {
+	list := make([]any, len(evs))
+	for i, ev := range evs {
+		list[i] = ev.ID
 	}
-	var due int
-	err = d.app.ConcurrentDB().NewQuery("SELECT COUNT(*) FROM " + EventsCollection +
-		" WHERE id = {:id} AND next_attempt <= {:now} AND lease_until < {:now}").
-		Bind(dbx.Params{"id": evs[0].ID, "now": now}).Row(&due)
-	return evs[0], due == 1, err
+	return list
+}
+
+// release gives events back unsent.
+func (d *Deliverer) release(evs []event) {
+	_, err := d.app.NonconcurrentDB().Update(EventsCollection, dbx.Params{"lease_owner": "", "lease_until": ""},
+		dbx.And(dbx.In("id", ids(evs)...), dbx.HashExp{"lease_owner": d.owner})).Execute()
+	if err != nil {
+		d.cfg.Log.Error("Webhooks: could not release events", "error", err)
+	}
 }
 
 // result is what one attempt got.
@@ -263,40 +331,45 @@ type result struct {
 	latency time.Duration
 }
 
-// attempt sends ev once and records the attempt; it reports whether ev was
-// delivered.
-func (d *Deliverer) attempt(ev event) bool {
-	endpoint, err := d.app.FindRecordById(EndpointsCollection, ev.Endpoint)
-	if err != nil {
-		d.cfg.Log.Error("Webhooks: could not read an event's endpoint", "endpoint", ev.Endpoint, "error", err)
-		return false
-	}
+func (r result) delivered() bool { return r.err == nil && r.status >= 200 && r.status < 300 }
+
+// post sends batch's events in order, until one fails or the deliverer
+// stops; it extends their lease while it would end before an attempt's
+// timeout. It returns the attempts' results and the slowest's latency.
+func (d *Deliverer) post(endpoint *core.Record, batch []event, until time.Time) ([]result, time.Duration) {
 	secrets := []string{endpoint.GetString("secret")}
 	if prev := endpoint.GetString("previous_secret"); prev != "" && endpoint.GetDateTime("previous_until").Time().After(time.Now()) {
 		secrets = append(secrets, prev)
 	}
-	r := d.post(endpoint.GetString("url"), ev, secrets)
-	delivered := r.err == nil && r.status >= 200 && r.status < 300
-	outcome, err := d.record(ev, endpoint, r, delivered)
-	if err != nil {
-		d.cfg.Log.Error("Webhooks: could not record an attempt", "event", ev.ID, "error", err)
-	}
-	if d.cfg.Observer != nil {
-		d.cfg.Observer.ObserveWebhookAttempt(outcome, r.latency)
-	}
-	if !delivered {
-		reason := ""
-		if r.err != nil {
-			reason = r.err.Error()
+	url := endpoint.GetString("url")
+	var results []result
+	var slowest time.Duration
+	for i, ev := range batch {
+		if d.ctx.Err() != nil {
+			break
 		}
-		d.cfg.Log.Warn("Webhooks: a delivery failed", "endpoint", ev.Endpoint, "webhookId", ev.WebhookID,
-			"type", ev.Type, "attempt", ev.Attempts+1, "status", r.status, "error", reason, "outcome", outcome)
+		if time.Until(until) < Timeout+5*time.Second {
+			next := time.Now().Add(lease)
+			_, err := d.app.NonconcurrentDB().Update(EventsCollection, dbx.Params{"lease_until": dateString(next)},
+				dbx.And(dbx.In("id", ids(batch[i:])...), dbx.HashExp{"lease_owner": d.owner})).Execute()
+			if err != nil {
+				d.cfg.Log.Error("Webhooks: could not extend a lease", "error", err)
+				break
+			}
+			until = next
+		}
+		r := d.postOne(url, ev, secrets)
+		results = append(results, r)
+		slowest = max(slowest, r.latency)
+		if !r.delivered() {
+			break
+		}
 	}
-	return delivered
+	return results, slowest
 }
 
-// post makes one attempt.
-func (d *Deliverer) post(url string, ev event, secrets []string) (r result) {
+// postOne makes one attempt.
+func (d *Deliverer) postOne(url string, ev event, secrets []string) (r result) {
 	began := time.Now()
 	defer func() { r.latency = time.Since(began) }()
 	ts := began.Unix()
@@ -306,7 +379,7 @@ func (d *Deliverer) post(url string, ev event, secrets []string) (r result) {
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(ev.Body)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(ev.Body))
 	if err != nil {
 		return result{err: err}
 	}
@@ -331,52 +404,83 @@ func (d *Deliverer) post(url string, ev event, secrets []string) (r result) {
 	return r
 }
 
-// record saves the attempt, and what it makes of the event and its
-// endpoint, in one transaction; it returns the attempt's outcome.
-func (d *Deliverer) record(ev event, endpoint *core.Record, r result, delivered bool) (string, error) {
+// record saves, in one transaction, each attempt and what it makes of its
+// event, gives back the events not attempted, and keeps the endpoint's
+// failing streak; then it counts and logs the attempts.
+func (d *Deliverer) record(batch []event, results []result, endpoint *core.Record) error {
 	now := time.Now()
-	attempts := ev.Attempts + 1
-	outcome := "delivered"
-	status, next := "delivered", ""
-	if !delivered {
-		if attempts >= MaxAttempts {
-			outcome, status = "failed", "failed"
-		} else {
-			outcome, status = "retried", "pending"
-			next = dateString(now.Add(jitter(retryAfter[attempts-1])))
-		}
-	}
-	errText := ""
-	if r.err != nil {
-		errText = r.err.Error()
-		if len(errText) > 500 {
-			errText = errText[:500]
-		}
-	}
+	stamp := dateString(now)
+	outcomes := make([]string, len(results))
 	err := d.app.RunInTransaction(func(tx core.App) error {
 		db := tx.NonconcurrentDB()
-		if _, err := db.NewQuery("INSERT INTO " + AttemptsCollection +
-			" (id, event, endpoint, webhook_id, status, error, latency_ms, response, created)" +
-			" VALUES ({:id}, {:event}, {:endpoint}, {:webhookId}, {:status}, {:error}, {:latency}, {:response}, {:now})").
-			Bind(dbx.Params{
-				"id": core.GenerateDefaultRandomId(), "event": ev.ID, "endpoint": ev.Endpoint, "webhookId": ev.WebhookID,
-				"status": r.status, "error": errText, "latency": r.latency.Milliseconds(), "response": r.answer,
-				"now": dateString(now),
-			}).Execute(); err != nil {
-			return err
+		for i, r := range results {
+			ev := batch[i]
+			attempts := ev.Attempts + 1
+			outcome, status, next := "delivered", "delivered", ev.NextAttempt
+			if !r.delivered() {
+				if attempts >= MaxAttempts {
+					outcome, status = "failed", "failed"
+				} else {
+					outcome, status = "retried", "pending"
+					next = dateString(now.Add(jitter(retryAfter[attempts-1])))
+				}
+			}
+			outcomes[i] = outcome
+			errText := ""
+			if r.err != nil {
+				errText = truncate(r.err.Error(), 500)
+			}
+			if _, err := db.NewQuery("INSERT INTO " + AttemptsCollection +
+				" (id, event, endpoint, webhook_id, status, error, latency_ms, response, created)" +
+				" VALUES ({:id}, {:event}, {:endpoint}, {:webhookId}, {:status}, {:error}, {:latency}, {:response}, {:now})").
+				Bind(dbx.Params{
+					"id": core.GenerateDefaultRandomId(), "event": ev.ID, "endpoint": ev.Endpoint, "webhookId": ev.WebhookID,
+					"status": r.status, "error": errText, "latency": r.latency.Milliseconds(), "response": r.answer, "now": stamp,
+				}).Execute(); err != nil {
+				return err
+			}
+			if _, err := db.Update(EventsCollection, dbx.Params{
+				"status": status, "attempts": attempts, "next_attempt": next, "lease_owner": "", "lease_until": "", "updated": stamp,
+			}, dbx.HashExp{"id": ev.ID}).Execute(); err != nil {
+				return err
+			}
 		}
-		set := "status = {:status}, attempts = {:attempts}, lease_owner = '', lease_until = '', updated = {:now}"
-		if next != "" {
-			set += ", next_attempt = {:next}"
+		if rest := batch[len(results):]; len(rest) > 0 {
+			if _, err := db.Update(EventsCollection, dbx.Params{"lease_owner": "", "lease_until": ""},
+				dbx.In("id", ids(rest)...)).Execute(); err != nil {
+				return err
+			}
 		}
-		if _, err := db.NewQuery("UPDATE " + EventsCollection + " SET " + set + " WHERE id = {:id}").Bind(dbx.Params{
-			"status": status, "attempts": attempts, "now": dateString(now), "next": next, "id": ev.ID,
-		}).Execute(); err != nil {
-			return err
+		if len(results) == 0 {
+			return nil
 		}
-		return d.endpointAfter(db, endpoint, delivered, now)
+		return d.endpointAfter(db, endpoint, results[len(results)-1].delivered(), now)
 	})
-	return outcome, err
+	if err != nil {
+		return err
+	}
+	for i, r := range results {
+		if d.cfg.Observer != nil {
+			d.cfg.Observer.ObserveWebhookAttempt(outcomes[i], r.latency)
+		}
+		if !r.delivered() {
+			reason := ""
+			if r.err != nil {
+				reason = r.err.Error()
+			}
+			ev := batch[i]
+			d.cfg.Log.Warn("Webhooks: a delivery failed", "endpoint", ev.Endpoint, "webhookId", ev.WebhookID,
+				"type", ev.Type, "attempt", ev.Attempts+1, "status", r.status, "error", reason, "outcome", outcomes[i])
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return strings.ToValidUTF8(s[:n], "")
+	}
+	return s
 }
 
 // endpointAfter keeps the endpoint's failing_since, and pauses it once it
