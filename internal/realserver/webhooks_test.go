@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -252,7 +253,8 @@ func TestWebhookDeliversACreateOnce(t *testing.T) {
 	}
 }
 
-// An answer of 500 is retried within 10 s with the same webhook-id.
+// An answer of 500 is retried within 10 s with the same webhook-id; the
+// metrics count both attempts and the outbox empties.
 func TestWebhookRetriesA500(t *testing.T) {
 	rcv := newReceiver(t, "127.0.0.1:0")
 	rcv.answer = func(n int) int {
@@ -261,7 +263,8 @@ func TestWebhookRetriesA500(t *testing.T) {
 		}
 		return http.StatusNoContent
 	}
-	s := newWebhookStore(t, "--webhooks-allow-private")
+	metricsAddr := freeAddr(t)
+	s := newWebhookStore(t, "--webhooks-allow-private", "--metrics-addr", metricsAddr)
 	_, rcv.secret = s.addEndpoint(t, rcv.url(), "pet.created")
 	s.createPet(t, "Retried")
 	got := rcv.waitFor(2, 12*time.Second)
@@ -279,6 +282,23 @@ func TestWebhookRetriesA500(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	if n := len(rcv.deliveries()); n != 2 {
 		t.Errorf("%d deliveries, want 2", n)
+	}
+	families := scrape(t, metricsAddr)
+	outcomes := map[string]float64{}
+	for _, m := range families["petstore_webhook_deliveries_total"].GetMetric() {
+		outcomes[labelsOf(m)] = m.GetCounter().GetValue()
+	}
+	if outcomes["outcome=delivered"] != 1 || outcomes["outcome=retried"] != 1 || outcomes["outcome=failed"] != 0 {
+		t.Errorf("petstore_webhook_deliveries_total %v, want delivered 1 and retried 1", outcomes)
+	}
+	if h := families["petstore_webhook_delivery_duration_seconds"].GetMetric(); len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 2 {
+		t.Errorf("petstore_webhook_delivery_duration_seconds %v, want 2 attempts", h)
+	}
+	if g := families["petstore_webhook_outbox_pending"].GetMetric(); len(g) != 1 || g[0].GetGauge().GetValue() != 0 {
+		t.Errorf("petstore_webhook_outbox_pending %v, want 0", g)
+	}
+	if out := s.p.Output(); !strings.Contains(out, "Webhooks: a delivery failed") || strings.Contains(out, rcv.secret) {
+		t.Errorf("the log should hold the failed attempt, and never the secret:\n%s", out)
 	}
 }
 
