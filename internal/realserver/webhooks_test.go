@@ -403,3 +403,26 @@ func TestWebhookTwoInstancesSendEachEventOnce(t *testing.T) {
 		}
 	}
 }
+
+// The keys command, a process of its own, writes its key events into the
+// outbox in its transaction; the server sends them.
+func TestWebhookKeyEventsFromTheCLI(t *testing.T) {
+	rcv := newReceiver(t, "127.0.0.1:0")
+	s := newWebhookStore(t, "--webhooks-allow-private")
+	_, rcv.secret = s.addEndpoint(t, rcv.url(), "key.created", "key.revoked")
+	_, id := createKey(t, s.dir, "--plan", "pro", "--name", "from the shell")
+	if _, stderr, status := petstore(t, s.dir, "keys", "revoke", id); status != 0 {
+		t.Fatalf("keys revoke: %d %s", status, stderr)
+	}
+	got := rcv.waitFor(2, 10*time.Second)
+	for i, want := range []string{"key.created", "key.revoked"} {
+		var e struct {
+			Type string
+			Data map[string]string
+		}
+		if err := json.Unmarshal(got[i].body, &e); err != nil || e.Type != want || e.Data["id"] != id ||
+			e.Data["name"] != "from the shell" || e.Data["plan"] != "pro" || got[i].verified != nil {
+			t.Errorf("delivery %d: %s %v %v, want %s", i, got[i].body, err, got[i].verified, want)
+		}
+	}
+}
