@@ -313,3 +313,21 @@ func TestWebhookEndpointPausedAfterFiveDaysOfFailures(t *testing.T) {
 		t.Errorf("attempts %s", r.Body)
 	}
 }
+
+// The limiter's ban, saved through its ledger, is a key.banned event whose
+// state is banned.
+func TestWebhookKeyBanned(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	s.addEndpoint(t, rcv.URL, "key.banned")
+	key := s.NewKey(t, apikeys.NewKey{Name: "noisy", Plan: "free"})
+	id := s.KeyRecord(t, key).Id
+	if err := apikeys.SaveBan(s.App, id, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got := rcv.waitFor(t, "key.banned")
+	var data map[string]any
+	if err := json.Unmarshal(got[0].Data, &data); err != nil || data["id"] != id || data["state"] != "banned" {
+		t.Errorf("data %s", got[0].Data)
+	}
+}
