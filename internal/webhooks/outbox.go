@@ -180,9 +180,13 @@ func (o *Outbox) WriteTo(app core.App, endpoint string, e Event) error {
 	return o.write(app, e, []string{endpoint})
 }
 
+// insertEventSQL writes one event for one endpoint, unless the endpoint is
+// gone (deleted, on another instance, since the subscriptions were read):
+// no event is left without its endpoint.
 const insertEventSQL = "INSERT INTO " + EventsCollection +
 	" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
-	" VALUES ({:id}, {:webhookId}, {:endpoint}, {:type}, {:body}, 'pending', 0, {:now}, '', '', {:dedupe}, {:now}, {:now})" +
+	" SELECT {:id}, {:webhookId}, {:endpoint}, {:type}, {:body}, 'pending', 0, {:now}, '', '', {:dedupe}, {:now}, {:now}" +
+	" WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = {:endpoint})" +
 	" ON CONFLICT DO NOTHING"
 
 func (o *Outbox) write(tx core.App, e Event, endpoints []string) error {
