@@ -39,16 +39,21 @@ type Type string
 
 // The event types.
 const (
-	PetCreated          Type = "pet.created"
-	KeyCreated          Type = "key.created"
-	KeyRolled           Type = "key.rolled"
-	KeyRevoked          Type = "key.revoked"
-	KeyBanned           Type = "key.banned"
-	KeyDayQuotaReached  Type = "key.day_quota_reached"
-	TestEvent           Type = "webhook.test" // sent by staff's "send test event", to one endpoint
-	secretPrefix             = "whsec_"
-	secretBytes              = 32
-	signatureVersionTag      = "v1,"
+	PetCreated         Type = "pet.created"
+	KeyCreated         Type = "key.created"
+	KeyRolled          Type = "key.rolled"
+	KeyRevoked         Type = "key.revoked"
+	KeyBanned          Type = "key.banned"
+	KeyDayQuotaReached Type = "key.day_quota_reached"
+	TestEvent          Type = "webhook.test" // sent by staff's "send test event", to one endpoint
+)
+
+// A secret is secretPrefix and the base64 of secretBytes random bytes; a
+// signature is signatureVersionTag and a base64 HMAC.
+const (
+	secretPrefix        = "whsec_"
+	secretBytes         = 32
+	signatureVersionTag = "v1,"
 )
 
 // Types are the event types an endpoint may subscribe to.
