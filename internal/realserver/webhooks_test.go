@@ -426,3 +426,46 @@ func TestWebhookKeyEventsFromTheCLI(t *testing.T) {
 		}
 	}
 }
+
+// SIGTERM during a slow delivery ends the attempt without counting it: the
+// server stops at once, and after the restart the event is delivered.
+func TestWebhookShutdownDuringADelivery(t *testing.T) {
+	release := make(chan struct{})
+	rcv := newReceiver(t, "127.0.0.1:0")
+	rcv.answer = func(n int) int {
+		if n == 1 {
+			<-release // the first attempt hangs until the test ends it
+		}
+		return http.StatusOK
+	}
+	defer close(release)
+	s := newWebhookStore(t, "--webhooks-allow-private")
+	_, rcv.secret = s.addEndpoint(t, rcv.url(), "pet.created")
+	created, _ := s.createPet(t, "Patient")
+	rcv.waitFor(1, 10*time.Second)
+	began := time.Now()
+	if err := s.p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("stopping took %s with a delivery under way", took)
+	}
+	s.start(t, "--webhooks-allow-private")
+	got := rcv.waitFor(2, 40*time.Second)
+	if got[0].header.Get("webhook-id") != got[1].header.Get("webhook-id") {
+		t.Error("the event was sent again under another webhook-id")
+	}
+	if _, _, pet := eventOf(t, got[1]); pet != created {
+		t.Errorf("delivered %+v, want %+v", pet, created)
+	}
+	status, body, err := s.p.Do(context.Background(), http.MethodGet, "/api/petstore/webhooks", s.token, nil)
+	var list struct{ Items []struct{ ID string } }
+	if err != nil || status != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Items) != 1 {
+		t.Fatalf("list: %d %v %s", status, err, body)
+	}
+	_, body, _ = s.p.Do(context.Background(), http.MethodGet, "/api/petstore/webhooks/"+list.Items[0].ID+"/attempts", s.token, nil)
+	var attempts struct{ Items []struct{ Status int } }
+	if json.Unmarshal(body, &attempts) != nil || len(attempts.Items) != 1 || attempts.Items[0].Status != 200 {
+		t.Errorf("attempts %s, want the one delivery: the stopped one is no attempt", body)
+	}
+}

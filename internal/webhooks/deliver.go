@@ -252,11 +252,16 @@ func (d *Deliverer) send(endpointID string) {
 			read = time.Now()
 		}
 		results, slowest := d.post(endpoint, batch, until)
+		if n := len(results); n > 0 && d.ctx.Err() != nil && !results[n-1].delivered() {
+			// Ended by Stop, not by the endpoint: no attempt; the event
+			// is given back with the rest.
+			results = results[:n-1]
+		}
 		if err := d.record(batch, results, endpoint); err != nil {
 			d.cfg.Log.Error("Webhooks: could not record attempts", "endpoint", endpointID, "error", err)
 			return
 		}
-		if len(results) < len(batch) || !results[len(results)-1].delivered() {
+		if len(results) < len(batch) || !results[len(results)-1].delivered() || d.ctx.Err() != nil {
 			return // its retry, and the events after it, wait
 		}
 		size = batchMax
