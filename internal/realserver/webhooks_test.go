@@ -76,13 +76,13 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	n := len(r.got)
 	answer := r.answer
 	r.mu.Unlock()
+	r.event <- struct{}{} // received, whatever the answer
 	status := http.StatusOK
 	if answer != nil {
 		status = answer(n)
 	}
 	w.WriteHeader(status)
 	fmt.Fprintf(w, "answer %d", n)
-	r.event <- struct{}{}
 }
 
 func (r *receiver) deliveries() []delivery {
