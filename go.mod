@@ -18,6 +18,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/ulule/limiter/v3 v3.11.2
 	modernc.org/libc v1.74.1
 	modernc.org/sqlite v1.55.0

@@ -22,6 +22,7 @@ import (
 	_ "petstore/internal/profiling" // empty unless built with -tags pprof
 	"petstore/internal/requestlog"
 	"petstore/internal/version"
+	"petstore/internal/webhooks"
 	"petstore/limits"
 	_ "petstore/migrations"
 )
@@ -93,6 +94,9 @@ func main() {
 	serve.PersistentFlags().StringVar(&opts.PublicURL, "public-url", "",
 		"the base URL clients use, ending in /v1, when a reverse proxy is in front (https://shop.example.org/api/v1): Link, Location and the served documents name it")
 
+	serve.PersistentFlags().BoolVar(&opts.WebhooksAllowPrivate, "webhooks-allow-private", false,
+		"let webhook endpoints be loopback, private, link-local, CGNAT or metadata addresses (a receiver on this machine or network)")
+
 	flags := app.RootCmd.PersistentFlags()
 	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",
 		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; Redis Cluster: redis+cluster://NODE:6379?addr=NODE2:6379; rediss:// and rediss+cluster:// with TLS, tls_ca_file=PEM for a CA of your own)")
@@ -120,6 +124,8 @@ func main() {
 
 	flags.DurationVar(&opts.AuditRetention, "audit-retention", hooks.DefaultAuditRetention,
 		"how long the audit trail of key changes keeps a record (0: forever)")
+	flags.DurationVar(&opts.WebhooksRetention, "webhooks-retention", webhooks.DefaultRetention,
+		"how long webhook delivery attempts, and events delivered or failed, are kept (0: forever)")
 	flags.BoolVar(&opts.AccessLog, "access-log", false, "log one console line per /v1 request")
 	flags.DurationVar(&opts.SlowRequest, "slow-request", hooks.DefaultSlowRequest,
 		"log /v1 requests that take longer than this as warnings (0: never)")

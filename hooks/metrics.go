@@ -29,6 +29,8 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 	m.Register(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_pets", Help: "Pets stored."},
 			countRows(reads, "SELECT COUNT(*) FROM pets", log)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_webhook_outbox_pending", Help: "Webhook events not delivered yet (all instances)."},
+			countRows(reads, "SELECT COUNT(*) FROM webhook_endpoints e JOIN webhook_events v ON v.endpoint = e.id AND v.status = 'pending'", log)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_idempotency_keys", Help: "Idempotency-Keys remembered."},
 			countRows(reads, "SELECT COUNT(*) FROM idempotency_keys", log)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_realtime_subscribers", Help: "PocketBase realtime clients connected."},

@@ -31,6 +31,7 @@ import (
 	"petstore/internal/requestlog"
 	"petstore/internal/staff"
 	"petstore/internal/usage"
+	"petstore/internal/webhooks"
 	"petstore/limits"
 	pbpublic "petstore/pb_public"
 )
@@ -62,6 +63,12 @@ type Options struct {
 	SlowRequest time.Duration
 	// AuditRetention is how long the audit trail keeps a record; 0: forever.
 	AuditRetention time.Duration
+	// WebhooksAllowPrivate lets webhook endpoints be loopback, private,
+	// link-local, CGNAT or metadata addresses (serve --webhooks-allow-private).
+	WebhooksAllowPrivate bool
+	// WebhooksRetention is how long webhook attempts, and events delivered
+	// or failed, are kept; 0: forever.
+	WebhooksRetention time.Duration
 	// MetricsAddr is where GET /metrics is served (serve --metrics-addr),
 	// on a listener of its own; empty: nowhere.
 	MetricsAddr string
@@ -82,6 +89,7 @@ type Service struct {
 	conns    *connlimit.Limiter // the public listener's connections; set when serve starts
 	bans     func()             // counts a ban started; nil without metrics
 	audits   func(string)       // counts an audit record by action; nil without metrics
+	outbox   *webhooks.Outbox
 }
 
 // Err is the error that stopped `serve` from starting, if any. PocketBase
@@ -90,7 +98,7 @@ func (s *Service) Err() error { return s.err }
 
 // Register binds everything petstore adds to app.
 func Register(app core.App, opts *Options) *Service {
-	s := &Service{log: newLogger(app, opts.Console)}
+	s := &Service{log: newLogger(app, opts.Console), outbox: webhooks.NewOutbox(app)}
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreServe",
 		Func: func(se *core.ServeEvent) error {
@@ -115,6 +123,14 @@ func Register(app core.App, opts *Options) *Service {
 	bindAuditRecords(app, s.log, func() time.Duration { return opts.AuditRetention }, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))
+		}
+	})
+	bindWebhookEvents(app, s.outbox)
+	app.Cron().MustAdd("petstoreWebhooksPrune", "40 3 * * *", func() {
+		if keep := opts.WebhooksRetention; keep > 0 {
+			if err := webhooks.Prune(app, keep); err != nil {
+				s.log.Error("Could not prune the webhooks' delivery history", "error", err)
+			}
 		}
 	})
 	idempotency.BindPurge(app, s.log)
@@ -181,6 +197,17 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		return err
 	}
 	petWriter.OnCreated(events.created)
+	petWriter.OnInserted(func(tx core.App, rows []pets.Row) error {
+		if !s.outbox.Subscribed(webhooks.PetCreated) {
+			return nil
+		}
+		for _, row := range rows {
+			if err := s.outbox.Write(tx, webhooks.Event{Type: webhooks.PetCreated, Data: row.Pet}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if m != nil {
 		petWriter.OnCommitted(m.ObservePetsCommit)
 	}
@@ -208,12 +235,26 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		s.audits = m.ObserveAudit
 	}
 
+	// The subscriptions are kept at the data version the /v1 reads watch.
+	if err := s.outbox.Watch(version.Version); err != nil {
+		return err
+	}
+	targets := webhooks.Targets{AllowPrivate: opts.WebhooksAllowPrivate}
+	var webhookObserver webhooks.Observer
+	if m != nil {
+		webhookObserver = m
+	}
+	deliverer := webhooks.StartDeliverer(app, s.outbox, webhooks.Config{Targets: targets, Log: s.log, Observer: webhookObserver})
+	stops.onTerminate("petstoreWebhooksStop", "", func() error { deliverer.Stop(); return nil })
+	dayQuota := &dayQuotaEvents{app: app, outbox: s.outbox, log: s.log}
+
 	documents := api.NewDocuments(base)
 	api.AddRoutes(se.Router.Group("/v1"), api.Deps{
 		Limiter: limiter, Keys: keys, Version: version, Pets: petReads, PetWriter: petWriter,
 		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
+		DayQuotaReached: dayQuota.reached,
 	})
-	staff.AddRoutes(se.Router, history)
+	staff.AddRoutes(se.Router, history, staff.Webhooks{Outbox: s.outbox, Targets: targets, Log: s.log})
 	// PocketBase's sign-in and account routes, counted per client network.
 	se.Router.Bind(newAuthThrottle().handler())
 	api.AddHealthRoutes(se.Router, api.Health{Draining: s.draining.Load, DB: reads.DB(), Limiter: limiter})

@@ -56,6 +56,16 @@ func (d Decision) Exceeded() bool {
 	return false
 }
 
+// DayUsedUp reports whether the day window admits no more requests.
+func (d Decision) DayUsedUp() bool {
+	for _, w := range d.Windows {
+		if w.Name == "day" && w.Remaining == 0 && w.Limit > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Banned reports whether the request was refused for its key's ban.
 func (d Decision) Banned() bool { return d.BannedUntil.After(d.At) }
 

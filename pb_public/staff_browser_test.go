@@ -40,8 +40,13 @@ type staffPage struct {
 }
 
 func openStaffPage(t *testing.T) *staffPage {
+	return openStaffPageWith(t, apptest.Config{})
+}
+
+// openStaffPageWith is openStaffPage on an app started with cfg.
+func openStaffPageWith(t *testing.T, cfg apptest.Config) *staffPage {
 	requireChromium(t)
-	s := apptest.Start(t, "")
+	s := apptest.StartWith(t, cfg)
 	s.SuperuserToken(t, "staff@example.com", "a long enough password")
 	dir, err := os.MkdirTemp("", "petstore-staff-*")
 	if err != nil {

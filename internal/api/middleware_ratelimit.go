@@ -24,8 +24,9 @@ const rateLimitMiddlewareId = "petstoreRateLimit"
 // whose key lacks the route's scope is refused (outOfScope), before the
 // limit may refuse it.
 //
-// o, when not nil, counts each decision by plan and outcome.
-func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer) *hook.Handler[*core.RequestEvent] {
+// o, when not nil, counts each decision by plan and outcome; dayUsed, when
+// not nil, hears of a key whose day window admits no more.
+func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer, dayUsed func(keyID string, at time.Time)) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       rateLimitMiddlewareId,
 		Priority: rateLimitPriority,
@@ -48,6 +49,9 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer) *hook.Han
 			refused := d.Exceeded()
 			if key != nil {
 				history.Record(key.ID, d.At, refused)
+				if dayUsed != nil && d.DayUsedUp() {
+					dayUsed(key.ID, d.At)
+				}
 			}
 			if o != nil {
 				observeDecision(o, key, d)

@@ -39,6 +39,9 @@ type Deps struct {
 	Documents  Documents        // the OpenAPI document, naming Base
 	Logger     *slog.Logger     // the service's log
 	Metrics    Observer         // nil: no metrics
+	// DayQuotaReached hears of each request after which a key's day window
+	// admits no more (the webhooks' key.day_quota_reached); nil: none.
+	DayQuotaReached func(keyID string, at time.Time)
 }
 
 // AddRoutes is the whole /v1 surface: every route with its middleware.
@@ -70,7 +73,7 @@ type Deps struct {
 func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(d.RequestLog.Middleware(), errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version, d.Logger), rateLimit(d.Limiter, d.Usage, d.Metrics),
+		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version, d.Logger), rateLimit(d.Limiter, d.Usage, d.Metrics, d.DayQuotaReached),
 		apis.BodyLimit(maxBodyBytes))
 	if d.Metrics != nil {
 		v1.Bind(observeRequests(d.Metrics))

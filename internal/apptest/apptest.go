@@ -62,6 +62,9 @@ type Config struct {
 	// AuditRetention is how long the audit trail keeps a record (serve
 	// --audit-retention); 0: forever.
 	AuditRetention time.Duration
+	// WebhooksAllowPrivate lets webhook endpoints be loopback addresses
+	// (serve --webhooks-allow-private): a test's receiver.
+	WebhooksAllowPrivate bool
 	// Middleware is bound on the whole router: with a priority above
 	// BodyLimit's (-990), it runs inside the /v1 chain, just before the
 	// handler (tests inject panics there).
@@ -97,7 +100,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	}
 	service := hooks.Register(app, &hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
 		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL, AuditRetention: cfg.AuditRetention,
-		MetricsAddr: cfg.MetricsAddr})
+		MetricsAddr: cfg.MetricsAddr, WebhooksAllowPrivate: cfg.WebhooksAllowPrivate})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -31,7 +31,8 @@
 //
 // The createSub target is createPet while a superuser subscribes to pets
 // over PocketBase's realtime API; it fails unless the subscriber hears
-// every create (realtime.go).
+// every create (realtime.go). The createHook target is createPet while a
+// webhook endpoint on loopback subscribes to pet.created (webhook.go).
 package main
 
 import (
@@ -95,7 +96,7 @@ func main() {
 }
 
 // The targets, in the order each round runs them.
-var targetNames = []string{"health", "listPets", bareTarget, "pbList", "getPet", "pbView", "createPet", realtimeTarget, "pbCreate",
+var targetNames = []string{"health", "listPets", bareTarget, "pbList", "getPet", "pbView", "createPet", realtimeTarget, webhookTarget, "pbCreate",
 	"mixedReads", "mixed", redisTarget}
 
 // The servers run with --metrics-addr, as a self-hoster with Prometheus
@@ -130,6 +131,9 @@ const (
 	superuserPassword = "bench-password-1234"
 	// maxMixedP99 is the goal for the mixed target's p99 latency.
 	maxMixedP99 = 40 * time.Millisecond
+	// maxWebhookCPU is the goal for the server's CPU per create with a
+	// subscribed webhook endpoint (its delivery included) over createPet's.
+	maxWebhookCPU = 1.2
 	// maxRSSAfterRun is the goal for the server's RSS after every target.
 	maxRSSAfterRun = 128 << 20
 )
@@ -181,7 +185,7 @@ func run(cfg config) error {
 			os.Setenv("PETSTORE_PPROF", pprofAddr)
 			defer os.Unsetenv("PETSTORE_PPROF")
 		}
-		args = append([]string{"--request-log", cfg.requestLog}, args...)
+		args = append([]string{"--request-log", cfg.requestLog, "--webhooks-allow-private"}, args...)
 		if !bare {
 			metricsAddr, err := freeLoopbackAddr()
 			if err != nil {
@@ -259,6 +263,9 @@ func run(cfg config) error {
 		}
 		if name == realtimeTarget {
 			return measureRealtime(tmp, server.URL, token, t, cfg.conns, cfg.threads, d)
+		}
+		if name == webhookTarget {
+			return measureWebhook(tmp, server.URL, token, t, cfg.conns, cfg.threads, d)
 		}
 		return runWrk(tmp, server.URL, t, cfg.conns, cfg.threads, d)
 	}
@@ -372,6 +379,7 @@ func newTargets(key, token string, ids []string) map[string]target {
 		{name: "pbView", method: http.MethodGet, paths: pbGet, headers: pb},
 		{name: "createPet", method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
 		{name: realtimeTarget, method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
+		{name: webhookTarget, method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
 		{name: "pbCreate", method: http.MethodPost, paths: []string{"/api/collections/pets/records"}, headers: pbJSON, body: body},
 		{name: "mixedReads", mix: reads, headers: v1},
 		{name: "mixed", mix: mixed, headers: v1},
@@ -426,6 +434,15 @@ func printResults(names []string, results map[string][]result) {
 		}
 		got := num / denom
 		fmt.Printf("%-30s %6.2fx (goal >= %.2fx) %s\n", r.what, got, r.goal, verdict(got >= r.goal))
+	}
+	cpuPerRequest := func(rs []result) float64 {
+		return median(rs, func(r result) float64 { return float64(r.serverCPU.Microseconds()) / float64(r.Requests) })
+	}
+	if hook, ok := results[webhookTarget]; ok {
+		if plain, ok := results["createPet"]; ok {
+			got := cpuPerRequest(hook) / cpuPerRequest(plain)
+			fmt.Printf("%-30s %6.2fx (goal <= %.2fx) %s\n", "CPU per create with a webhook", got, maxWebhookCPU, verdict(got <= maxWebhookCPU))
+		}
 	}
 	if rs, ok := results["mixed"]; ok {
 		p99 := us(median(rs, func(r result) float64 { return float64(r.P99US) }))

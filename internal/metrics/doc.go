@@ -33,9 +33,9 @@
 //	petstore_audit_events_total                 counter    action: audit records committed by this instance
 //	petstore_http_connections_open              gauge      connections open on the public listener
 //	petstore_http_connections_refused_total     counter    reason (per_address, global): connections closed as accepted
-//	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed) (not yet)
-//	petstore_webhook_delivery_duration_seconds  histogram  one delivery attempt (not yet)
-//	petstore_webhook_outbox_pending             gauge      events not yet delivered (not yet)
+//	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed)
+//	petstore_webhook_delivery_duration_seconds  histogram  one delivery attempt
+//	petstore_webhook_outbox_pending             gauge      events not yet delivered
 //	petstore_build_info                         gauge      version, revision, goversion; always 1
 //	go_*, process_*                                        the Go and process collectors
 package metrics

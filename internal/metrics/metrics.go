@@ -26,6 +26,9 @@ type Metrics struct {
 	idempotency   *prometheus.CounterVec
 	writerBatches prometheus.Histogram
 	writerCommits prometheus.Histogram
+
+	webhookDeliveries *prometheus.CounterVec
+	webhookDurations  prometheus.Histogram
 }
 
 type requestLabels struct {
@@ -69,6 +72,15 @@ func New() *Metrics {
 			Help:    "One transaction of the pets writer, from its beginning to its commit.",
 			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1},
 		}),
+		webhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "petstore_webhook_deliveries_total",
+			Help: "Webhook delivery attempts by this instance, by outcome (delivered, retried, failed: the last attempt failed).",
+		}, []string{"outcome"}),
+		webhookDurations: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "petstore_webhook_delivery_duration_seconds",
+			Help:    "One webhook delivery attempt, from connection to answer.",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15},
+		}),
 	}
 	info := version.Read()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -77,7 +89,8 @@ func New() *Metrics {
 		ConstLabels: prometheus.Labels{"version": info.Version, "revision": info.Revision, "goversion": info.GoVersion},
 	})
 	build.Set(1)
-	m.registry.MustRegister(m.requests, m.rateLimit, m.bans, m.audits, m.idempotency, m.writerBatches, m.writerCommits, build,
+	m.registry.MustRegister(m.requests, m.rateLimit, m.bans, m.audits, m.idempotency, m.writerBatches, m.writerCommits,
+		m.webhookDeliveries, m.webhookDurations, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -124,4 +137,11 @@ func (m *Metrics) ObserveIdempotency(outcome string) {
 func (m *Metrics) ObservePetsCommit(creates int, took time.Duration) {
 	m.writerBatches.Observe(float64(creates))
 	m.writerCommits.Observe(took.Seconds())
+}
+
+// ObserveWebhookAttempt counts one webhook delivery attempt by its outcome
+// (delivered, retried, failed) and times it.
+func (m *Metrics) ObserveWebhookAttempt(outcome string, took time.Duration) {
+	m.webhookDeliveries.WithLabelValues(outcome).Inc()
+	m.webhookDurations.Observe(took.Seconds())
 }

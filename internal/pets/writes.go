@@ -41,6 +41,9 @@ type Writer struct {
 	app core.App
 	// created hears of each caller's new rows after their commit; nil: none.
 	created func([]Row)
+	// inserted hears of each caller's new rows inside their transaction;
+	// nil: none.
+	inserted func(tx core.App, rows []Row) error
 	// committed hears of each transaction that committed: how many creates
 	// it held and how long it took; nil: none.
 	committed func(creates int, took time.Duration)
@@ -145,6 +148,14 @@ func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 // and before Run returns. A work that failed, or a transaction that rolled
 // back, calls nothing. It is set before the first create.
 func (w *Writer) OnCreated(created func([]Row)) { w.created = created }
+
+// OnInserted makes the writer call inserted inside the transaction, after
+// each caller's work that inserted rows, with the transaction's app and
+// those rows: what inserted writes commits or rolls back with them (the
+// webhooks' outbox). Its error fails that caller's create as the work's
+// own would. It runs in the writer's goroutine, and again whenever the work
+// runs again. It is set before the first create.
+func (w *Writer) OnInserted(inserted func(tx core.App, rows []Row) error) { w.inserted = inserted }
 
 // OnCommitted makes the writer call committed, in its own goroutine, after
 // each transaction that commits, with the number of creates it held and how
@@ -322,7 +333,7 @@ func (w *Writer) transaction(batch []*write) error {
 		if len(batch) == 1 { // the transaction is its savepoint
 			wr := batch[0]
 			tx.write = wr
-			wr.err = runWork(wr.work, tx)
+			wr.err = w.runWrite(wr, tx)
 			return wr.err
 		}
 		savepoint, release, rollbackTo := sqlTx.Stmt(w.savepoint), sqlTx.Stmt(w.release), sqlTx.Stmt(w.rollbackTo)
@@ -334,7 +345,7 @@ func (w *Writer) transaction(batch []*write) error {
 				return err
 			}
 			tx.write = wr
-			if wr.err = runWork(wr.work, tx); wr.err != nil {
+			if wr.err = w.runWrite(wr, tx); wr.err != nil {
 				if _, err := rollbackTo.Exec(); err != nil {
 					return err
 				}
@@ -345,6 +356,17 @@ func (w *Writer) transaction(batch []*write) error {
 		}
 		return nil
 	})
+}
+
+// runWrite runs wr's work in tx, then the inserted callback on its rows.
+func (w *Writer) runWrite(wr *write, tx *Tx) error {
+	if err := runWork(wr.work, tx); err != nil {
+		return err
+	}
+	if w.inserted != nil && len(wr.rows) > 0 {
+		return w.inserted(tx.app, wr.rows)
+	}
+	return nil
 }
 
 // runWork is work's error, or its panic as an error: a panic in one create

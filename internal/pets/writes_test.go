@@ -400,3 +400,59 @@ func TestReadsDoNotWaitForWrites(t *testing.T) {
 		t.Fatalf("the create after the lock: %v", resp)
 	}
 }
+
+// OnInserted runs inside the transaction, after each create that inserted
+// rows, with its rows: what it writes commits with them, and its error
+// fails that create alone, in a batch too. A work that inserts nothing
+// (an Idempotency-Key's replay) calls nothing.
+func TestOnInsertedWritesWithTheCreate(t *testing.T) {
+	s, w := startWriter(t)
+	if _, err := s.App.DB().NewQuery("CREATE TABLE inserted_log (pet TEXT)").Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var calls sync.Map
+	w.OnInserted(func(tx core.App, rows []pets.Row) error {
+		for _, r := range rows {
+			calls.Store(r.Name, true)
+			if r.Name == "refused" {
+				return errors.New("the outbox says no")
+			}
+			if _, err := tx.NonconcurrentDB().NewQuery("INSERT INTO inserted_log (pet) VALUES ({:id})").
+				Bind(dbx.Params{"id": fmt.Sprint(r.ID)}).Execute(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	release := holdWriter(t, w)
+	names := []string{"kept", "refused", "also kept"}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { _, errs[i] = w.Create(pets.NewPet{Name: name, CategoryID: 1}) })
+	}
+	waitQueued(t, w, len(names))
+	wg.Go(func() {
+		errs := w.Run(func(*pets.Tx) error { return nil }) // inserts nothing
+		if errs != nil {
+			t.Errorf("a work without inserts: %v", errs)
+		}
+	})
+	release()
+	wg.Wait()
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
+		t.Fatalf("errors %v, want only the refused one's", errs)
+	}
+	if named(t, s, "refused") != 0 || named(t, s, "kept") != 1 || named(t, s, "also kept") != 1 {
+		t.Error("the refused create's pet was stored, or another's was not")
+	}
+	var logged int
+	if err := s.App.DB().NewQuery("SELECT COUNT(*) FROM inserted_log").Row(&logged); err != nil || logged != 2 {
+		t.Errorf("%d rows written by OnInserted (%v), want 2", logged, err)
+	}
+	n := 0
+	calls.Range(func(any, any) bool { n++; return true })
+	if n != 3 {
+		t.Errorf("OnInserted heard of %d creates, want 3", n)
+	}
+}

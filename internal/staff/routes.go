@@ -1,6 +1,7 @@
 // Package staff is the JSON API behind the staff page (/staff/): store staff,
 // signed in as PocketBase superusers, issue, search, change, expire, roll,
-// revoke and unban API keys and read each key's use and history. Errors have
+// revoke and unban API keys and read each key's use and history, and manage
+// the webhook endpoints and see their deliveries. Errors have
 // PocketBase's shape ({"status","message","data"}), like the rest of /api/.
 package staff
 
@@ -23,7 +24,7 @@ const maxBodyBytes = 16 << 10
 // AddRoutes is the whole staff API: every route, all for superusers only.
 // PocketBase's auth-token loader has read the superuser's token by then; an
 // API key is no PocketBase token, so it never opens these routes (401).
-func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder) {
+func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w Webhooks) {
 	g := r.Group(Prefix)
 	g.Bind(jsonErrors(), apis.RequireSuperuserAuth(), apis.BodyLimit(maxBodyBytes), noStore())
 
@@ -35,6 +36,16 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder) {
 	g.POST("/keys/{id}/lift-ban", handleLiftBan)
 	g.GET("/keys/{id}/usage", handleUsage(history))
 	g.GET("/keys/{id}/history", handleHistory) // the key's audit trail, newest first: ?page=&perPage=
+
+	g.GET("/webhooks", w.list)
+	g.POST("/webhooks", w.create) // 201 {id, secret}: the secret shown once
+	g.GET("/webhooks/{id}", w.get)
+	g.PATCH("/webhooks/{id}", w.change) // url, events, description, paused
+	g.DELETE("/webhooks/{id}", w.remove)
+	g.POST("/webhooks/{id}/roll", w.roll) // a new secret; the old one signs too for the grace
+	g.POST("/webhooks/{id}/test", w.test) // a webhook.test event, to this endpoint
+	g.GET("/webhooks/{id}/attempts", w.attempts)
+	g.POST("/webhooks/{id}/events/{event}/resend", w.resend) // a failed event, sent again
 }
 
 // noStore keeps answers, new keys among them, out of every cache.

@@ -1,0 +1,150 @@
+package hooks
+
+import (
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/apikeys"
+	"petstore/internal/audit"
+	"petstore/internal/pets"
+	"petstore/internal/webhooks"
+)
+
+// errWebhooksStaffAPI answers a write of the webhooks' collections through
+// the records API: the staff API checks URLs and makes secrets.
+var errWebhooksStaffAPI = errors.New("webhook endpoints are added and changed through the staff page (/staff/) or /api/petstore/webhooks, which check their URLs and make their secrets")
+
+// auditEvents are the audit actions that are webhook events too, by the
+// event's type.
+var auditEvents = map[audit.Action]webhooks.Type{
+	audit.KeyCreated: webhooks.KeyCreated,
+	audit.KeyRolled:  webhooks.KeyRolled,
+	audit.KeyRevoked: webhooks.KeyRevoked,
+	audit.KeyBanned:  webhooks.KeyBanned,
+}
+
+// bindWebhookEvents writes the webhook events of changes made outside the
+// pets writer into the outbox, in their transactions: the pets created as
+// records (the dashboard, the records API), and the key changes, which
+// every path (staff API, dashboard, keys command, limiter) writes to the
+// audit trail in its transaction. It also keeps the webhooks' collections
+// out of the records API's writes, and the secrets out of its answers.
+func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
+	// A record's save runs in a transaction only when its caller opened
+	// one: the event's write needs one with the pet's.
+	app.OnRecordCreate(pets.Collection).BindFunc(func(e *core.RecordEvent) error {
+		if e.App.TxInfo() != nil {
+			return e.Next()
+		}
+		return e.App.RunInTransaction(func(tx core.App) error {
+			e.App = tx
+			return e.Next()
+		})
+	})
+	app.OnRecordCreateExecute(pets.Collection).BindFunc(func(e *core.RecordEvent) error {
+		if err := e.Next(); err != nil {
+			return err
+		}
+		if !outbox.Subscribed(webhooks.PetCreated) {
+			return nil
+		}
+		id, _ := strconv.ParseInt(e.Record.Id, 10, 64)
+		pet := pets.Pet{ID: id, Name: e.Record.GetString("name"), CategoryID: int64(e.Record.GetInt("categoryId")),
+			Status: e.Record.GetString("status")}
+		return outbox.Write(e.App, webhooks.Event{Type: webhooks.PetCreated, Data: pet})
+	})
+	app.OnRecordCreateExecute(audit.Collection).BindFunc(func(e *core.RecordEvent) error {
+		if err := e.Next(); err != nil {
+			return err
+		}
+		t, ok := auditEvents[audit.Action(e.Record.GetString(audit.ActionField))]
+		if !ok || !outbox.Subscribed(t) {
+			return nil
+		}
+		data, err := keyData(e.App, e.Record.GetString(audit.KeyField))
+		if err != nil {
+			return err
+		}
+		return outbox.Write(e.App, webhooks.Event{Type: t, Data: data})
+	})
+
+	// The secrets' fields are hidden, but PocketBase shows hidden fields to
+	// superusers, when the enrichment's last step (after every handler's
+	// Next) unhides them: every answer, realtime message and dashboard
+	// view drops them again here, after that step.
+	app.OnRecordEnrich(webhooks.EndpointsCollection).BindFunc(func(e *core.RecordEnrichEvent) error {
+		r := e.Record // the event moves on to the next record in Next
+		if err := e.Next(); err != nil {
+			return err
+		}
+		r.Hide("secret", "previous_secret")
+		return nil
+	})
+	refuse := func(e *core.RecordRequestEvent) error { return e.ForbiddenError(errWebhooksStaffAPI.Error(), nil) }
+	for _, c := range []string{webhooks.EndpointsCollection, webhooks.EventsCollection, webhooks.AttemptsCollection} {
+		app.OnRecordCreateRequest(c).BindFunc(refuse)
+		app.OnRecordUpdateRequest(c).BindFunc(refuse)
+	}
+}
+
+// keyEvent is a key event's data: never the key, its hash or prefix.
+type keyEvent struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Plan  string `json:"plan"`
+	State string `json:"state"`
+}
+
+func keyData(app core.App, id string) (keyEvent, error) {
+	r, err := app.FindRecordById(apikeys.Collection, id)
+	if err != nil {
+		return keyEvent{}, err
+	}
+	k := &apikeys.APIKey{Record: r}
+	plan := k.PlanID()
+	if p, err := app.FindRecordById(apikeys.PlansCollection, plan); err == nil {
+		plan = p.GetString("name")
+	}
+	return keyEvent{ID: r.Id, Name: k.Name(), Plan: plan, State: k.State(time.Now())}, nil
+}
+
+// dayQuotaEvents writes key.day_quota_reached once per key and UTC day:
+// once per instance by memory, once across instances by the outbox's
+// unique index on the event's dedupe text.
+type dayQuotaEvents struct {
+	app    core.App
+	outbox *webhooks.Outbox
+	log    *slog.Logger
+	sent   sync.Map // key id → the UTC day (YYYY-MM-DD) written
+}
+
+// reached is the /v1 limiter's news that keyID used up its day at day. The
+// write happens beside the request, which it never delays.
+func (d *dayQuotaEvents) reached(keyID string, day time.Time) {
+	date := day.UTC().Format(time.DateOnly)
+	if prev, ok := d.sent.Load(keyID); ok && prev == date {
+		return
+	}
+	d.sent.Store(keyID, date)
+	if !d.outbox.Subscribed(webhooks.KeyDayQuotaReached) {
+		return
+	}
+	go func() {
+		err := d.app.RunInTransaction(func(tx core.App) error {
+			data, err := keyData(tx, keyID)
+			if err != nil {
+				return err
+			}
+			return d.outbox.Write(tx, webhooks.Event{Type: webhooks.KeyDayQuotaReached, Data: data,
+				Dedupe: string(webhooks.KeyDayQuotaReached) + ":" + keyID + ":" + date})
+		})
+		if err != nil {
+			d.log.Error("Webhooks: could not write a key.day_quota_reached event", "key", keyID, "error", err)
+		}
+	}()
+}

@@ -1,0 +1,159 @@
+package staff
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/router"
+
+	"petstore/internal/webhooks"
+)
+
+// Webhooks is what the webhook routes need: the outbox (test events, and
+// the subscriptions to read again after a change), which targets are
+// allowed, and the log of staff's changes.
+type Webhooks struct {
+	Outbox  *webhooks.Outbox
+	Targets webhooks.Targets
+	Log     *slog.Logger
+}
+
+// maxAttemptsListed bounds the attempts listed.
+const maxAttemptsListed = 100
+
+// webhookRoll is the body of a secret roll.
+type webhookRoll struct {
+	GraceSeconds *int64 `json:"graceSeconds"` // default a day; 0 ends the old secret now
+}
+
+// changed reads the subscriptions again and logs a staff change.
+func (w Webhooks) changed(e *core.RequestEvent, what, id string) {
+	if err := w.Outbox.Refresh(); err != nil {
+		w.Log.Error("Webhooks: could not read the endpoints again", "error", err)
+	}
+	w.Log.Info("Webhooks: "+what, "endpoint", id, "actor", e.Auth.Id, "actorEmail", e.Auth.Email(), "address", e.RealIP())
+}
+
+func webhookError(err error) error {
+	var in *webhooks.InputError
+	switch {
+	case errors.As(err, &in):
+		return memberError(in.Field, "validation_invalid_"+in.Field, "%s %s", in.Field, in.Message)
+	case errors.Is(err, webhooks.ErrNotFound):
+		return router.NewNotFoundError("No such webhook endpoint or event.", nil)
+	}
+	return storeError(err)
+}
+
+func (w Webhooks) list(e *core.RequestEvent) error {
+	list, err := webhooks.List(e.App)
+	if err != nil {
+		return webhookError(err)
+	}
+	if list == nil {
+		list = []webhooks.Endpoint{}
+	}
+	return writeJSON(e, http.StatusOK, map[string]any{"items": list, "types": webhooks.Types})
+}
+
+func (w Webhooks) get(e *core.RequestEvent) error {
+	ep, err := webhooks.Get(e.App, e.Request.PathValue("id"))
+	if err != nil {
+		return webhookError(err)
+	}
+	return writeJSON(e, http.StatusOK, ep)
+}
+
+func (w Webhooks) create(e *core.RequestEvent) error {
+	var in webhooks.Input
+	if err := decodeBody(e, &in); err != nil {
+		return err
+	}
+	id, secret, err := webhooks.Create(e.Request.Context(), e.App, w.Targets, in)
+	if err != nil {
+		return webhookError(err)
+	}
+	w.changed(e, "endpoint created", id)
+	return writeJSON(e, http.StatusCreated, map[string]string{"id": id, "secret": secret})
+}
+
+func (w Webhooks) change(e *core.RequestEvent) error {
+	var in webhooks.Input
+	if err := decodeBody(e, &in); err != nil {
+		return err
+	}
+	id := e.Request.PathValue("id")
+	if err := webhooks.Change(e.Request.Context(), e.App, w.Targets, id, in); err != nil {
+		return webhookError(err)
+	}
+	w.changed(e, "endpoint changed", id)
+	return w.get(e)
+}
+
+func (w Webhooks) remove(e *core.RequestEvent) error {
+	id := e.Request.PathValue("id")
+	if err := webhooks.Delete(e.App, id); err != nil {
+		return webhookError(err)
+	}
+	w.changed(e, "endpoint deleted", id)
+	return e.NoContent(http.StatusNoContent)
+}
+
+func (w Webhooks) roll(e *core.RequestEvent) error {
+	var body webhookRoll
+	if err := decodeBody(e, &body); err != nil {
+		return err
+	}
+	grace := 24 * time.Hour
+	if body.GraceSeconds != nil {
+		if *body.GraceSeconds < 0 || *body.GraceSeconds > 7*24*3600 {
+			return memberError("graceSeconds", "validation_out_of_range", "graceSeconds must be from 0 to 604800 (a week)")
+		}
+		grace = time.Duration(*body.GraceSeconds) * time.Second
+	}
+	id := e.Request.PathValue("id")
+	secret, err := webhooks.Roll(e.App, id, grace)
+	if err != nil {
+		return webhookError(err)
+	}
+	w.changed(e, "secret rolled", id)
+	return writeJSON(e, http.StatusOK, map[string]string{"id": id, "secret": secret})
+}
+
+func (w Webhooks) test(e *core.RequestEvent) error {
+	id := e.Request.PathValue("id")
+	if err := w.Outbox.SendTest(e.App, id); err != nil {
+		return webhookError(err)
+	}
+	w.changed(e, "test event sent", id)
+	return e.NoContent(http.StatusAccepted)
+}
+
+func (w Webhooks) attempts(e *core.RequestEvent) error {
+	q, err := parseQuery(e.Request.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	limit, err := wholeNumber(q, "limit", 20, maxAttemptsListed)
+	if err != nil || len(q["limit"]) > 1 {
+		return badRequest("limit must be a whole number from 1 to %d, given once", maxAttemptsListed)
+	}
+	list, err := webhooks.Attempts(e.App, e.Request.PathValue("id"), limit)
+	if err != nil {
+		return webhookError(err)
+	}
+	return writeJSON(e, http.StatusOK, map[string]any{"items": list})
+}
+
+func (w Webhooks) resend(e *core.RequestEvent) error {
+	id := e.Request.PathValue("id")
+	if err := webhooks.Resend(e.App, id, e.Request.PathValue("event")); err != nil {
+		return webhookError(err)
+	}
+	w.Outbox.Wake()
+	w.changed(e, "event resent", id)
+	return e.NoContent(http.StatusAccepted)
+}

@@ -1,0 +1,333 @@
+package staff_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"petstore/internal/apikeys"
+	"petstore/internal/apptest"
+	"petstore/internal/webhooks"
+)
+
+// hookReceiver records what a loopback endpoint receives.
+type hookReceiver struct {
+	*httptest.Server
+	mu  sync.Mutex
+	got []hookDelivery
+}
+
+type hookDelivery struct {
+	header http.Header
+	body   []byte
+	Type   string          `json:"type"`
+	Data   json.RawMessage `json:"data"`
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	r := &hookReceiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		d := hookDelivery{header: req.Header.Clone(), body: body}
+		if err := json.Unmarshal(body, &d); err != nil {
+			t.Errorf("delivery %s: %v", body, err)
+		}
+		r.mu.Lock()
+		r.got = append(r.got, d)
+		r.mu.Unlock()
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// waitFor waits for deliveries of the types, in order, and returns them.
+func (r *hookReceiver) waitFor(t *testing.T, types ...string) []hookDelivery {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		got := append([]hookDelivery(nil), r.got...)
+		r.mu.Unlock()
+		if len(got) >= len(types) {
+			for i, want := range types {
+				if got[i].Type != want {
+					t.Fatalf("delivery %d is %s, want %s (all: %v)", i, got[i].Type, want, typesOf(got))
+				}
+			}
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries %v, want %v", typesOf(got), types)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func typesOf(ds []hookDelivery) []string {
+	var types []string
+	for _, d := range ds {
+		types = append(types, d.Type)
+	}
+	return types
+}
+
+func startWithWebhooks(t *testing.T) *staffServer {
+	s := apptest.StartWith(t, apptest.Config{WebhooksAllowPrivate: true})
+	return &staffServer{s, s.SuperuserToken(t, "staff@example.com", "a long enough password")}
+}
+
+func (s *staffServer) addEndpoint(t *testing.T, url string, events ...string) (id, secret string) {
+	t.Helper()
+	r := s.Do(t, http.MethodPost, "/api/petstore/webhooks", s.token, map[string]any{"url": url, "events": events})
+	var created struct{ ID, Secret string }
+	if r.StatusCode != http.StatusCreated || json.Unmarshal(r.Body, &created) != nil {
+		t.Fatalf("add endpoint: %d %s", r.StatusCode, r.Body)
+	}
+	return created.ID, created.Secret
+}
+
+// Key changes made through the staff API, and a pet made through the
+// records API (as the dashboard does), are delivered; a key's data is its
+// id, name, plan and state, never the key.
+func TestWebhookEventsOfKeysAndRecords(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	s.addEndpoint(t, rcv.URL, "key.created", "key.rolled", "key.revoked", "pet.created")
+
+	r := s.Do(t, http.MethodPost, "/api/petstore/keys", s.token, map[string]any{"plan": "free", "name": "hooked"})
+	var k key
+	if r.StatusCode != http.StatusCreated || json.Unmarshal(r.Body, &k) != nil {
+		t.Fatalf("create key: %d %s", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodPost, "/api/petstore/keys/"+k.ID+"/roll", s.token, map[string]any{"graceSeconds": 0}); r.StatusCode != http.StatusCreated {
+		t.Fatalf("roll: %d %s", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodPost, "/api/petstore/keys/"+k.ID+"/revoke", s.token, nil); r.StatusCode != http.StatusOK {
+		t.Fatalf("revoke: %d %s", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodPost, "/api/collections/pets/records", s.token, map[string]any{"name": "Dashboard Dog", "categoryId": 3}); r.StatusCode != http.StatusOK {
+		t.Fatalf("records API create: %d %s", r.StatusCode, r.Body)
+	}
+	got := rcv.waitFor(t, "key.created", "key.rolled", "key.revoked", "pet.created")
+	for i, state := range []string{"active", "active", "revoked"} {
+		var data map[string]any
+		_ = json.Unmarshal(got[i].Data, &data)
+		if data["id"] != k.ID || data["name"] != "hooked" || data["plan"] != "free" || data["state"] != state || len(data) != 4 {
+			t.Errorf("%s data %s", got[i].Type, got[i].Data)
+		}
+		if strings.Contains(string(got[i].body), k.Key) || strings.Contains(string(got[i].body), k.Prefix) {
+			t.Errorf("%s carries the key: %s", got[i].Type, got[i].body)
+		}
+	}
+	var pet struct {
+		ID         int64
+		Name       string
+		CategoryID int64
+		Status     string
+	}
+	if err := json.Unmarshal(got[3].Data, &pet); err != nil || pet.Name != "Dashboard Dog" || pet.CategoryID != 3 || pet.Status != "available" || pet.ID == 0 {
+		t.Errorf("pet.created data %s", got[3].Data)
+	}
+}
+
+// With no endpoint subscribed to an event's type, nothing is written; a
+// paused endpoint gets nothing; one subscribed to other types neither.
+func TestWebhookOutboxOnlyForSubscribers(t *testing.T) {
+	s := startWithWebhooks(t)
+	key := s.NewKey(t, apikeys.NewKey{Name: "hooks", Plan: "enterprise"})
+	s.CreatePet(t, key, map[string]any{"name": "Nobody listens", "categoryId": 1})
+	if n := s.CountRecords(t, webhooks.EventsCollection); n != 0 {
+		t.Fatalf("%d events without endpoints", n)
+	}
+	rcv := newHookReceiver(t)
+	id, _ := s.addEndpoint(t, rcv.URL, "key.banned")
+	s.CreatePet(t, key, map[string]any{"name": "Not subscribed", "categoryId": 1})
+	if n := s.CountRecords(t, webhooks.EventsCollection); n != 0 {
+		t.Fatalf("%d events for an endpoint of other types", n)
+	}
+	if r := s.Do(t, http.MethodPatch, "/api/petstore/webhooks/"+id, s.token, map[string]any{"events": []string{"pet.created"}, "paused": true}); r.StatusCode != http.StatusOK {
+		t.Fatalf("pause: %d %s", r.StatusCode, r.Body)
+	}
+	s.CreatePet(t, key, map[string]any{"name": "Paused", "categoryId": 1})
+	if n := s.CountRecords(t, webhooks.EventsCollection); n != 0 {
+		t.Fatalf("%d events for a paused endpoint", n)
+	}
+	if r := s.Do(t, http.MethodPatch, "/api/petstore/webhooks/"+id, s.token, map[string]any{"paused": false}); r.StatusCode != http.StatusOK {
+		t.Fatalf("resume: %d %s", r.StatusCode, r.Body)
+	}
+	s.CreatePet(t, key, map[string]any{"name": "Heard", "categoryId": 1})
+	rcv.waitFor(t, "pet.created")
+}
+
+// A rolled secret signs beside the new one during its grace; staff's test
+// event and resend reach the endpoint; deleting the endpoint deletes its
+// events; unknown ids are 404; bad input is 400.
+func TestWebhookStaffRoutes(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	id, first := s.addEndpoint(t, rcv.URL, "pet.created")
+
+	r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/roll", s.token, map[string]any{"graceSeconds": 3600})
+	var rolled struct{ ID, Secret string }
+	if r.StatusCode != http.StatusOK || json.Unmarshal(r.Body, &rolled) != nil || rolled.Secret == first || !strings.HasPrefix(rolled.Secret, "whsec_") {
+		t.Fatalf("roll: %d %s", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/test", s.token, nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("test: %d %s", r.StatusCode, r.Body)
+	}
+	got := rcv.waitFor(t, string(webhooks.TestEvent))
+	if sigs := strings.Split(got[0].header.Get("webhook-signature"), " "); len(sigs) != 2 {
+		t.Errorf("signatures during the grace: %q", sigs)
+	}
+	for _, secret := range []string{first, rolled.Secret} {
+		wh, _ := standardwebhooks.NewWebhook(secret)
+		if err := wh.Verify(got[0].body, got[0].header); err != nil {
+			t.Errorf("verify: %v", err)
+		}
+	}
+
+	// A failed event, resent, is delivered with its webhook-id.
+	if _, err := s.App.DB().NewQuery("UPDATE webhook_events SET status = 'failed', attempts = 9").Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var event struct{ ID string }
+	if err := s.App.DB().NewQuery("SELECT id FROM webhook_events").One(&event); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/events/"+event.ID+"/resend", s.token, nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("resend: %d %s", r.StatusCode, r.Body)
+	}
+	got = rcv.waitFor(t, string(webhooks.TestEvent), string(webhooks.TestEvent))
+	if got[0].header.Get("webhook-id") != got[1].header.Get("webhook-id") {
+		t.Error("the resent event has another webhook-id")
+	}
+	if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/events/"+event.ID+"/resend", s.token, nil); r.StatusCode != http.StatusNotFound {
+		t.Errorf("resend of a delivered event: %d %s", r.StatusCode, r.Body)
+	}
+
+	// The list never shows a secret.
+	r = s.Do(t, http.MethodGet, "/api/petstore/webhooks", s.token, nil)
+	if r.StatusCode != http.StatusOK || strings.Contains(string(r.Body), "whsec_") {
+		t.Errorf("list: %d %s", r.StatusCode, r.Body)
+	}
+	r = s.Do(t, http.MethodGet, "/api/collections/webhook_endpoints/records", s.token, nil)
+	if r.StatusCode != http.StatusOK || strings.Contains(string(r.Body), "whsec_") {
+		t.Errorf("records API: %d %s", r.StatusCode, r.Body)
+	}
+
+	for _, bad := range []map[string]any{
+		{"url": "gopher://x", "events": []string{"pet.created"}},
+		{"url": rcv.URL, "events": []string{"pet.eaten"}},
+		{"url": rcv.URL, "events": []string{}},
+		{"url": rcv.URL},
+	} {
+		if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks", s.token, bad); r.StatusCode != http.StatusBadRequest {
+			t.Errorf("add %v: %d %s", bad, r.StatusCode, r.Body)
+		}
+	}
+	if r := s.Do(t, http.MethodPost, "/api/collections/webhook_endpoints/records", s.token, map[string]any{"url": "http://10.0.0.1/", "secret": "x"}); r.StatusCode != http.StatusForbidden {
+		t.Errorf("records API create: %d %s", r.StatusCode, r.Body)
+	}
+	for _, path := range []string{"/api/petstore/webhooks/nope", "/api/petstore/webhooks/nope/attempts"} {
+		if r := s.Do(t, http.MethodGet, path, s.token, nil); r.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %d %s", path, r.StatusCode, r.Body)
+		}
+	}
+	if r := s.Do(t, http.MethodDelete, "/api/petstore/webhooks/"+id, s.token, nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", r.StatusCode, r.Body)
+	}
+	if n := s.CountRecords(t, webhooks.EventsCollection); n != 0 {
+		t.Errorf("%d events after the endpoint's deletion", n)
+	}
+}
+
+// A key that uses up its day's quota is told of once, however many requests
+// it sends after.
+func TestWebhookDayQuotaReachedOnce(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	s.addEndpoint(t, rcv.URL, "key.day_quota_reached")
+	key := s.NewKey(t, apikeys.NewKey{Name: "thrifty", Plan: "free", PerDay: 3})
+	for range 6 {
+		s.Do(t, http.MethodGet, "/v1/pets", key, nil)
+	}
+	got := rcv.waitFor(t, "key.day_quota_reached")
+	var data map[string]any
+	_ = json.Unmarshal(got[0].Data, &data)
+	if data["name"] != "thrifty" || data["plan"] != "free" {
+		t.Errorf("data %s", got[0].Data)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	rcv.mu.Lock()
+	n := len(rcv.got)
+	rcv.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d deliveries, want 1", n)
+	}
+	if c := s.CountRecords(t, webhooks.EventsCollection); c != 1 {
+		t.Errorf("%d events, want 1", c)
+	}
+}
+
+// An endpoint that has failed every attempt for five days is paused with
+// its reason, which staff see; a delivery clears the failing streak.
+func TestWebhookEndpointPausedAfterFiveDaysOfFailures(t *testing.T) {
+	s := startWithWebhooks(t)
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	id, _ := s.addEndpoint(t, failing.URL, "pet.created")
+	sixDaysAgo := time.Now().Add(-6 * 24 * time.Hour).UTC().Format("2006-01-02 15:04:05.000Z")
+	if _, err := s.App.DB().NewQuery("UPDATE webhook_endpoints SET failing_since = {:t}").Bind(map[string]any{"t": sixDaysAgo}).Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/test", s.token, nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("test: %d %s", r.StatusCode, r.Body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var ep webhooks.Endpoint
+	for time.Now().Before(deadline) {
+		r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id, s.token, nil)
+		if err := json.Unmarshal(r.Body, &ep); err != nil {
+			t.Fatal(err)
+		}
+		if ep.Paused {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !ep.Paused || !strings.Contains(ep.PausedReason, "every delivery failed since") || ep.FailingSince == "" {
+		t.Fatalf("endpoint %+v, want paused with its reason", ep)
+	}
+	r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id+"/attempts", s.token, nil)
+	var attempts struct{ Items []webhooks.Attempt }
+	if json.Unmarshal(r.Body, &attempts) != nil || len(attempts.Items) != 1 || attempts.Items[0].Status != 503 || attempts.Items[0].EventStatus != "pending" {
+		t.Errorf("attempts %s", r.Body)
+	}
+}
+
+// The limiter's ban, saved through its ledger, is a key.banned event whose
+// state is banned.
+func TestWebhookKeyBanned(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	s.addEndpoint(t, rcv.URL, "key.banned")
+	key := s.NewKey(t, apikeys.NewKey{Name: "noisy", Plan: "free"})
+	id := s.KeyRecord(t, key).Id
+	if err := apikeys.SaveBan(s.App, id, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got := rcv.waitFor(t, "key.banned")
+	var data map[string]any
+	if err := json.Unmarshal(got[0].Data, &data); err != nil || data["id"] != id || data["state"] != "banned" {
+		t.Errorf("data %s", got[0].Data)
+	}
+}

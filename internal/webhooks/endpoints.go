@@ -1,0 +1,314 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/core"
+)
+
+// Endpoint is an endpoint as staff see it: never its secrets.
+type Endpoint struct {
+	ID            string    `json:"id"`
+	URL           string    `json:"url"`
+	Events        []Type    `json:"events"`
+	Description   string    `json:"description"`
+	Paused        bool      `json:"paused"`
+	PausedReason  string    `json:"pausedReason"`
+	FailingSince  string    `json:"failingSince"`  // RFC 3339; empty: not failing
+	PreviousUntil string    `json:"previousUntil"` // the previous secret signs too until then; empty: none
+	Pending       int64     `json:"pending"`       // events not delivered yet
+	Failed        int64     `json:"failed"`        // events whose attempts all failed
+	Created       time.Time `json:"created"`
+}
+
+// Input is what staff send to create or change an endpoint; nil members
+// are not changed.
+type Input struct {
+	URL         *string `json:"url"`
+	Events      *[]Type `json:"events"`
+	Description *string `json:"description"`
+	Paused      *bool   `json:"paused"`
+}
+
+// InputError is a mistake in staff's input: its message says which.
+type InputError struct{ Field, Message string }
+
+func (e *InputError) Error() string { return e.Field + ": " + e.Message }
+
+// ErrNotFound is the error of an endpoint or event that does not exist.
+var ErrNotFound = errors.New("webhooks: no such endpoint or event")
+
+func (in Input) apply(ctx context.Context, r *core.Record, t Targets, creating bool) error {
+	if in.URL != nil || creating {
+		if in.URL == nil {
+			return &InputError{"url", "is required"}
+		}
+		u := strings.TrimSpace(*in.URL)
+		if len(u) > 2048 {
+			return &InputError{"url", "is longer than 2048 characters"}
+		}
+		if err := t.CheckURL(ctx, u); err != nil {
+			msg := err.Error()
+			if errors.Is(err, ErrForbiddenTarget) {
+				msg = "its host is, or resolves to, a loopback, private, link-local, CGNAT or metadata address; " +
+					"serve --webhooks-allow-private allows those"
+			}
+			return &InputError{"url", msg}
+		}
+		r.Set("url", u)
+	}
+	if in.Events != nil || creating {
+		if in.Events == nil || len(*in.Events) == 0 {
+			return &InputError{"events", "name at least one event type: " + typeNames()}
+		}
+		var events []Type
+		for _, t := range *in.Events {
+			if !slices.Contains(Types, t) {
+				return &InputError{"events", fmt.Sprintf("%q is no event type; the types are %s", t, typeNames())}
+			}
+			if !slices.Contains(events, t) {
+				events = append(events, t)
+			}
+		}
+		r.Set("events", events)
+	}
+	if in.Description != nil {
+		if len(*in.Description) > 200 {
+			return &InputError{"description", "is longer than 200 characters"}
+		}
+		r.Set("description", *in.Description)
+	}
+	if in.Paused != nil {
+		r.Set("paused", *in.Paused)
+		if !*in.Paused {
+			r.Set("paused_reason", "")
+			r.Set("failing_since", "")
+		} else if r.GetString("paused_reason") == "" {
+			r.Set("paused_reason", "Paused by staff.")
+		}
+	}
+	return nil
+}
+
+func typeNames() string {
+	names := make([]string, len(Types))
+	for i, t := range Types {
+		names[i] = string(t)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Create adds an endpoint; it returns its id and its secret, which nothing
+// shows again.
+func Create(ctx context.Context, app core.App, t Targets, in Input) (id, secret string, err error) {
+	collection, err := app.FindCachedCollectionByNameOrId(EndpointsCollection)
+	if err != nil {
+		return "", "", err
+	}
+	r := core.NewRecord(collection)
+	if err := in.apply(ctx, r, t, true); err != nil {
+		return "", "", err
+	}
+	if secret, err = NewSecret(); err != nil {
+		return "", "", err
+	}
+	r.Set("secret", secret)
+	if err := app.Save(r); err != nil {
+		return "", "", err
+	}
+	return r.Id, secret, nil
+}
+
+func find(app core.App, id string) (*core.Record, error) {
+	r, err := app.FindRecordById(EndpointsCollection, id)
+	if err != nil {
+		return nil, ErrNotFound
+	}
+	return r, nil
+}
+
+// Change changes an endpoint.
+func Change(ctx context.Context, app core.App, t Targets, id string, in Input) error {
+	r, err := find(app, id)
+	if err != nil {
+		return err
+	}
+	if err := in.apply(ctx, r, t, false); err != nil {
+		return err
+	}
+	return app.Save(r)
+}
+
+// Delete removes an endpoint with its events and their attempts.
+func Delete(app core.App, id string) error {
+	r, err := find(app, id)
+	if err != nil {
+		return err
+	}
+	return app.Delete(r)
+}
+
+// Roll gives an endpoint a new secret; the previous one signs too, beside
+// it, for grace.
+func Roll(app core.App, id string, grace time.Duration) (string, error) {
+	r, err := find(app, id)
+	if err != nil {
+		return "", err
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		return "", err
+	}
+	if grace > 0 {
+		r.Set("previous_secret", r.GetString("secret"))
+		r.Set("previous_until", time.Now().Add(grace).UTC())
+	} else {
+		r.Set("previous_secret", "")
+		r.Set("previous_until", "")
+	}
+	r.Set("secret", secret)
+	return secret, app.Save(r)
+}
+
+// List is every endpoint, oldest first.
+func List(app core.App) ([]Endpoint, error) {
+	records, err := app.FindRecordsByFilter(EndpointsCollection, "", "created", 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	var counts []struct {
+		Endpoint string `db:"endpoint"`
+		Status   string `db:"status"`
+		N        int64  `db:"n"`
+	}
+	if err := app.ConcurrentDB().NewQuery("SELECT endpoint, status, COUNT(*) AS n FROM " + EventsCollection +
+		" WHERE status IN ('pending', 'failed') GROUP BY endpoint, status").All(&counts); err != nil {
+		return nil, err
+	}
+	list := make([]Endpoint, len(records))
+	for i, r := range records {
+		list[i] = view(r)
+		for _, c := range counts {
+			if c.Endpoint != r.Id {
+				continue
+			}
+			if c.Status == "pending" {
+				list[i].Pending = c.N
+			} else {
+				list[i].Failed = c.N
+			}
+		}
+	}
+	return list, nil
+}
+
+// Get is one endpoint.
+func Get(app core.App, id string) (Endpoint, error) {
+	r, err := find(app, id)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	return view(r), nil
+}
+
+func rfc3339(r *core.Record, field string) string {
+	t := r.GetDateTime(field).Time()
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func view(r *core.Record) Endpoint {
+	var events []Type
+	_ = r.UnmarshalJSONField("events", &events)
+	e := Endpoint{
+		ID: r.Id, URL: r.GetString("url"), Events: events, Description: r.GetString("description"),
+		Paused: r.GetBool("paused"), PausedReason: r.GetString("paused_reason"),
+		FailingSince: rfc3339(r, "failing_since"), Created: r.GetDateTime("created").Time().UTC(),
+	}
+	if t := r.GetDateTime("previous_until").Time(); t.After(time.Now()) {
+		e.PreviousUntil = t.UTC().Format(time.RFC3339)
+	}
+	if e.Events == nil {
+		e.Events = []Type{}
+	}
+	return e
+}
+
+// Attempt is one delivery attempt as staff see it.
+type Attempt struct {
+	ID          string    `json:"id"`
+	Event       string    `json:"event"`
+	WebhookID   string    `json:"webhookId"`
+	Type        string    `json:"type"`
+	EventStatus string    `json:"eventStatus"` // pending, delivered or failed
+	Status      int       `json:"status"`      // the HTTP status; 0: no answer
+	Error       string    `json:"error"`
+	LatencyMS   int64     `json:"latencyMs"`
+	Response    string    `json:"response"` // the answer's first bytes
+	Created     time.Time `json:"created"`
+}
+
+// Attempts are an endpoint's last attempts, newest first.
+func Attempts(app core.App, endpoint string, limit int) ([]Attempt, error) {
+	if _, err := find(app, endpoint); err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		ID          string `db:"id"`
+		Event       string `db:"event"`
+		WebhookID   string `db:"webhook_id"`
+		Type        string `db:"type"`
+		EventStatus string `db:"event_status"`
+		Status      int    `db:"status"`
+		Error       string `db:"error"`
+		LatencyMS   int64  `db:"latency_ms"`
+		Response    string `db:"response"`
+		Created     string `db:"created"`
+	}
+	err := app.ConcurrentDB().NewQuery("SELECT a.id, a.event, a.webhook_id, e.type, e.status AS event_status, a.status, a.error," +
+		" a.latency_ms, a.response, a.created FROM " + AttemptsCollection + " a JOIN " + EventsCollection + " e ON e.id = a.event" +
+		" WHERE a.endpoint = {:endpoint} ORDER BY a.created DESC, a.rowid DESC LIMIT {:limit}").
+		Bind(dbx.Params{"endpoint": endpoint, "limit": limit}).All(&rows)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]Attempt, len(rows))
+	for i, r := range rows {
+		created, _ := time.Parse("2006-01-02 15:04:05.000Z", r.Created)
+		list[i] = Attempt{ID: r.ID, Event: r.Event, WebhookID: r.WebhookID, Type: r.Type, EventStatus: r.EventStatus,
+			Status: r.Status, Error: r.Error, LatencyMS: r.LatencyMS, Response: r.Response, Created: created}
+	}
+	return list, nil
+}
+
+// Resend makes a failed event of the endpoint pending again, due now, with
+// its attempts counted from zero; it keeps its webhook-id.
+func Resend(app core.App, endpoint, event string) error {
+	res, err := app.NonconcurrentDB().NewQuery("UPDATE " + EventsCollection + " SET status = 'pending', attempts = 0," +
+		" next_attempt = {:now}, lease_owner = '', lease_until = '', updated = {:now}" +
+		" WHERE id = {:id} AND endpoint = {:endpoint} AND status = 'failed'").
+		Bind(dbx.Params{"id": event, "endpoint": endpoint, "now": dateString(time.Now())}).Execute()
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// SendTest writes a test event for one endpoint.
+func (o *Outbox) SendTest(app core.App, endpoint string) error {
+	if _, err := find(app, endpoint); err != nil {
+		return err
+	}
+	return o.WriteTo(app, endpoint, Event{Type: TestEvent, Data: map[string]any{"endpoint": endpoint}})
+}

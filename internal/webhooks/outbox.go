@@ -1,0 +1,234 @@
+package webhooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/security"
+	"github.com/pocketbase/pocketbase/tools/types"
+)
+
+// Outbox writes events, in the transaction of their cause, for the
+// endpoints subscribed to their type.
+//
+// Once Watch is called (serve), it keeps the subscriptions in memory, read
+// again whenever the database's data version has changed (a change here, on
+// another instance, or in the dashboard): with no endpoint subscribed to an
+// event's type, writing the event costs no SQL. Before that (the keys
+// command), each event reads the subscriptions in its transaction.
+type Outbox struct {
+	app core.App
+
+	version atomic.Pointer[func() (int64, error)] // nil: read in each transaction
+	mu      sync.Mutex                            // one Refresh at a time
+	subs    atomic.Pointer[subscriptions]
+
+	wake chan struct{} // an event committed: the deliverer looks now
+}
+
+// subscriptions are the endpoints that are not paused, by event type, as
+// read at a data version.
+type subscriptions struct {
+	version int64
+	byType  map[Type][]string
+}
+
+// NewOutbox is app's outbox.
+func NewOutbox(app core.App) *Outbox {
+	return &Outbox{app: app, wake: make(chan struct{}, 1)}
+}
+
+// Watch makes the outbox keep the subscriptions in memory, read again when
+// version (a dataversion.Watch's Version) has changed since they were read.
+func (o *Outbox) Watch(version func() (int64, error)) error {
+	o.version.Store(&version)
+	return o.Refresh()
+}
+
+// Refresh reads the subscriptions again if the data version changed since
+// they were read; the deliverer calls it every tick, staff routes after a
+// change.
+func (o *Outbox) Refresh() error {
+	vp := o.version.Load()
+	if vp == nil {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v, err := (*vp)()
+	if err != nil {
+		return err
+	}
+	if s := o.subs.Load(); s != nil && s.version == v {
+		return nil
+	}
+	byType, err := readSubscriptions(o.app.ConcurrentDB())
+	if err != nil {
+		return err
+	}
+	o.subs.Store(&subscriptions{version: v, byType: byType})
+	return nil
+}
+
+// endpointIDs are the ids of the endpoints that are not paused, every one
+// of them in byType's lists.
+func (s *subscriptions) endpointIDs() []string {
+	var ids []string
+	for _, list := range s.byType {
+		for _, id := range list {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// readSubscriptions reads which endpoints, not paused, want each type.
+func readSubscriptions(db dbx.Builder) (map[Type][]string, error) {
+	var rows []struct {
+		ID     string        `db:"id"`
+		Events types.JSONRaw `db:"events"`
+	}
+	err := db.NewQuery("SELECT id, events FROM " + EndpointsCollection + " WHERE paused = FALSE ORDER BY rowid").All(&rows)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: read the endpoints: %w", err)
+	}
+	byType := map[Type][]string{}
+	for _, r := range rows {
+		var events []Type
+		if len(r.Events) > 0 {
+			if err := json.Unmarshal(r.Events, &events); err != nil {
+				return nil, fmt.Errorf("webhooks: the events of endpoint %s: %w", r.ID, err)
+			}
+		}
+		for _, t := range events {
+			byType[t] = append(byType[t], r.ID)
+		}
+	}
+	return byType, nil
+}
+
+// Subscribed reports whether an endpoint wants events of type t, as of the
+// last Refresh (true before Watch: the transaction reads).
+func (o *Outbox) Subscribed(t Type) bool {
+	if o.version.Load() == nil {
+		return true
+	}
+	s := o.subs.Load()
+	return s != nil && len(s.byType[t]) > 0
+}
+
+// Body is an event's JSON body.
+type Body struct {
+	Type      Type      `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      any       `json:"data"`
+}
+
+// encode is b as JSON, without escaping HTML characters (as /v1 writes
+// JSON), without a final newline.
+func (b Body) encode() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(b); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// Event is one event to write.
+type Event struct {
+	Type Type
+	Data any
+	// Dedupe, when not empty, writes the event once per endpoint whatever
+	// writes it how often, on whichever instance (a unique index).
+	Dedupe string
+}
+
+// Write writes e, with tx (the transaction of e's cause), for every endpoint
+// subscribed to its type. With none subscribed, it writes nothing, and
+// after Watch reads nothing either.
+func (o *Outbox) Write(tx core.App, e Event) error {
+	var endpoints []string
+	if o.version.Load() == nil {
+		byType, err := readSubscriptions(tx.NonconcurrentDB())
+		if err != nil {
+			return err
+		}
+		endpoints = byType[e.Type]
+	} else if s := o.subs.Load(); s != nil {
+		endpoints = s.byType[e.Type]
+	}
+	if len(endpoints) == 0 {
+		return nil
+	}
+	return o.write(tx, e, endpoints)
+}
+
+// WriteTo writes e for one endpoint, whatever its subscriptions (staff's
+// test event).
+func (o *Outbox) WriteTo(app core.App, endpoint string, e Event) error {
+	return o.write(app, e, []string{endpoint})
+}
+
+// insertEventSQL writes one event for one endpoint, unless the endpoint is
+// gone (deleted, on another instance, since the subscriptions were read):
+// no event is left without its endpoint.
+const insertEventSQL = "INSERT INTO " + EventsCollection +
+	" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
+	" SELECT {:id}, {:webhookId}, {:endpoint}, {:type}, {:body}, 'pending', 0, {:now}, '', '', {:dedupe}, {:now}, {:now}" +
+	" WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = {:endpoint})" +
+	" ON CONFLICT DO NOTHING"
+
+func (o *Outbox) write(tx core.App, e Event, endpoints []string) error {
+	now := time.Now().UTC()
+	body, err := Body{Type: e.Type, Timestamp: now.Truncate(time.Second), Data: e.Data}.encode()
+	if err != nil {
+		return fmt.Errorf("webhooks: encode a %s event: %w", e.Type, err)
+	}
+	webhookID := "msg_" + security.RandomString(24)
+	stamp := dateString(now)
+	for _, endpoint := range endpoints {
+		_, err := tx.NonconcurrentDB().NewQuery(insertEventSQL).Bind(dbx.Params{
+			"id": core.GenerateDefaultRandomId(), "webhookId": webhookID, "endpoint": endpoint,
+			"type": string(e.Type), "body": string(body), "now": stamp, "dedupe": e.Dedupe,
+		}).Execute()
+		if err != nil {
+			return fmt.Errorf("webhooks: write a %s event: %w", e.Type, err)
+		}
+	}
+	if info := tx.TxInfo(); info != nil {
+		info.OnComplete(func(txErr error) error {
+			if txErr == nil {
+				o.Wake()
+			}
+			return txErr
+		})
+	} else {
+		o.Wake()
+	}
+	return nil
+}
+
+// Wake tells the deliverer that events wait, without waiting for it.
+func (o *Outbox) Wake() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dateString is t as PocketBase stores dates: text that sorts as time does.
+func dateString(t time.Time) string {
+	d, _ := types.ParseDateTime(t.UTC())
+	return d.String()
+}

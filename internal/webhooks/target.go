@@ -1,0 +1,179 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+)
+
+// ErrForbiddenTarget is the error of a target that is not reachable without
+// `serve --webhooks-allow-private`: an address that is loopback, private,
+// link-local, shared (CGNAT), a cloud's metadata service, or not unicast.
+var ErrForbiddenTarget = errors.New("webhooks: the target is a loopback, private, link-local, CGNAT or metadata address")
+
+// forbiddenPrefixes are the ranges beyond netip's own tests (IsLoopback,
+// IsPrivate, IsLinkLocalUnicast, ...) that a public endpoint never is.
+// AWS's IPv6 metadata (fd00:ec2::254) is unique local, which IsPrivate covers.
+var forbiddenPrefixes = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),  // CGNAT (Alibaba's metadata, 100.100.100.200, among them)
+	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
+	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
+	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and the broadcast address
+	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64: may reach any of the above
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local NAT64
+	netip.MustParsePrefix("2002::/16"),      // 6to4: embeds an IPv4 address
+	netip.MustParsePrefix("2001:db8::/32"),  // documentation
+	netip.MustParsePrefix("100::/64"),       // discard
+	netip.MustParsePrefix("2001::/32"),      // Teredo: embeds an IPv4 address
+}
+
+// forbiddenNames are host names of metadata services, refused before any
+// lookup.
+var forbiddenNames = []string{"localhost", "metadata", "metadata.google.internal", "metadata.goog", "instance-data"}
+
+// Forbidden reports whether addr may not be reached without
+// --webhooks-allow-private.
+func Forbidden(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
+		addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() {
+		return true
+	}
+	for _, p := range forbiddenPrefixes {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// Resolver looks a host name up; net.DefaultResolver.LookupNetIP in
+// service, a map of test names in tests.
+type Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
+
+func defaultResolver(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// Targets decides which URLs an endpoint may have and which addresses a
+// delivery may connect to.
+type Targets struct {
+	// AllowPrivate lets endpoints be loopback, private and the rest
+	// (serve --webhooks-allow-private): for a receiver on the same machine
+	// or network.
+	AllowPrivate bool
+	// Resolve looks host names up; nil: the system's resolver.
+	Resolve Resolver
+}
+
+func (t Targets) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	if t.Resolve != nil {
+		return t.Resolve(ctx, host)
+	}
+	return defaultResolver(ctx, host)
+}
+
+// CheckURL returns the error of raw as an endpoint's URL: only http and
+// https, with a host, without user information; and without AllowPrivate,
+// a host that is, or resolves to, a forbidden address is refused.
+func (t Targets) CheckURL(ctx context.Context, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("not a URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return errors.New("the URL's scheme must be http or https")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return errors.New("the URL has no host")
+	}
+	if u.User != nil {
+		return errors.New("the URL must not hold a user name or password")
+	}
+	if u.Fragment != "" {
+		return errors.New("the URL must not have a fragment")
+	}
+	if t.AllowPrivate {
+		return nil
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if addr, err := netip.ParseAddr(host); err == nil {
+		if Forbidden(addr) {
+			return ErrForbiddenTarget
+		}
+		return nil
+	}
+	for _, name := range forbiddenNames {
+		if host == name || strings.HasSuffix(host, "."+name) {
+			return ErrForbiddenTarget
+		}
+	}
+	addrs, err := t.resolve(ctx, host)
+	if err != nil {
+		return fmt.Errorf("the host %s does not resolve: %w", host, err)
+	}
+	for _, a := range addrs {
+		if Forbidden(a) {
+			return ErrForbiddenTarget
+		}
+	}
+	return nil
+}
+
+// control is a net.Dialer's Control hook: it runs after the address is
+// resolved and before the socket connects, so it refuses a forbidden
+// address (a DNS answer that changed since the endpoint was checked) before
+// any packet leaves.
+func (t Targets) control(network, address string, _ syscall.RawConn) error {
+	if t.AllowPrivate {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("webhooks: dial %s: %w", address, err)
+	}
+	if Forbidden(ap.Addr()) {
+		return fmt.Errorf("%w: %s", ErrForbiddenTarget, ap.Addr())
+	}
+	return nil
+}
+
+// DialContext dials address as a delivery does: its host looked up with
+// the Targets' resolver, and each address checked by the Control hook
+// before connecting.
+func (t Targets) DialContext(d *net.Dialer) func(ctx context.Context, network, address string) (net.Conn, error) {
+	dialer := *d
+	dialer.Control = t.control
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, err
+		}
+		var addrs []netip.Addr
+		if a, err := netip.ParseAddr(host); err == nil {
+			addrs = []netip.Addr{a}
+		} else if addrs, err = t.resolve(ctx, host); err != nil {
+			return nil, err
+		}
+		var firstErr error
+		for _, a := range addrs {
+			conn, err := dialer.DialContext(ctx, network, net.JoinHostPort(a.Unmap().String(), port))
+			if err == nil {
+				return conn, nil
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+		if firstErr == nil {
+			firstErr = fmt.Errorf("webhooks: %s has no address", host)
+		}
+		return nil, firstErr
+	}
+}

@@ -1,0 +1,100 @@
+package pbpublic_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"petstore/internal/apptest"
+)
+
+// Staff add a webhook endpoint on the staff page, read its secret once,
+// send a test event that a receiver verifies, see the delivery, resend a
+// failed event and pause the endpoint.
+func TestStaffPageWebhooksInChromium(t *testing.T) {
+	var mu sync.Mutex
+	var got []*http.Request
+	var bodies [][]byte
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r)
+		bodies = append(bodies, body)
+		mu.Unlock()
+		w.Write([]byte("thanks"))
+	}))
+	defer rcv.Close()
+	received := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got)
+	}
+
+	p := openStaffPageWith(t, apptest.Config{WebhooksAllowPrivate: true})
+	p.signIn()
+	p.waitFor("the webhooks section", `!document.querySelector('#webhooks').hidden`)
+
+	p.do("add an endpoint", chromedp.Click(chromedp.CSS("#new-webhook")), chromedp.WaitVisible(chromedp.CSS("#webhook-dialog")),
+		chromedp.SendKeys(chromedp.CSS(`#webhook-form [name=url]`), rcv.URL+"/hook"),
+		chromedp.SendKeys(chromedp.CSS(`#webhook-form [name=description]`), "the shop"),
+		chromedp.Click(chromedp.CSS(`#webhook-form button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS("#secret-value")))
+	secret := p.text("#secret-value")
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("the page shows the secret %q", secret)
+	}
+	p.shots("webhook-secret-shown-once")
+	p.do("close the secret", chromedp.Click(chromedp.CSS("#secret-done")), chromedp.WaitNotVisible(chromedp.CSS("#secret-dialog")))
+	if html := eval[string](p, `document.documentElement.outerHTML`); strings.Contains(html, secret[6:]) {
+		t.Error("the secret is still on the page after Done")
+	}
+	p.waitFor("the endpoint's row", `document.querySelector('#webhooks-list tbody tr td.events')?.textContent === 'pet.created'`)
+
+	p.do("send a test event", chromedp.Click(chromedp.CSS(`#webhooks-list button[data-action=test]`)))
+	p.waitFor("the test event's delivery", `document.querySelector('#webhooks-status').textContent.includes('on its way')`)
+	for i := 0; received() == 0 && i < 100; i++ {
+		p.do("wait", chromedp.Sleep(100e6))
+	}
+	if received() != 1 {
+		t.Fatalf("the receiver got %d deliveries, want 1", received())
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if err := wh.Verify(bodies[0], got[0].Header); err != nil || !strings.Contains(string(bodies[0]), `"type":"webhook.test"`) {
+		t.Errorf("delivery %s: %v", bodies[0], err)
+	}
+	mu.Unlock()
+
+	p.do("show the deliveries", chromedp.Click(chromedp.CSS(`#webhooks-list button[data-action=attempts]`)))
+	p.waitFor("the delivery's row", `document.querySelector('#attempts-list tbody tr td.answer')?.textContent === '200'`)
+	if got := p.text("#attempts-list code.response"); got != "thanks" {
+		t.Errorf("the answer's first bytes: %q", got)
+	}
+	p.shots("webhook-deliveries")
+
+	// A failed event gets a Resend button, which sends it again.
+	if _, err := p.s.App.DB().NewQuery("UPDATE webhook_events SET status = 'failed'").Execute(); err != nil {
+		t.Fatal(err)
+	}
+	p.do("show the deliveries again", chromedp.Click(chromedp.CSS(`#webhooks-list button[data-action=attempts]`)))
+	p.waitFor("the resend button", `document.querySelector('#attempts-list button[data-action=resend]') !== null`)
+	p.do("resend", chromedp.Click(chromedp.CSS(`#attempts-list button[data-action=resend]`)))
+	for i := 0; received() < 2 && i < 100; i++ {
+		p.do("wait", chromedp.Sleep(100e6))
+	}
+	if received() != 2 {
+		t.Fatalf("the receiver got %d deliveries after the resend, want 2", received())
+	}
+
+	p.do("pause", chromedp.Click(chromedp.CSS(`#webhooks-list button[data-action=pause]`)))
+	p.waitFor("the paused state", `document.querySelector('#webhooks-list td.state-cell')?.textContent.startsWith('paused')`)
+	p.shots("webhook-paused")
+}
