@@ -167,9 +167,9 @@ func (p *staffPage) v1(key string) int {
 // signIn goes from the home page to the staff page and signs in.
 func (p *staffPage) signIn() {
 	p.t.Helper()
-	p.do("home page", chromedp.Navigate(p.s.URL+"/"), chromedp.WaitVisible(chromedp.CSS("pre .origin")))
-	if got := p.text("pre .origin"); got != p.s.URL {
-		p.t.Errorf("the home page's example uses %q, want %q", got, p.s.URL)
+	p.do("home page", chromedp.Navigate(p.s.URL+"/"), chromedp.WaitVisible(chromedp.CSS("pre .api")))
+	if got := p.text("pre .api"); got != p.s.URL+"/v1" {
+		p.t.Errorf("the home page's example uses %q, want %q", got, p.s.URL+"/v1")
 	}
 	p.do("sign in", chromedp.Click(chromedp.CSS(`a[href="/staff/"]`)), chromedp.WaitVisible(chromedp.CSS("#signin-form")),
 		chromedp.SendKeys(chromedp.CSS(`#signin-form [name=email]`), "staff@example.com"),

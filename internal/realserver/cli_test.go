@@ -203,7 +203,7 @@ func TestRollAndUnbanWhileServing(t *testing.T) {
 	}
 
 	// serve's start-up lines say where everything is.
-	for _, path := range []string{"/v1", "/docs/", "/staff/", "/_/"} {
+	for _, path := range []string{"/v1/pets", "/docs/", "/staff/", "/_/"} {
 		if !regexp.MustCompile(`(?m)^[├└]─ .*http://127\.0\.0\.1:\d+` + regexp.QuoteMeta(path) + `(\s|$)`).MatchString(p.Output()) {
 			t.Errorf("serve's output does not name %s:\n%s", path, p.Output())
 		}

@@ -62,10 +62,18 @@ func (r *recorder) exchanges() []exchange {
 
 func newClient(t *testing.T, baseURL, key string, rt http.RoundTripper) *client.Client {
 	t.Helper()
+	return newClientWaiting(t, baseURL, key, rt, 0)
+}
+
+// newClientWaiting is newClient waiting out a Retry-After of up to
+// maxRetryAfter (0: the client's default).
+func newClientWaiting(t *testing.T, baseURL, key string, rt http.RoundTripper, maxRetryAfter time.Duration) *client.Client {
+	t.Helper()
 	c, err := client.New(baseURL, key, client.Options{
-		HTTPClient: &http.Client{Transport: rt},
-		MinBackoff: 50 * time.Millisecond,
-		MaxBackoff: time.Second,
+		HTTPClient:    &http.Client{Transport: rt},
+		MinBackoff:    50 * time.Millisecond,
+		MaxBackoff:    time.Second,
+		MaxRetryAfter: maxRetryAfter,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -166,9 +174,10 @@ func TestLostCreateResponseIsRetriedOnce(t *testing.T) {
 }
 
 // TestRateLimitStormIsWaitedOut drives a free key to its limit, then makes
-// three creates and a listing at once. Every 429 has a Retry-After, the
-// client never sends again before it has passed, every call succeeds, and
-// each reports the rate-limit state of its successful answer.
+// three creates and a listing at once with clients that wait out a minute
+// (MaxRetryAfter 61 s, as a batch job sets it). Every 429 has a Retry-After,
+// the client never sends again before it has passed, every call succeeds,
+// and each reports the rate-limit state of its successful answer.
 func TestRateLimitStormIsWaitedOut(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -194,7 +203,7 @@ func TestRateLimitStormIsWaitedOut(t *testing.T) {
 	rls := make([]client.RateLimit, len(recs))
 	for i := range recs {
 		recs[i] = newRecorder(t)
-		c := newClient(t, p.URL+"/v1", key, recs[i])
+		c := newClientWaiting(t, p.URL+"/v1", key, recs[i], 61*time.Second)
 		wg.Go(func() {
 			if i == 3 {
 				for _, err := range c.ListPets(ctx, client.ListOptions{Limit: 1}, client.ReportRateLimit(&rls[i])) {
