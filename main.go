@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pocketbase/pocketbase"
@@ -44,6 +45,9 @@ func main() {
 	if err := pocketBaseEnv(&config); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
+	}
+	if dir, ok := dirArgument(os.Args[1:]); ok {
+		config.DefaultDataDir = dir
 	}
 	app := pocketbase.NewWithConfig(config)
 
@@ -170,6 +174,27 @@ func main() {
 	if keys.Err() != nil || service.Err() != nil || healthcheck.Err() != nil {
 		os.Exit(1)
 	}
+}
+
+// dirArgument is the command line's --dir. PocketBase reads --dir when the
+// app is made, with a parse that stops at the first argument it cannot read,
+// such as the negative duration of `keys roll ID --grace -1h --dir X`: the
+// command would then open ./pb_data, not X. The last --dir wins, as in a
+// full parse; "--" ends the flags.
+func dirArgument(args []string) (string, bool) {
+	dir, found := "", false
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			return dir, found
+		case a == "--dir" && i+1 < len(args):
+			dir, found = args[i+1], true
+			i++
+		case strings.HasPrefix(a, "--dir="):
+			dir, found = strings.TrimPrefix(a, "--dir="), true
+		}
+	}
+	return dir, found
 }
 
 // pocketBaseEnv sets config's defaults of PocketBase's global flags (--dir,

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
@@ -34,8 +35,9 @@ var authRoutes = map[string][]string{
 
 // authThrottlePriority runs the throttle after PocketBase has loaded the
 // request's auth token (-1020), which decides the rule's audience, and
-// before PocketBase's own limiter (-1000).
-const authThrottlePriority = -1005
+// just before PocketBase's own limiter; on /v1, after its own rate limit
+// (internal/api's middleware_order.go lists the chain).
+const authThrottlePriority = apis.DefaultRateLimitMiddlewarePriority - 1
 
 // authThrottle applies PocketBase's rate-limit rules to its auth routes per
 // client network, as /v1 counts keyless callers (limits.Network): an IPv6

@@ -23,6 +23,7 @@ import "github.com/pocketbase/pocketbase/apis"
 //	-1006 countUncounted
 //	-1005 identifyKey
 //	-1004 rateLimit
+//	-1001   the throttle of PocketBase's auth routes (hooks; passes /v1 by)
 //	-1000   PocketBase's rate limiter (off unless configured)
 //	 -990 BodyLimit               (64 KiB; replaces PocketBase's 32 MB)
 //	    0 requireKey              (operations)

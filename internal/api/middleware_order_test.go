@@ -127,6 +127,7 @@ func TestMiddlewareOrder(t *testing.T) {
 		"v1:petstoreCountUncounted",
 		"v1:petstoreIdentifyKey",
 		"v1:petstoreRateLimit",
+		"global:petstoreAuthThrottle",
 		"global:" + apis.DefaultRateLimitMiddlewareId,
 		"v1:" + apis.DefaultBodyLimitMiddlewareId, // 64 KiB, in place of PocketBase's 32 MB
 	}
