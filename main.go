@@ -127,7 +127,7 @@ func main() {
 	cobra.OnInitialize(func() { opts.RequestLog = requestlog.Mode(requestLog) })
 
 	flags.DurationVar(&opts.AuditRetention, "audit-retention", hooks.DefaultAuditRetention,
-		"how long the audit trail of key changes keeps a record (0: forever)")
+		"how long the audit trail of key and webhook endpoint changes keeps a record (0: forever)")
 	flags.DurationVar(&opts.WebhooksRetention, "webhooks-retention", webhooks.DefaultRetention,
 		"how long webhook delivery attempts, and events delivered or failed, are kept (0: forever)")
 	flags.BoolVar(&opts.AccessLog, "access-log", false, "log one console line per /v1 request")

@@ -57,9 +57,13 @@ func bindAuditRecords(app core.App, log *slog.Logger, retention func() time.Dura
 		r := e.Record
 		logIt := func() {
 			action := r.GetString(audit.ActionField)
-			log.Info("Audit: "+action, "key", r.GetString(audit.KeyField), "actor", r.GetString(audit.ActorField),
+			about := []any{"key", r.GetString(audit.KeyField)}
+			if id := r.GetString(audit.WebhookField); id != "" {
+				about = []any{"webhook", id}
+			}
+			log.Info("Audit: "+action, append(about, "actor", r.GetString(audit.ActorField),
 				"actorEmail", r.GetString(audit.ActorEmailField), "address", r.GetString(audit.AddressField),
-				"details", r.Get(audit.DetailsField))
+				"details", r.Get(audit.DetailsField))...)
 			counted(audit.Action(action))
 		}
 		if tx := e.App.TxInfo(); tx != nil {

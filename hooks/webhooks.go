@@ -3,6 +3,8 @@ package hooks
 import (
 	"errors"
 	"log/slog"
+	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,9 +17,18 @@ import (
 	"petstore/internal/webhooks"
 )
 
-// errWebhooksStaffAPI answers a write of the webhooks' collections through
-// the records API: the staff API checks URLs and makes secrets.
-var errWebhooksStaffAPI = errors.New("webhook endpoints are added and changed through the staff page (/staff/) or /api/petstore/webhooks, which check their URLs and make their secrets")
+// errWebhooksStaffAPI answers a write of webhook_endpoints through the
+// records API: the staff API checks URLs, makes secrets and audits each
+// change.
+var errWebhooksStaffAPI = errors.New("webhook endpoints are added, changed and deleted through the staff page (/staff/) or /api/petstore/webhooks, which check their URLs, make their secrets and record each change in the audit trail")
+
+// errWebhookHistoryServiceOnly answers a write of the outbox or the delivery
+// history through the records API, superusers included.
+var errWebhookHistoryServiceOnly = errors.New("webhook events and delivery attempts are written by the service only: resend a failed event on the staff page (/staff/); --webhooks-retention prunes them")
+
+// errWebhookCollectionsFixed answers a change, emptying or deletion of a
+// webhooks' collection through the collections API (the dashboard).
+var errWebhookCollectionsFixed = errors.New("the webhooks' collections cannot be changed, emptied or deleted in the dashboard: delete endpoints on the staff page (/staff/), which records it in the audit trail")
 
 // auditEvents are the audit actions that are webhook events too, by the
 // event's type.
@@ -85,11 +96,60 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 		r.Hide("secret", "previous_secret")
 		return nil
 	})
-	refuse := func(e *core.RecordRequestEvent) error { return e.ForbiddenError(errWebhooksStaffAPI.Error(), nil) }
-	for _, c := range []string{webhooks.EndpointsCollection, webhooks.EventsCollection, webhooks.AttemptsCollection} {
+	bindWebhookRefusals(app)
+}
+
+// webhookCollections are the webhooks' collections.
+var webhookCollections = []string{webhooks.EndpointsCollection, webhooks.EventsCollection, webhooks.AttemptsCollection}
+
+// bindWebhookRefusals keeps every write of the webhooks' collections out of
+// the records API and the dashboard, superusers included: the endpoints
+// change through the staff API alone, which audits each change, and the
+// outbox and the delivery history are the service's (its writes are SQL
+// statements and the cascade of an endpoint's deletion, which no request
+// hook sees). Nor do the collections change, empty or go in the dashboard.
+func bindWebhookRefusals(app core.App) {
+	for _, c := range webhookCollections {
+		err := errWebhookHistoryServiceOnly
+		if c == webhooks.EndpointsCollection {
+			err = errWebhooksStaffAPI
+		}
+		refuse := func(e *core.RecordRequestEvent) error { return e.ForbiddenError(err.Error(), nil) }
 		app.OnRecordCreateRequest(c).BindFunc(refuse)
 		app.OnRecordUpdateRequest(c).BindFunc(refuse)
+		app.OnRecordDeleteRequest(c).BindFunc(refuse)
 	}
+	refuseCollection := func(e *core.CollectionRequestEvent) error {
+		// By id: an update request may have renamed the collection it loaded.
+		if isWebhookCollection(e.App, e.Collection.Id) {
+			return e.ForbiddenError(errWebhookCollectionsFixed.Error(), nil)
+		}
+		return e.Next()
+	}
+	app.OnCollectionUpdateRequest().BindFunc(refuseCollection)
+	app.OnCollectionDeleteRequest().BindFunc(refuseCollection)
+	// The truncate route has no request hook; its record deletes are the
+	// model's, which the cascade of an endpoint's deletion uses too.
+	app.OnServe().BindFunc(func(se *core.ServeEvent) error {
+		se.Router.BindFunc(func(e *core.RequestEvent) error {
+			if e.Request.Method == http.MethodDelete && e.Request.Pattern == truncatePattern &&
+				isWebhookCollection(e.App, e.Request.PathValue("collection")) {
+				return e.ForbiddenError(errWebhookCollectionsFixed.Error(), nil)
+			}
+			return e.Next()
+		})
+		return se.Next()
+	})
+}
+
+// truncatePattern is the route of PocketBase's "truncate collection".
+const truncatePattern = "DELETE /api/collections/{collection}/truncate"
+
+// isWebhookCollection tells whether nameOrID is one of the webhooks'
+// collections.
+func isWebhookCollection(app core.App, nameOrID string) bool {
+	c, err := app.FindCachedCollectionByNameOrId(nameOrID)
+	return err == nil && slices.Contains(webhookCollections, c.Name)
 }
 
 // keyEvent is a key event's data: never the key, its hash or prefix.

@@ -16,7 +16,7 @@ import (
 
 // Staff add a webhook endpoint on the staff page, read its secret once,
 // send a test event that a receiver verifies, see the delivery, resend a
-// failed event and pause the endpoint.
+// failed event, pause the endpoint and read its history.
 func TestStaffPageWebhooksInChromium(t *testing.T) {
 	var mu sync.Mutex
 	var got []*http.Request
@@ -97,4 +97,27 @@ func TestStaffPageWebhooksInChromium(t *testing.T) {
 	p.do("pause", chromedp.Click(chromedp.CSS(`#webhooks-list button[data-action=pause]`)))
 	p.waitFor("the paused state", `document.querySelector('#webhooks-list td.state-cell')?.textContent.startsWith('paused')`)
 	p.shots("webhook-paused")
+
+	// The endpoint's history: each change, newest first, by whom, with the
+	// values before and after; never the secret.
+	p.do("show the history", chromedp.Click(chromedp.CSS(`#webhooks-list button[data-action=history]`)))
+	p.waitFor("the history", `document.querySelectorAll('#webhook-history li').length === 4`)
+	actions := eval[[]string](p, `[...document.querySelectorAll('#webhook-history li')].map((li) => li.dataset.action)`)
+	if strings.Join(actions, " ") != "webhook.changed webhook.event_resent webhook.test_sent webhook.created" {
+		t.Errorf("the history's actions: %v", actions)
+	}
+	if got := p.text("#webhook-history li:first-child"); !strings.Contains(got, "Changed by staff@example.com") || !strings.Contains(got, "paused: no → yes") {
+		t.Errorf("the pause in the history: %q", got)
+	}
+	if got := p.text("#webhook-history li:last-child"); !strings.Contains(got, "Added by staff@example.com") || !strings.Contains(got, "URL: "+rcv.URL+"/hook") ||
+		!strings.Contains(got, "description: the shop") {
+		t.Errorf("the addition in the history: %q", got)
+	}
+	if got := p.text("#webhook-history-count"); got != "· 4 of 4 changes, newest first" {
+		t.Errorf("the history's count: %q", got)
+	}
+	if html := eval[string](p, `document.documentElement.outerHTML`); strings.Contains(html, secret[6:]) {
+		t.Error("the history shows the secret")
+	}
+	p.shots("webhook-history")
 }

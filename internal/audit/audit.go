@@ -1,5 +1,5 @@
-// Package audit is the append-only trail of changes to API keys: which key,
-// what changed (the values before and after), who changed it, from where and
+// Package audit is the append-only trail of changes to API keys and webhook
+// endpoints: which key or endpoint, what changed (the values before and after), who changed it, from where and
 // when. A record is written in the transaction of the change it describes, so
 // it exists if and only if the change committed; nobody can change or delete
 // one, superusers included.
@@ -17,7 +17,8 @@ const Collection = "audit_log"
 // The fields of audit_log.
 const (
 	ActionField     = "action"
-	KeyField        = "key" // the api_keys record id
+	KeyField        = "key"     // the api_keys record id
+	WebhookField    = "webhook" // the webhook_endpoints record id, kept after its deletion
 	ActorField      = "actor"
 	ActorEmailField = "actor_email"
 	AddressField    = "address"
@@ -40,11 +41,23 @@ const (
 	KeyQuotaChanged  Action = "key.quota_changed" // plan, per-minute or per-day quota
 )
 
+// The actions on webhook endpoints. A secret roll's details hold until when
+// the previous secret signs too, never a secret.
+const (
+	WebhookCreated      Action = "webhook.created"
+	WebhookChanged      Action = "webhook.changed" // url, events, description or paused, by staff
+	WebhookDeleted      Action = "webhook.deleted"
+	WebhookSecretRolled Action = "webhook.secret_rolled"
+	WebhookPaused       Action = "webhook.paused" // by the service, after failing for days
+	WebhookEventResent  Action = "webhook.event_resent"
+	WebhookTestSent     Action = "webhook.test_sent"
+)
+
 // Actors that are not a superuser. A superuser acts as its record id, with
 // its email beside it.
 const (
 	ActorCLI    = "cli"    // the keys command, on the server's own machine
-	ActorSystem = "system" // the service itself: the limiter's bans
+	ActorSystem = "system" // the service itself: the limiter's bans, the webhooks' pauses
 )
 
 // Actor is who made a change.
@@ -63,7 +76,8 @@ var (
 // Entry is one record of the trail.
 type Entry struct {
 	Action  Action
-	Key     string // the api_keys record id
+	Key     string // the api_keys record id, for a key's change
+	Webhook string // the webhook_endpoints record id, for an endpoint's change
 	By      Actor
 	Details map[string]any // the values before and after: {"field": {"old": …, "new": …}}
 }
@@ -78,6 +92,7 @@ func Write(app core.App, e Entry) error {
 	r := core.NewRecord(collection)
 	r.Set(ActionField, string(e.Action))
 	r.Set(KeyField, e.Key)
+	r.Set(WebhookField, e.Webhook)
 	r.Set(ActorField, e.By.ID)
 	r.Set(ActorEmailField, e.By.Email)
 	r.Set(AddressField, e.By.Address)

@@ -19,9 +19,10 @@ type Recorded struct {
 func recordedOf(r *core.Record) (Recorded, error) {
 	e := Recorded{
 		Entry: Entry{
-			Action: Action(r.GetString(ActionField)),
-			Key:    r.GetString(KeyField),
-			By:     Actor{ID: r.GetString(ActorField), Email: r.GetString(ActorEmailField), Address: r.GetString(AddressField)},
+			Action:  Action(r.GetString(ActionField)),
+			Key:     r.GetString(KeyField),
+			Webhook: r.GetString(WebhookField),
+			By:      Actor{ID: r.GetString(ActorField), Email: r.GetString(ActorEmailField), Address: r.GetString(AddressField)},
 		},
 		ID:      r.Id,
 		Created: r.GetDateTime(CreatedField).Time(),
@@ -34,8 +35,8 @@ func recordedOf(r *core.Record) (Recorded, error) {
 	return e, nil
 }
 
-// History is a page of one key's entries, newest first, and how many the
-// key has in all.
+// History is a page of one key's or endpoint's entries, newest first, and
+// how many it has in all.
 type History struct {
 	Entries []Recorded
 	Total   int
@@ -44,13 +45,22 @@ type History struct {
 // ForKey returns page (from 1) of the entries of the api_keys record key,
 // perPage a page, newest first.
 func ForKey(app core.App, key string, page, perPage int) (History, error) {
+	return historyOf(app, dbx.HashExp{KeyField: key}, page, perPage)
+}
+
+// ForWebhook returns page (from 1) of the entries of the webhook_endpoints
+// record id, perPage a page, newest first; those of a deleted endpoint too.
+func ForWebhook(app core.App, id string, page, perPage int) (History, error) {
+	return historyOf(app, dbx.HashExp{WebhookField: id}, page, perPage)
+}
+
+func historyOf(app core.App, of dbx.HashExp, page, perPage int) (History, error) {
 	var h History
-	ofKey := dbx.HashExp{KeyField: key}
-	if err := app.RecordQuery(Collection).Select("count(*)").Where(ofKey).Row(&h.Total); err != nil {
+	if err := app.RecordQuery(Collection).Select("count(*)").Where(of).Row(&h.Total); err != nil {
 		return h, err
 	}
 	var records []*core.Record
-	err := app.RecordQuery(Collection).Where(ofKey).
+	err := app.RecordQuery(Collection).Where(of).
 		OrderBy(CreatedField+" DESC", "rowid DESC").
 		Limit(int64(perPage)).Offset(int64(page-1) * int64(perPage)).All(&records)
 	if err != nil {

@@ -1,7 +1,9 @@
 package staff_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,4 +163,124 @@ func planID(t *testing.T, s *staffServer, name string) string {
 		t.Fatal(err)
 	}
 	return plan.Id
+}
+
+// webhookAuditRows are the audit records of the endpoint id, oldest first.
+func webhookAuditRows(t *testing.T, s *staffServer, id string) []auditRow {
+	t.Helper()
+	var rows []auditRow
+	err := s.App.DB().Select("id", "action", "key", "actor", "actor_email", "address", "details").
+		From(audit.Collection).Where(dbx.HashExp{audit.WebhookField: id}).OrderBy("rowid").All(&rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestWebhookChangesAreAudited: each change of an endpoint through the staff
+// API leaves one audit record, with the superuser, its address and the
+// values (never a secret); a change that changes nothing and a refused one
+// leave none; the records outlive the endpoint; and the staff page reads
+// them, newest first, a page at a time.
+func TestWebhookChangesAreAudited(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	id, first := s.addEndpoint(t, rcv.URL, "pet.created")
+	base := "/webhooks/" + id
+	s.call(t, http.MethodPatch, base, map[string]any{"events": []string{"pet.created", "key.created"}, "description": "shop"}, http.StatusOK, nil)
+	s.call(t, http.MethodPatch, base, map[string]any{"description": "shop"}, http.StatusOK, nil) // no change: no record
+	s.call(t, http.MethodPatch, base, map[string]any{"url": "gopher://x"}, http.StatusBadRequest, nil)
+	s.call(t, http.MethodPatch, base, map[string]any{"paused": true}, http.StatusOK, nil)
+	s.call(t, http.MethodPatch, base, map[string]any{"paused": false}, http.StatusOK, nil)
+	var rolled struct{ Secret string }
+	s.call(t, http.MethodPost, base+"/roll", map[string]any{"graceSeconds": 60}, http.StatusOK, &rolled)
+	s.call(t, http.MethodPost, base+"/test", nil, http.StatusAccepted, nil)
+	rcv.waitFor(t, "webhook.test")
+	if _, err := s.App.DB().NewQuery("UPDATE webhook_events SET status = 'failed', attempts = 9").Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var event struct {
+		ID        string `db:"id"`
+		WebhookID string `db:"webhook_id"`
+	}
+	if err := s.App.DB().NewQuery("SELECT id, webhook_id FROM webhook_events").One(&event); err != nil {
+		t.Fatal(err)
+	}
+	s.call(t, http.MethodPost, base+"/events/"+event.ID+"/resend", nil, http.StatusAccepted, nil)
+	rcv.waitFor(t, "webhook.test", "webhook.test")
+	s.call(t, http.MethodPost, base+"/events/"+event.ID+"/resend", nil, http.StatusNotFound, nil) // delivered: refused
+	s.call(t, http.MethodDelete, base, nil, http.StatusNoContent, nil)
+
+	want := []audit.Action{audit.WebhookCreated, audit.WebhookChanged, audit.WebhookChanged, audit.WebhookChanged,
+		audit.WebhookSecretRolled, audit.WebhookTestSent, audit.WebhookEventResent, audit.WebhookDeleted}
+	rows := webhookAuditRows(t, s, id)
+	if len(rows) != len(want) {
+		t.Fatalf("%d audit records, want %d: %+v", len(rows), len(want), rows)
+	}
+	superuser, err := s.App.FindAuthRecordByEmail("_superusers", "staff@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		if r.Action != string(want[i]) || r.Key != "" || r.Actor != superuser.Id || r.ActorEmail != "staff@example.com" || r.Address != "127.0.0.1" {
+			t.Errorf("record %d: %+v, want %s by %s from 127.0.0.1", i, r, want[i], superuser.Id)
+		}
+		for _, secret := range []string{first, rolled.Secret, "whsec_"} {
+			if strings.Contains(r.Details, secret) {
+				t.Errorf("record %d holds a secret: %s", i, r.Details)
+			}
+		}
+	}
+	for i, details := range map[int]string{
+		0: `{"description":"","events":["pet.created"],"paused":false,"url":"` + rcv.URL + `"}`,
+		1: `{"description":{"new":"shop","old":""},"events":{"new":["pet.created","key.created"],"old":["pet.created"]}}`,
+		2: `{"paused":{"new":true,"old":false}}`,
+		3: `{"paused":{"new":false,"old":true}}`,
+		5: `null`,
+		6: `{"event":"` + event.ID + `","type":"webhook.test","webhook_id":"` + event.WebhookID + `"}`,
+		7: `{"description":"shop","events":["pet.created","key.created"],"paused":false,"url":"` + rcv.URL + `"}`,
+	} {
+		if rows[i].Details != details {
+			t.Errorf("%s details: %s, want %s", rows[i].Action, rows[i].Details, details)
+		}
+	}
+	var roll map[string]string
+	if err := json.Unmarshal([]byte(rows[4].Details), &roll); err != nil || len(roll) != 1 {
+		t.Errorf("roll details: %s", rows[4].Details)
+	} else if until, err := time.Parse("2006-01-02 15:04:05.000Z", roll["previous_until"]); err != nil || time.Until(until) < 50*time.Second || time.Until(until) > time.Minute {
+		t.Errorf("roll details: %s, want the grace's end a minute from now", rows[4].Details)
+	}
+
+	// The deleted endpoint's history is still read, newest first.
+	var history struct {
+		Page, PerPage, TotalItems, TotalPages int
+		Items                                 []struct {
+			ID, Action, Actor, ActorEmail, Address string
+			Details                                map[string]any
+			Created                                time.Time
+		}
+	}
+	s.call(t, http.MethodGet, base+"/history?perPage=5", nil, http.StatusOK, &history)
+	if history.Page != 1 || history.PerPage != 5 || history.TotalItems != len(want) || history.TotalPages != 2 || len(history.Items) != 5 {
+		t.Fatalf("history: %+v", history)
+	}
+	for i, item := range history.Items {
+		w := rows[len(rows)-1-i]
+		if item.ID != w.ID || item.Action != w.Action || item.Actor != superuser.Id || item.ActorEmail != "staff@example.com" ||
+			item.Address != "127.0.0.1" || time.Since(item.Created) > time.Minute {
+			t.Errorf("history item %d: %+v, want record %+v", i, item, w)
+		}
+	}
+	s.call(t, http.MethodGet, base+"/history?perPage=5&page=2", nil, http.StatusOK, &history)
+	if len(history.Items) != 3 || history.Items[2].Action != string(audit.WebhookCreated) {
+		t.Errorf("history's last page: %+v", history.Items)
+	}
+	for path, status := range map[string]int{
+		"/webhooks/nosuchendpoint0/history":   http.StatusNotFound,
+		base + "/history?page=0":              http.StatusBadRequest,
+		base + "/history?perPage=101":         http.StatusBadRequest,
+		base + "/history?perPage=1&perPage=2": http.StatusBadRequest,
+	} {
+		s.call(t, http.MethodGet, path, nil, status, nil)
+	}
 }

@@ -147,6 +147,11 @@ func handleHistory(e *core.RequestEvent) error {
 	if err != nil {
 		return storeError(err)
 	}
+	return writeHistory(e, h, page, perPage)
+}
+
+// writeHistory answers a page of a key's or endpoint's audit trail.
+func writeHistory(e *core.RequestEvent, h audit.History, page, perPage int) error {
 	list := historyList{
 		Page: page, PerPage: perPage, TotalItems: h.Total, TotalPages: (h.Total + perPage - 1) / perPage,
 		Items: make([]historyView, len(h.Entries)),

@@ -45,6 +45,7 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w 
 	g.POST("/webhooks/{id}/roll", w.roll) // a new secret; the old one signs too for the grace
 	g.POST("/webhooks/{id}/test", w.test) // a webhook.test event, to this endpoint
 	g.GET("/webhooks/{id}/attempts", w.attempts)
+	g.GET("/webhooks/{id}/history", w.history)               // the endpoint's audit trail, newest first, its deletion's too: ?page=&perPage=
 	g.POST("/webhooks/{id}/events/{event}/resend", w.resend) // a failed event, sent again
 }
 

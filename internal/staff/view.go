@@ -96,7 +96,7 @@ func utcOrNil(t time.Time) *time.Time {
 	return &t
 }
 
-// historyList is a page of a key's audit trail, newest first, in
+// historyList is a page of a key's or webhook endpoint's audit trail, newest first, in
 // PocketBase's list shape.
 type historyList struct {
 	Page       int           `json:"page"`
@@ -106,7 +106,7 @@ type historyList struct {
 	Items      []historyView `json:"items"`
 }
 
-// historyView is one change of a key, as the trail holds it.
+// historyView is one change of a key or endpoint, as the trail holds it.
 type historyView struct {
 	ID     string `json:"id"`
 	Action string `json:"action"`

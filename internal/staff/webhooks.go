@@ -9,12 +9,14 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
 
+	"petstore/internal/audit"
 	"petstore/internal/webhooks"
 )
 
 // Webhooks is what the webhook routes need: the outbox (test events, and
 // the subscriptions to read again after a change), which targets are
-// allowed, and the log of staff's changes.
+// allowed, and the log. Staff's changes are in the audit trail, which logs
+// each.
 type Webhooks struct {
 	Outbox  *webhooks.Outbox
 	Targets webhooks.Targets
@@ -29,12 +31,11 @@ type webhookRoll struct {
 	GraceSeconds *int64 `json:"graceSeconds"` // default a day; 0 ends the old secret now
 }
 
-// changed reads the subscriptions again and logs a staff change.
-func (w Webhooks) changed(e *core.RequestEvent, what, id string) {
+// changed reads the subscriptions again after a change of the endpoints.
+func (w Webhooks) changed() {
 	if err := w.Outbox.Refresh(); err != nil {
 		w.Log.Error("Webhooks: could not read the endpoints again", "error", err)
 	}
-	w.Log.Info("Webhooks: "+what, "endpoint", id, "actor", e.Auth.Id, "actorEmail", e.Auth.Email(), "address", e.RealIP())
 }
 
 func webhookError(err error) error {
@@ -72,11 +73,11 @@ func (w Webhooks) create(e *core.RequestEvent) error {
 	if err := decodeBody(e, &in); err != nil {
 		return err
 	}
-	id, secret, err := webhooks.Create(e.Request.Context(), e.App, w.Targets, in)
+	id, secret, err := webhooks.Create(e.Request.Context(), e.App, w.Targets, in, actor(e))
 	if err != nil {
 		return webhookError(err)
 	}
-	w.changed(e, "endpoint created", id)
+	w.changed()
 	return writeJSON(e, http.StatusCreated, map[string]string{"id": id, "secret": secret})
 }
 
@@ -86,19 +87,19 @@ func (w Webhooks) change(e *core.RequestEvent) error {
 		return err
 	}
 	id := e.Request.PathValue("id")
-	if err := webhooks.Change(e.Request.Context(), e.App, w.Targets, id, in); err != nil {
+	if err := webhooks.Change(e.Request.Context(), e.App, w.Targets, id, in, actor(e)); err != nil {
 		return webhookError(err)
 	}
-	w.changed(e, "endpoint changed", id)
+	w.changed()
 	return w.get(e)
 }
 
 func (w Webhooks) remove(e *core.RequestEvent) error {
 	id := e.Request.PathValue("id")
-	if err := webhooks.Delete(e.App, id); err != nil {
+	if err := webhooks.Delete(e.App, id, actor(e)); err != nil {
 		return webhookError(err)
 	}
-	w.changed(e, "endpoint deleted", id)
+	w.changed()
 	return e.NoContent(http.StatusNoContent)
 }
 
@@ -115,20 +116,18 @@ func (w Webhooks) roll(e *core.RequestEvent) error {
 		grace = time.Duration(*body.GraceSeconds) * time.Second
 	}
 	id := e.Request.PathValue("id")
-	secret, err := webhooks.Roll(e.App, id, grace)
+	secret, err := webhooks.Roll(e.App, id, grace, actor(e))
 	if err != nil {
 		return webhookError(err)
 	}
-	w.changed(e, "secret rolled", id)
 	return writeJSON(e, http.StatusOK, map[string]string{"id": id, "secret": secret})
 }
 
 func (w Webhooks) test(e *core.RequestEvent) error {
 	id := e.Request.PathValue("id")
-	if err := w.Outbox.SendTest(e.App, id); err != nil {
+	if err := w.Outbox.SendTest(e.App, id, actor(e)); err != nil {
 		return webhookError(err)
 	}
-	w.changed(e, "test event sent", id)
 	return e.NoContent(http.StatusAccepted)
 }
 
@@ -148,12 +147,31 @@ func (w Webhooks) attempts(e *core.RequestEvent) error {
 	return writeJSON(e, http.StatusOK, map[string]any{"items": list})
 }
 
+// history is an endpoint's audit trail, newest first, a page at a time;
+// a deleted endpoint's too, which only its records know of.
+func (w Webhooks) history(e *core.RequestEvent) error {
+	page, perPage, err := historyQuery(e.Request.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	id := e.Request.PathValue("id")
+	h, err := audit.ForWebhook(e.App, id, page, perPage)
+	if err != nil {
+		return storeError(err)
+	}
+	if h.Total == 0 {
+		if _, err := webhooks.Get(e.App, id); err != nil {
+			return webhookError(err)
+		}
+	}
+	return writeHistory(e, h, page, perPage)
+}
+
 func (w Webhooks) resend(e *core.RequestEvent) error {
 	id := e.Request.PathValue("id")
-	if err := webhooks.Resend(e.App, id, e.Request.PathValue("event")); err != nil {
+	if err := webhooks.Resend(e.App, id, e.Request.PathValue("event"), actor(e)); err != nil {
 		return webhookError(err)
 	}
 	w.Outbox.Wake()
-	w.changed(e, "event resent", id)
 	return e.NoContent(http.StatusAccepted)
 }

@@ -14,6 +14,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
+	"petstore/internal/audit"
 	"petstore/internal/webhooks"
 )
 
@@ -277,7 +278,7 @@ func TestWebhookDayQuotaReachedOnce(t *testing.T) {
 }
 
 // An endpoint that has failed every attempt for five days is paused with
-// its reason, which staff see; a delivery clears the failing streak.
+// its reason, which staff see, and audited as the system's.
 func TestWebhookEndpointPausedAfterFiveDaysOfFailures(t *testing.T) {
 	s := startWithWebhooks(t)
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -306,6 +307,13 @@ func TestWebhookEndpointPausedAfterFiveDaysOfFailures(t *testing.T) {
 	}
 	if !ep.Paused || !strings.Contains(ep.PausedReason, "every delivery failed since") || ep.FailingSince == "" {
 		t.Fatalf("endpoint %+v, want paused with its reason", ep)
+	}
+	// Audited as the service's, once, with the reason.
+	rows := webhookAuditRows(t, s, id)
+	if len(rows) != 3 || rows[2].Action != string(audit.WebhookPaused) || rows[2].Actor != audit.ActorSystem ||
+		rows[2].ActorEmail != "" || rows[2].Address != "" ||
+		rows[2].Details != `{"failing_since":"`+ep.FailingSince+`","reason":"`+ep.PausedReason+`"}` {
+		t.Errorf("audit records %+v, want webhook.created, webhook.test_sent and webhook.paused by system with the reason", rows)
 	}
 	r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id+"/attempts", s.token, nil)
 	var attempts struct{ Items []webhooks.Attempt }

@@ -18,6 +18,8 @@ import (
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/security"
+
+	"petstore/internal/audit"
 )
 
 // The delivery's rules.
@@ -459,7 +461,7 @@ func (d *Deliverer) record(batch []event, results []result, endpoint *core.Recor
 		if len(results) == 0 {
 			return nil
 		}
-		return d.endpointAfter(db, endpoint, results[len(results)-1].delivered(), now)
+		return d.endpointAfter(tx, endpoint, results[len(results)-1].delivered(), now)
 	})
 	if err != nil {
 		return err
@@ -489,8 +491,9 @@ func truncate(s string, n int) string {
 }
 
 // endpointAfter keeps the endpoint's failing_since, and pauses it once it
-// has failed for PauseAfter in a row.
-func (d *Deliverer) endpointAfter(db dbx.Builder, endpoint *core.Record, delivered bool, now time.Time) error {
+// has failed for PauseAfter in a row, audited as the system's in tx.
+func (d *Deliverer) endpointAfter(tx core.App, endpoint *core.Record, delivered bool, now time.Time) error {
+	db := tx.NonconcurrentDB()
 	since := endpoint.GetDateTime("failing_since").Time()
 	switch {
 	case delivered && since.IsZero():
@@ -505,10 +508,17 @@ func (d *Deliverer) endpointAfter(db dbx.Builder, endpoint *core.Record, deliver
 		return err
 	case now.Sub(since) >= PauseAfter:
 		reason := fmt.Sprintf("Paused at %s: every delivery failed since %s.", now.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339))
-		d.cfg.Log.Warn("Webhooks: an endpoint is paused", "endpoint", endpoint.Id, "reason", reason)
-		_, err := db.NewQuery("UPDATE " + EndpointsCollection + " SET paused = TRUE, paused_reason = {:reason} WHERE id = {:id}").
+		res, err := db.NewQuery("UPDATE " + EndpointsCollection + " SET paused = TRUE, paused_reason = {:reason} WHERE id = {:id} AND paused = FALSE").
 			Bind(dbx.Params{"id": endpoint.Id, "reason": reason}).Execute()
-		return err
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil // paused meanwhile, or deleted
+		}
+		d.cfg.Log.Warn("Webhooks: an endpoint is paused", "endpoint", endpoint.Id, "reason", reason)
+		return audit.Write(tx, audit.Entry{Action: audit.WebhookPaused, Webhook: endpoint.Id, By: audit.System,
+			Details: map[string]any{"reason": reason, "failing_since": since.UTC().Format(time.RFC3339)}})
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/audit"
 )
 
 // Endpoint is an endpoint as staff see it: never its secrets.
@@ -104,9 +107,9 @@ func typeNames() string {
 	return strings.Join(names, ", ")
 }
 
-// Create adds an endpoint; it returns its id and its secret, which nothing
-// shows again.
-func Create(ctx context.Context, app core.App, t Targets, in Input) (id, secret string, err error) {
+// Create adds an endpoint, audited as by's in the same transaction; it
+// returns its id and its secret, which nothing shows again.
+func Create(ctx context.Context, app core.App, t Targets, in Input, by audit.Actor) (id, secret string, err error) {
 	collection, err := app.FindCachedCollectionByNameOrId(EndpointsCollection)
 	if err != nil {
 		return "", "", err
@@ -119,10 +122,44 @@ func Create(ctx context.Context, app core.App, t Targets, in Input) (id, secret 
 		return "", "", err
 	}
 	r.Set("secret", secret)
-	if err := app.Save(r); err != nil {
+	err = app.RunInTransaction(func(tx core.App) error {
+		if err := tx.Save(r); err != nil {
+			return err
+		}
+		return audit.Write(tx, audit.Entry{Action: audit.WebhookCreated, Webhook: r.Id, By: by, Details: auditedValues(r)})
+	})
+	if err != nil {
 		return "", "", err
 	}
 	return r.Id, secret, nil
+}
+
+// auditedFields are the fields of an endpoint the trail records; never a
+// secret.
+var auditedFields = []string{"url", "events", "description", "paused"}
+
+// auditedValues are r's audited fields, as a created or deleted endpoint's
+// details.
+func auditedValues(r *core.Record) map[string]any {
+	values := make(map[string]any, len(auditedFields))
+	for _, f := range auditedFields {
+		values[f] = auditValue(r, f)
+	}
+	return values
+}
+
+// auditValue is field's value as the trail records it: the events as a
+// list, the rest as stored.
+func auditValue(r *core.Record, field string) any {
+	switch field {
+	case "events":
+		events := []Type{}
+		_ = r.UnmarshalJSONField("events", &events)
+		return events
+	case "paused":
+		return r.GetBool("paused")
+	}
+	return r.GetString(field)
 }
 
 func find(app core.App, id string) (*core.Record, error) {
@@ -133,30 +170,54 @@ func find(app core.App, id string) (*core.Record, error) {
 	return r, nil
 }
 
-// Change changes an endpoint.
-func Change(ctx context.Context, app core.App, t Targets, id string, in Input) error {
+// Change changes an endpoint; a change of its audited fields is audited as
+// by's, with their old and new values, in the same transaction.
+func Change(ctx context.Context, app core.App, t Targets, id string, in Input, by audit.Actor) error {
 	r, err := find(app, id)
 	if err != nil {
 		return err
 	}
+	before := auditedValues(r)
 	if err := in.apply(ctx, r, t, false); err != nil {
 		return err
 	}
-	return app.Save(r)
+	details := map[string]any{}
+	for _, f := range auditedFields {
+		if old, new := before[f], auditValue(r, f); fmt.Sprint(old) != fmt.Sprint(new) {
+			details[f] = map[string]any{"old": old, "new": new}
+		}
+	}
+	return app.RunInTransaction(func(tx core.App) error {
+		if err := tx.Save(r); err != nil {
+			return err
+		}
+		if len(details) == 0 {
+			return nil
+		}
+		return audit.Write(tx, audit.Entry{Action: audit.WebhookChanged, Webhook: id, By: by, Details: details})
+	})
 }
 
-// Delete removes an endpoint with its events and their attempts.
-func Delete(app core.App, id string) error {
+// Delete removes an endpoint with its events and their attempts, audited
+// as by's, with what the endpoint was, in the same transaction. Its audit
+// records stay.
+func Delete(app core.App, id string, by audit.Actor) error {
 	r, err := find(app, id)
 	if err != nil {
 		return err
 	}
-	return app.Delete(r)
+	return app.RunInTransaction(func(tx core.App) error {
+		if err := tx.Delete(r); err != nil {
+			return err
+		}
+		return audit.Write(tx, audit.Entry{Action: audit.WebhookDeleted, Webhook: id, By: by, Details: auditedValues(r)})
+	})
 }
 
 // Roll gives an endpoint a new secret; the previous one signs too, beside
-// it, for grace.
-func Roll(app core.App, id string, grace time.Duration) (string, error) {
+// it, for grace. The roll is audited as by's, with until when the previous
+// secret signs, in the same transaction.
+func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string, error) {
 	r, err := find(app, id)
 	if err != nil {
 		return "", err
@@ -173,7 +234,13 @@ func Roll(app core.App, id string, grace time.Duration) (string, error) {
 		r.Set("previous_until", "")
 	}
 	r.Set("secret", secret)
-	return secret, app.Save(r)
+	return secret, app.RunInTransaction(func(tx core.App) error {
+		if err := tx.Save(r); err != nil {
+			return err
+		}
+		return audit.Write(tx, audit.Entry{Action: audit.WebhookSecretRolled, Webhook: id, By: by,
+			Details: map[string]any{"previous_until": r.GetString("previous_until")}})
+	})
 }
 
 // List is every endpoint, oldest first.
@@ -290,25 +357,43 @@ func Attempts(app core.App, endpoint string, limit int) ([]Attempt, error) {
 }
 
 // Resend makes a failed event of the endpoint pending again, due now, with
-// its attempts counted from zero; it keeps its webhook-id.
-func Resend(app core.App, endpoint, event string) error {
-	res, err := app.NonconcurrentDB().NewQuery("UPDATE " + EventsCollection + " SET status = 'pending', attempts = 0," +
-		" next_attempt = {:now}, lease_owner = '', lease_until = '', updated = {:now}" +
-		" WHERE id = {:id} AND endpoint = {:endpoint} AND status = 'failed'").
-		Bind(dbx.Params{"id": event, "endpoint": endpoint, "now": dateString(time.Now())}).Execute()
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return ErrNotFound
-	}
-	return nil
+// its attempts counted from zero; it keeps its webhook-id. It is audited as
+// by's in the same transaction.
+func Resend(app core.App, endpoint, event string, by audit.Actor) error {
+	return app.RunInTransaction(func(tx core.App) error {
+		var ev struct {
+			WebhookID string `db:"webhook_id"`
+			Type      string `db:"type"`
+		}
+		err := tx.NonconcurrentDB().NewQuery("SELECT webhook_id, type FROM " + EventsCollection +
+			" WHERE id = {:id} AND endpoint = {:endpoint} AND status = 'failed'").
+			Bind(dbx.Params{"id": event, "endpoint": endpoint}).One(&ev)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.NonconcurrentDB().NewQuery("UPDATE " + EventsCollection + " SET status = 'pending', attempts = 0," +
+			" next_attempt = {:now}, lease_owner = '', lease_until = '', updated = {:now} WHERE id = {:id}").
+			Bind(dbx.Params{"id": event, "now": dateString(time.Now())}).Execute(); err != nil {
+			return err
+		}
+		return audit.Write(tx, audit.Entry{Action: audit.WebhookEventResent, Webhook: endpoint, By: by,
+			Details: map[string]any{"event": event, "webhook_id": ev.WebhookID, "type": ev.Type}})
+	})
 }
 
-// SendTest writes a test event for one endpoint.
-func (o *Outbox) SendTest(app core.App, endpoint string) error {
+// SendTest writes a test event for one endpoint, audited as by's in the
+// same transaction.
+func (o *Outbox) SendTest(app core.App, endpoint string, by audit.Actor) error {
 	if _, err := find(app, endpoint); err != nil {
 		return err
 	}
-	return o.WriteTo(app, endpoint, Event{Type: TestEvent, Data: map[string]any{"endpoint": endpoint}})
+	return app.RunInTransaction(func(tx core.App) error {
+		if err := o.WriteTo(tx, endpoint, Event{Type: TestEvent, Data: map[string]any{"endpoint": endpoint}}); err != nil {
+			return err
+		}
+		return audit.Write(tx, audit.Entry{Action: audit.WebhookTestSent, Webhook: endpoint, By: by})
+	})
 }

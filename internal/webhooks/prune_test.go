@@ -8,6 +8,7 @@ import (
 	"github.com/pocketbase/dbx"
 
 	"petstore/internal/apptest"
+	"petstore/internal/audit"
 	"petstore/internal/webhooks"
 )
 
@@ -17,7 +18,7 @@ func TestPruneKeepsPendingEvents(t *testing.T) {
 	s := apptest.StartWith(t, apptest.Config{WebhooksAllowPrivate: true})
 	// Paused: the deliverer leaves its events alone, the test sets them.
 	id, _, err := webhooks.Create(context.Background(), s.App, webhooks.Targets{AllowPrivate: true},
-		webhooks.Input{URL: ptr("http://127.0.0.1:9/hook"), Events: &[]webhooks.Type{webhooks.PetCreated}, Paused: ptr(true)})
+		webhooks.Input{URL: ptr("http://127.0.0.1:9/hook"), Events: &[]webhooks.Type{webhooks.PetCreated}, Paused: ptr(true)}, audit.CLI)
 	if err != nil {
 		t.Fatal(err)
 	}

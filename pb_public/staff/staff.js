@@ -541,12 +541,17 @@ const actions = {
   "key.created": "Issued", "key.rolled": "Rolled", "key.revoked": "Revoked", "key.expiry_changed": "Expiry changed",
   "key.ban_lifted": "Ban lifted", "key.banned": "Banned", "key.scopes_changed": "Scopes changed",
   "key.quota_changed": "Plan or quotas changed",
+  "webhook.created": "Added", "webhook.changed": "Changed", "webhook.deleted": "Deleted",
+  "webhook.secret_rolled": "Secret rolled", "webhook.paused": "Paused for failing", "webhook.event_resent": "Event resent",
+  "webhook.test_sent": "Test event sent",
 };
 
 // The fields an audit record's details name, to staff.
 const fieldNames = {
   name: "name", plan: "plan", per_minute: "per minute", per_day: "per day", expires: "expires", revoked: "revoked",
   ban_lifted: "ban lifted", banned_until: "banned until", previous_until: "old secret works until", scopes: "scopes",
+  url: "URL", events: "events", description: "description", paused: "paused", reason: "reason",
+  failing_since: "failing since", type: "event", webhook_id: "webhook-id", event: "event id",
 };
 
 // detailValue is a value an audit record holds for field, as staff read it.
@@ -555,9 +560,10 @@ function detailValue(field, value) {
   if (value === "" || value === null || value === undefined) {
     return { expires: "never", previous_until: "not at all", per_minute: "the plan's", per_day: "the plan's" }[field] || "none";
   }
+  if (typeof value === "boolean") return value ? "yes" : "no";
   if ((field === "per_minute" || field === "per_day") && Number(value) === 0) return "the plan's";
   if (field === "plan") return planNames[value] || value;
-  if (/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/.test(value)) return exact(value.replace(" ", "T"));
+  if (/^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d/.test(value)) return exact(value.replace(" ", "T"));
   return typeof value === "number" ? count(value) : String(value);
 }
 
@@ -580,24 +586,31 @@ function who(item) {
   return item.actorEmail || { cli: "the keys command", system: "the service" }[item.actor] || item.actor;
 }
 
-let historyPage = 0;
-
-// showHistory shows page `at` of k's audit trail, newest first: the first
-// page replaces what is shown, a later one is added below it.
-async function showHistory(k, at) {
-  const answer = await api("GET", `/keys/${k.id}/history?page=${at}&perPage=20`);
-  historyPage = answer.page;
+// showHistoryPage shows a page of an audit trail (a key's or a webhook
+// endpoint's) in the list `list`, its count in `counter` and hides `more` on
+// the last page: the first page replaces what is shown, a later one is added
+// below it.
+function showHistoryPage(answer, list, counter, more) {
   const items = answer.items.map((item) => h("li", { dataset: { action: item.action } },
     h("time", { dateTime: item.created, textContent: when(item.created), title: exact(item.created) }),
     h("strong", { textContent: actions[item.action] || item.action, title: item.action }),
     ` by ${who(item)}`, item.address ? ` from ${item.address}` : "",
     item.details && Object.keys(item.details).length ? h("div", { className: "change", textContent: changeText(item.details) }) : null));
-  if (at === 1) $("#history").replaceChildren(...items);
-  else $("#history").append(...items);
-  const shown = $("#history").children.length;
-  $("#history-count").textContent = answer.totalItems === 0 ? "· no changes recorded"
+  if (answer.page === 1) list.replaceChildren(...items);
+  else list.append(...items);
+  const shown = list.children.length;
+  counter.textContent = answer.totalItems === 0 ? "· no changes recorded"
     : `· ${count(shown)} of ${count(answer.totalItems)} change${answer.totalItems === 1 ? "" : "s"}, newest first`;
-  $("#history-more").hidden = answer.page >= answer.totalPages;
+  more.hidden = answer.page >= answer.totalPages;
+}
+
+let historyPage = 0;
+
+// showHistory shows page `at` of k's audit trail, newest first.
+async function showHistory(k, at) {
+  const answer = await api("GET", `/keys/${k.id}/history?page=${at}&perPage=20`);
+  historyPage = answer.page;
+  showHistoryPage(answer, $("#history"), $("#history-count"), $("#history-more"));
 }
 
 $("#history-more").addEventListener("click", () => {

@@ -1,11 +1,14 @@
 // The staff page's webhooks: the endpoints, their deliveries, and the
 // actions on them, through /api/petstore/webhooks (docs/webhooks.md). It
-// uses staff.js's helpers (pb, $, h, api, when, exact, copyText).
+// uses staff.js's helpers (pb, $, h, api, when, exact, copyText,
+// showHistoryPage).
 "use strict";
 
 let endpoints = [];        // the last list: [{id, url, events, paused, pausedReason, pending, failed, ...}]
 let eventTypes = [];       // the types an endpoint may subscribe to
 let attemptsOf = null;     // the endpoint whose deliveries are shown
+let historyOf = null;      // the endpoint whose history is shown, deleted since or not
+let webhookHistoryPage = 0;
 
 function webhooksStatus(text) {
   $("#webhooks-status").textContent = text;
@@ -26,6 +29,8 @@ async function refreshWebhooks() {
     const e = endpoints.find((e) => e.id === attemptsOf.id);
     if (e) await showAttempts(e); else $("#attempts").hidden = true;
   }
+  // A deleted endpoint's history stays, its deletion on top.
+  if (historyOf) await showWebhookHistory(endpoints.find((e) => e.id === historyOf.id) || historyOf, 1);
   webhooksStatus(`${endpoints.length} endpoint${endpoints.length === 1 ? "" : "s"} · updated ${new Date().toLocaleTimeString()}`);
 }
 
@@ -59,6 +64,7 @@ function renderWebhooks() {
         : h("span", { className: "state state-active", textContent: "active" });
     const actions = [
       webhookButton("Deliveries", "attempts", async () => { await showAttempts(e); }),
+      webhookButton("History", "history", async () => { historyOf = e; }),
       webhookButton("Send test event", "test", async () => {
         await api("POST", `/webhooks/${e.id}/test`);
         return "A test event is on its way.";
@@ -109,6 +115,16 @@ async function showAttempts(e) {
   $("#attempts").hidden = false;
 }
 
+// showWebhookHistory shows page `at` of e's audit trail, newest first.
+async function showWebhookHistory(e, at) {
+  historyOf = e;
+  const answer = await api("GET", `/webhooks/${e.id}/history?page=${at}&perPage=20`);
+  webhookHistoryPage = answer.page;
+  $("#webhook-history-url").textContent = e.url;
+  showHistoryPage(answer, $("#webhook-history"), $("#webhook-history-count"), $("#webhook-history-more"));
+  $("#webhook-history-section").hidden = false;
+}
+
 function showSecret(secret) {
   $("#secret-value").textContent = secret;
   $("#secret-dialog").showModal();
@@ -122,6 +138,13 @@ $("#secret-done").addEventListener("click", () => {
 $("#attempts-close").addEventListener("click", () => {
   attemptsOf = null;
   $("#attempts").hidden = true;
+});
+$("#webhook-history-more").addEventListener("click", () => {
+  if (historyOf) showWebhookHistory(historyOf, webhookHistoryPage + 1).catch((err) => webhooksStatus(err.message));
+});
+$("#webhook-history-close").addEventListener("click", () => {
+  historyOf = null;
+  $("#webhook-history-section").hidden = true;
 });
 $("#webhooks-refresh").addEventListener("click", () => refreshWebhooks().catch((err) => webhooksStatus(err.message)));
 
