@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
@@ -131,16 +133,25 @@ func bindWebhookRefusals(app core.App) {
 	// The truncate route has no request hook; its record deletes are the
 	// model's, which the cascade of an endpoint's deletion uses too.
 	app.OnServe().BindFunc(func(se *core.ServeEvent) error {
-		se.Router.BindFunc(func(e *core.RequestEvent) error {
-			if e.Request.Method == http.MethodDelete && e.Request.Pattern == truncatePattern &&
-				isWebhookCollection(e.App, e.Request.PathValue("collection")) {
-				return e.ForbiddenError(errWebhookCollectionsFixed.Error(), nil)
-			}
-			return e.Next()
+		se.Router.Bind(&hook.Handler[*core.RequestEvent]{
+			Id:       "petstoreWebhookTruncateGuard",
+			Priority: truncateGuardPriority,
+			Func: func(e *core.RequestEvent) error {
+				if e.Request.Method == http.MethodDelete && e.Request.Pattern == truncatePattern &&
+					isWebhookCollection(e.App, e.Request.PathValue("collection")) {
+					return e.ForbiddenError(errWebhookCollectionsFixed.Error(), nil)
+				}
+				return e.Next()
+			},
 		})
 		return se.Next()
 	})
 }
+
+// truncateGuardPriority runs the guard after the superuser's token is
+// loaded and the body bounded; on /v1 it passes every request by
+// (internal/api's middleware_order.go lists the chain).
+const truncateGuardPriority = apis.DefaultBodyLimitMiddlewarePriority + 1
 
 // truncatePattern is the route of PocketBase's "truncate collection".
 const truncatePattern = "DELETE /api/collections/{collection}/truncate"
