@@ -26,7 +26,7 @@ import (
 	"strings"
 )
 
-// The collections (migrations/1763683800_webhooks.go).
+// The collections (migrations/1763683820_webhooks.go).
 const (
 	EndpointsCollection = "webhook_endpoints"
 	EventsCollection    = "webhook_events"
