@@ -168,7 +168,7 @@ func TestWebhookOutboxOnlyForSubscribers(t *testing.T) {
 
 // A rolled secret signs beside the new one during its grace; staff's test
 // event and resend reach the endpoint; deleting the endpoint deletes its
-// events; unknown ids are 404; bad input is 400.
+// events and attempts; unknown ids are 404; bad input is 400.
 func TestWebhookStaffRoutes(t *testing.T) {
 	s := startWithWebhooks(t)
 	rcv := newHookReceiver(t)
@@ -243,8 +243,10 @@ func TestWebhookStaffRoutes(t *testing.T) {
 	if r := s.Do(t, http.MethodDelete, "/api/petstore/webhooks/"+id, s.token, nil); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("delete: %d %s", r.StatusCode, r.Body)
 	}
-	if n := s.CountRecords(t, webhooks.EventsCollection); n != 0 {
-		t.Errorf("%d events after the endpoint's deletion", n)
+	for _, c := range []string{webhooks.EventsCollection, webhooks.AttemptsCollection, webhooks.EndpointsCollection} {
+		if n := s.CountRecords(t, c); n != 0 {
+			t.Errorf("%d records of %s after the endpoint's deletion", n, c)
+		}
 	}
 }
 

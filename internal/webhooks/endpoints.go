@@ -145,13 +145,24 @@ func Change(ctx context.Context, app core.App, t Targets, id string, in Input) e
 	return app.Save(r)
 }
 
-// Delete removes an endpoint with its events and their attempts.
+// Delete removes an endpoint with its events and their attempts, in one
+// transaction. The history goes by two plain DELETEs: the record's cascade
+// would load, and delete through every hook, each of its perhaps millions
+// of rows, one at a time.
 func Delete(app core.App, id string) error {
 	r, err := find(app, id)
 	if err != nil {
 		return err
 	}
-	return app.Delete(r)
+	return app.RunInTransaction(func(tx core.App) error {
+		for _, c := range []string{AttemptsCollection, EventsCollection} {
+			if _, err := tx.NonconcurrentDB().NewQuery("DELETE FROM " + c + " WHERE endpoint = {:id}").
+				Bind(dbx.Params{"id": r.Id}).Execute(); err != nil {
+				return err
+			}
+		}
+		return tx.Delete(r)
+	})
 }
 
 // Roll gives an endpoint a new secret; the previous one signs too, beside
