@@ -244,7 +244,10 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 	if m != nil {
 		webhookObserver = m
 	}
-	deliverer := webhooks.StartDeliverer(app, s.outbox, webhooks.Config{Targets: targets, Log: s.log, Observer: webhookObserver})
+	deliverer, err := webhooks.StartDeliverer(app, s.outbox, webhooks.Config{Targets: targets, Log: s.log, Observer: webhookObserver})
+	if err != nil {
+		return err
+	}
 	stops.onTerminate("petstoreWebhooksStop", "", func() error { deliverer.Stop(); return nil })
 	dayQuota := &dayQuotaEvents{app: app, outbox: s.outbox, log: s.log}
 

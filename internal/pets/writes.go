@@ -10,10 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/security"
 	"github.com/pocketbase/pocketbase/tools/types"
+
+	"petstore/internal/database"
 )
 
 // Writer writes createPet's pets with group commit. One goroutine owns the
@@ -112,9 +113,9 @@ func StartWriter(app core.App) (*Writer, error) {
 }
 
 func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
-	db, ok := app.NonconcurrentDB().(*dbx.DB)
-	if !ok {
-		return nil, fmt.Errorf("the app's write connection is a %T, not a *dbx.DB", app.NonconcurrentDB())
+	db, err := database.WriteDB(app)
+	if err != nil {
+		return nil, err
 	}
 	w := &Writer{
 		app:       app,
@@ -132,7 +133,7 @@ func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 		{&w.release, "RELEASE pet"},
 		{&w.rollbackTo, "ROLLBACK TO pet"},
 	} {
-		stmt, err := db.DB().Prepare(s.sql)
+		stmt, err := db.Prepare(s.sql)
 		if err != nil {
 			w.closeStatements()
 			return nil, fmt.Errorf("prepare the pets writes: %w", err)
@@ -324,7 +325,7 @@ func (w *Writer) transaction(batch []*write) error {
 		wr.err, wr.rows = nil, nil
 	}
 	return w.app.RunInTransaction(func(txApp core.App) error {
-		sqlTx, err := sqlTxOf(txApp)
+		sqlTx, err := database.SQLTx(txApp)
 		if err != nil {
 			return err
 		}
@@ -378,24 +379,6 @@ func runWork(work func(*Tx) error, tx *Tx) (err error) {
 		}
 	}()
 	return work(tx)
-}
-
-// sqlTxOf is the *sql.Tx of a transaction's app: dbx's builders (its SQLite
-// one embeds BaseBuilder) hold it.
-func sqlTxOf(txApp core.App) (*sql.Tx, error) {
-	dbxTx, ok := txApp.NonconcurrentDB().(*dbx.Tx)
-	if !ok {
-		return nil, fmt.Errorf("a transaction's write connection is a %T", txApp.NonconcurrentDB())
-	}
-	b, _ := dbxTx.Builder.(interface{ Executor() dbx.Executor })
-	if b == nil {
-		return nil, fmt.Errorf("a transaction's builder is a %T, without its *sql.Tx", dbxTx.Builder)
-	}
-	sqlTx, ok := b.Executor().(*sql.Tx)
-	if !ok {
-		return nil, fmt.Errorf("a transaction's executor is a %T, not a *sql.Tx", b.Executor())
-	}
-	return sqlTx, nil
 }
 
 // Insert adds np as a new pet in the transaction.
