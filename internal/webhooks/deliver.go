@@ -478,7 +478,7 @@ func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []
 		if r.err != nil {
 			errText = truncate(r.err.Error(), 500)
 		}
-		rows[i] = []any{core.GenerateDefaultRandomId(), ev.ID, ev.WebhookID, r.status, errText, r.latency.Milliseconds(), r.answer}
+		rows[i] = []any{attemptID(now, i), ev.ID, ev.WebhookID, r.status, errText, r.latency.Milliseconds(), r.answer}
 		if r.delivered() {
 			outcomes[i] = "delivered"
 			delivered = append(delivered, ev)
@@ -520,6 +520,14 @@ func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []
 		return nil
 	}
 	return d.endpointAfter(tx.NonconcurrentDB(), to.record, results[len(results)-1].delivered(), now)
+}
+
+// attemptID is a sortable id for a batch's i-th attempt: its 9th and 10th
+// characters are i, so that a batch's ids, of one millisecond, differ.
+func attemptID(now time.Time, i int) string {
+	b := []byte(sortableID(now))
+	b[8], b[9] = idAlphabet[i/36%36], idAlphabet[i%36]
+	return string(b)
 }
 
 // idsJSON is the JSON array of evs' ids.

@@ -3,7 +3,9 @@ package webhooks
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -198,11 +200,10 @@ func (o *Outbox) write(tx core.App, e Event, endpoints []string) error {
 	webhookID := "msg_" + security.RandomString(24)
 	stamp := dateString(now)
 	for _, endpoint := range endpoints {
-		_, err := tx.NonconcurrentDB().NewQuery(insertEventSQL).Bind(dbx.Params{
-			"id": core.GenerateDefaultRandomId(), "webhookId": webhookID, "endpoint": endpoint,
+		if err := insertEvent(tx, dbx.Params{
+			"webhookId": webhookID, "endpoint": endpoint,
 			"type": string(e.Type), "body": string(body), "now": stamp, "dedupe": e.Dedupe,
-		}).Execute()
-		if err != nil {
+		}); err != nil {
 			return fmt.Errorf("webhooks: write a %s event: %w", e.Type, err)
 		}
 	}
@@ -217,6 +218,54 @@ func (o *Outbox) write(tx core.App, e Event, endpoints []string) error {
 		o.Wake()
 	}
 	return nil
+}
+
+// maxIDAttempts bounds the ids an event tries: sortable ids have fewer
+// random characters than PocketBase's.
+const maxIDAttempts = 5
+
+// insertEvent inserts one event with a new sortable id. When no row is
+// written, the endpoint is gone or the dedupe text is taken, unless the id
+// is: then it tries another.
+func insertEvent(tx core.App, params dbx.Params) error {
+	for range maxIDAttempts {
+		id := sortableID(time.Now())
+		params["id"] = id
+		res, err := tx.NonconcurrentDB().NewQuery(insertEventSQL).Bind(params).Execute()
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		var taken int
+		if err := tx.NonconcurrentDB().NewQuery("SELECT COUNT(*) FROM " + EventsCollection + " WHERE id = {:id}").
+			Bind(dbx.Params{"id": id}).Row(&taken); err != nil || taken == 0 {
+			return err
+		}
+	}
+	return errors.New("no free id")
+}
+
+// idAlphabet is PocketBase's ids' alphabet, in ASCII order.
+const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+// sortableID is a record id as PocketBase's (15 of [a-z0-9]) that sorts by
+// time: 8 characters of base 36 milliseconds since 1970 (until 2059), then
+// 7 random ones. The outbox's and the attempts' rows are written in the
+// order of their ids, so each id index grows at its end, on the page the
+// last write dirtied, not on a page of its own anywhere in the index.
+func sortableID(t time.Time) string {
+	var b [15]byte
+	ms := uint64(t.UnixMilli())
+	for i := 7; i >= 0; i-- {
+		b[i] = idAlphabet[ms%36]
+		ms /= 36
+	}
+	for i := 8; i < len(b); i++ {
+		b[i] = idAlphabet[rand.IntN(len(idAlphabet))]
+	}
+	return string(b[:])
 }
 
 // Wake tells the deliverer that events wait, without waiting for it.
