@@ -211,6 +211,8 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 	if m != nil {
 		petWriter.OnCommitted(m.ObservePetsCommit)
 	}
+	// Bound before the writer's stop, the outbox closes its statement after it.
+	stops.onTerminate("petstoreOutboxClose", "Could not close the webhooks outbox's statement", s.outbox.Close)
 	stops.onTerminate("petstorePetWriterStop", "", func() error { petWriter.Stop(); return nil })
 
 	reqlog, err := requestlog.Start(app, requestlog.Config{

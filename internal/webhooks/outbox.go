@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/security"
 	"github.com/pocketbase/pocketbase/tools/types"
+
+	"petstore/internal/database"
 )
 
 // Outbox writes events, in the transaction of their cause, for the
@@ -31,6 +34,7 @@ type Outbox struct {
 	version atomic.Pointer[func() (int64, error)] // nil: read in each transaction
 	mu      sync.Mutex                            // one Refresh at a time
 	subs    atomic.Pointer[subscriptions]
+	insert  atomic.Pointer[sql.Stmt] // insertEventSQL, prepared by Watch; nil: parsed each time
 
 	wake chan struct{} // an event committed: the deliverer looks now
 }
@@ -48,10 +52,30 @@ func NewOutbox(app core.App) *Outbox {
 }
 
 // Watch makes the outbox keep the subscriptions in memory, read again when
-// version (a dataversion.Watch's Version) has changed since they were read.
+// version (a dataversion.Watch's Version) has changed since they were read,
+// and prepares its insert on the write connection. Close closes it.
 func (o *Outbox) Watch(version func() (int64, error)) error {
+	db, err := database.WriteDB(o.app)
+	if err != nil {
+		return err
+	}
+	stmt, err := db.Prepare(insertEventSQL)
+	if err != nil {
+		return fmt.Errorf("webhooks: prepare the outbox's insert: %w", err)
+	}
+	if old := o.insert.Swap(stmt); old != nil {
+		_ = old.Close()
+	}
 	o.version.Store(&version)
 	return o.Refresh()
+}
+
+// Close closes the insert Watch prepared; later events parse it each time.
+func (o *Outbox) Close() error {
+	if stmt := o.insert.Swap(nil); stmt != nil {
+		return stmt.Close()
+	}
+	return nil
 }
 
 // Refresh reads the subscriptions again if the data version changed since
@@ -187,8 +211,8 @@ func (o *Outbox) WriteTo(app core.App, endpoint string, e Event) error {
 // no event is left without its endpoint.
 const insertEventSQL = "INSERT INTO " + EventsCollection +
 	" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
-	" SELECT {:id}, {:webhookId}, {:endpoint}, {:type}, {:body}, 'pending', 0, {:now}, '', '', {:dedupe}, {:now}, {:now}" +
-	" WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = {:endpoint})" +
+	" SELECT :id, :webhookId, :endpoint, :type, :body, 'pending', 0, :now, '', '', :dedupe, :now, :now" +
+	" WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = :endpoint)" +
 	" ON CONFLICT DO NOTHING"
 
 func (o *Outbox) write(tx core.App, e Event, endpoints []string) error {
@@ -199,11 +223,15 @@ func (o *Outbox) write(tx core.App, e Event, endpoints []string) error {
 	}
 	webhookID := "msg_" + security.RandomString(24)
 	stamp := dateString(now)
+	w, err := o.writer(tx)
+	if err != nil {
+		return err
+	}
+	defer w.close()
 	for _, endpoint := range endpoints {
-		if err := insertEvent(tx, dbx.Params{
-			"webhookId": webhookID, "endpoint": endpoint,
-			"type": string(e.Type), "body": string(body), "now": stamp, "dedupe": e.Dedupe,
-		}); err != nil {
+		if err := w.insertEvent(sql.Named("webhookId", webhookID), sql.Named("endpoint", endpoint),
+			sql.Named("type", string(e.Type)), sql.Named("body", string(body)), sql.Named("now", stamp),
+			sql.Named("dedupe", e.Dedupe)); err != nil {
 			return fmt.Errorf("webhooks: write a %s event: %w", e.Type, err)
 		}
 	}
@@ -224,14 +252,51 @@ func (o *Outbox) write(tx core.App, e Event, endpoints []string) error {
 // random characters than PocketBase's.
 const maxIDAttempts = 5
 
+// eventWriter runs the outbox's statements on app's write connection: in
+// its transaction, if any.
+type eventWriter struct {
+	insert *sql.Stmt
+	close  func()
+	query  func(query string, args ...any) *sql.Row
+}
+
+func (o *Outbox) writer(app core.App) (eventWriter, error) {
+	prepared := o.insert.Load()
+	if app.IsTransactional() {
+		tx, err := database.SQLTx(app)
+		if err != nil {
+			return eventWriter{}, err
+		}
+		if prepared == nil {
+			if prepared, err = tx.Prepare(insertEventSQL); err != nil {
+				return eventWriter{}, err
+			}
+		} else {
+			prepared = tx.Stmt(prepared)
+		}
+		return eventWriter{insert: prepared, close: func() { _ = prepared.Close() }, query: tx.QueryRow}, nil
+	}
+	db, err := database.WriteDB(app)
+	if err != nil {
+		return eventWriter{}, err
+	}
+	close := func() {}
+	if prepared == nil {
+		if prepared, err = db.Prepare(insertEventSQL); err != nil {
+			return eventWriter{}, err
+		}
+		close = func() { _ = prepared.Close() }
+	}
+	return eventWriter{insert: prepared, close: close, query: db.QueryRow}, nil
+}
+
 // insertEvent inserts one event with a new sortable id. When no row is
 // written, the endpoint is gone or the dedupe text is taken, unless the id
 // is: then it tries another.
-func insertEvent(tx core.App, params dbx.Params) error {
+func (w eventWriter) insertEvent(args ...any) error {
 	for range maxIDAttempts {
 		id := sortableID(time.Now())
-		params["id"] = id
-		res, err := tx.NonconcurrentDB().NewQuery(insertEventSQL).Bind(params).Execute()
+		res, err := w.insert.Exec(append(args, sql.Named("id", id))...)
 		if err != nil {
 			return err
 		}
@@ -239,8 +304,7 @@ func insertEvent(tx core.App, params dbx.Params) error {
 			return err
 		}
 		var taken int
-		if err := tx.NonconcurrentDB().NewQuery("SELECT COUNT(*) FROM " + EventsCollection + " WHERE id = {:id}").
-			Bind(dbx.Params{"id": id}).Row(&taken); err != nil || taken == 0 {
+		if err := w.query("SELECT COUNT(*) FROM "+EventsCollection+" WHERE id = ?", id).Scan(&taken); err != nil || taken == 0 {
 			return err
 		}
 	}
