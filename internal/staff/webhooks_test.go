@@ -333,3 +333,69 @@ func TestWebhookKeyBanned(t *testing.T) {
 		t.Errorf("data %s", got[0].Data)
 	}
 }
+
+// The history keeps each failed attempt, and the deliveries of a batch as
+// one record: the last event's, with how many were delivered in a row.
+// Events created while the first one waits for its retry go with it, in
+// order, in one batch.
+func TestWebhookHistoryOfABatch(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	var calls sync.Mutex
+	failed := false
+	answer := rcv.Config.Handler
+	rcv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		calls.Lock()
+		first := !failed
+		failed = true
+		calls.Unlock()
+		if first {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		answer.ServeHTTP(w, req)
+		_, _ = io.WriteString(w, "thanks")
+	})
+	id, _ := s.addEndpoint(t, rcv.URL, "pet.created")
+	key := s.NewKey(t, apikeys.NewKey{Name: "hooks", Plan: "enterprise"})
+	s.CreatePet(t, key, map[string]any{"name": "First", "categoryId": 1})
+	deadline := time.Now().Add(10 * time.Second)
+	for s.CountRecords(t, webhooks.AttemptsCollection) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, name := range []string{"Second", "Third"} {
+		s.CreatePet(t, key, map[string]any{"name": name, "categoryId": 1})
+	}
+	got := rcv.waitFor(t, "pet.created", "pet.created", "pet.created")
+	var names []string
+	for _, d := range got {
+		var pet struct{ Name string }
+		_ = json.Unmarshal(d.Data, &pet)
+		names = append(names, pet.Name)
+	}
+	if strings.Join(names, ",") != "First,Second,Third" {
+		t.Errorf("delivered %v after the retry, want First, Second, Third", names)
+	}
+	var attempts struct{ Items []webhooks.Attempt }
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id+"/attempts", s.token, nil)
+		if err := json.Unmarshal(r.Body, &attempts); err != nil {
+			t.Fatal(err)
+		}
+		if len(attempts.Items) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(attempts.Items) != 2 {
+		t.Fatalf("history %+v, want the delivered batch and the failed attempt", attempts.Items)
+	}
+	batch, failure := attempts.Items[0], attempts.Items[1]
+	if batch.Events != 3 || batch.Status != 200 || batch.Response != "thanks" || batch.EventStatus != "delivered" ||
+		batch.WebhookID != got[2].header.Get("webhook-id") {
+		t.Errorf("the batch's record %+v, want 3 events, the last one's", batch)
+	}
+	if failure.Events != 1 || failure.Status != 500 || failure.WebhookID != got[0].header.Get("webhook-id") {
+		t.Errorf("the failure's record %+v", failure)
+	}
+}

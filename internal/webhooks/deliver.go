@@ -200,11 +200,12 @@ const (
 		" lease_owner = '', lease_until = '', updated = :now WHERE id = :id"
 	releaseSQL = "UPDATE " + EventsCollection + " SET lease_owner = '', lease_until = ''" +
 		" WHERE id IN (SELECT value FROM json_each(:ids)) AND lease_owner = :owner"
-	// attemptsSQL writes a batch's attempts, in order, from a JSON array
-	// of [id, event, webhook_id, status, error, latency_ms, response].
+	// attemptsSQL writes a batch's history, in order, from a JSON array
+	// of [id, event, webhook_id, events, status, error, latency_ms,
+	// response].
 	attemptsSQL = "INSERT INTO " + AttemptsCollection +
-		" (id, event, endpoint, webhook_id, status, error, latency_ms, response, created)" +
-		" SELECT value->>0, value->>1, :endpoint, value->>2, value->>3, value->>4, value->>5, value->>6, :now" +
+		" (id, event, endpoint, webhook_id, events, status, error, latency_ms, response, created)" +
+		" SELECT value->>0, value->>1, :endpoint, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, :now" +
 		" FROM json_each(:rows) ORDER BY key"
 )
 
@@ -464,26 +465,34 @@ func (d *Deliverer) step(to *target, done []event, results []result, next int) (
 	return leased, until, nil
 }
 
-// record writes, in tx, each attempt of results and what it makes of its
-// event, gives back the events of batch not attempted, and keeps the
-// endpoint's failing streak; outcomes gets each attempt's outcome. The
-// attempts are one INSERT, the delivered events one UPDATE.
+// record writes, in tx, what results make of batch's events, gives back
+// the events not attempted, and keeps the endpoint's failing streak;
+// outcomes gets each attempt's outcome. The history gets a record for the
+// deliveries, one for all of them (the last one's event, status and answer,
+// the slowest's latency, and how many they are), and one for the failed
+// attempt, if any: the attempts (at most one fails, the batch's last) are
+// one INSERT, the delivered events one UPDATE.
 func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []event, results []result, outcomes []string, to *target, now time.Time) error {
 	stamp := dateString(now)
-	rows := make([][]any, len(results))
+	var rows [][]any
 	var delivered []event
+	var slowest time.Duration
 	for i, r := range results {
 		ev := batch[i]
+		if r.delivered() {
+			outcomes[i] = "delivered"
+			delivered = append(delivered, ev)
+			slowest = max(slowest, r.latency)
+			if i+1 == len(results) || !results[i+1].delivered() {
+				rows = append(rows, []any{attemptID(now, len(rows)), ev.ID, ev.WebhookID, len(delivered), r.status, "", slowest.Milliseconds(), r.answer})
+			}
+			continue
+		}
 		errText := ""
 		if r.err != nil {
 			errText = truncate(r.err.Error(), 500)
 		}
-		rows[i] = []any{attemptID(now, i), ev.ID, ev.WebhookID, r.status, errText, r.latency.Milliseconds(), r.answer}
-		if r.delivered() {
-			outcomes[i] = "delivered"
-			delivered = append(delivered, ev)
-			continue
-		}
+		rows = append(rows, []any{attemptID(now, len(rows)), ev.ID, ev.WebhookID, 1, r.status, errText, r.latency.Milliseconds(), r.answer})
 		attempts := ev.Attempts + 1
 		status, next := "failed", ev.NextAttempt
 		outcomes[i] = "failed"
@@ -522,8 +531,9 @@ func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []
 	return d.endpointAfter(tx.NonconcurrentDB(), to.record, results[len(results)-1].delivered(), now)
 }
 
-// attemptID is a sortable id for a batch's i-th attempt: its 9th and 10th
-// characters are i, so that a batch's ids, of one millisecond, differ.
+// attemptID is a sortable id for a batch's i-th history record: its 9th
+// and 10th characters are i, so that a batch's ids, of one millisecond,
+// differ.
 func attemptID(now time.Time, i int) string {
 	b := []byte(sortableID(now))
 	b[8], b[9] = idAlphabet[i/36%36], idAlphabet[i%36]
