@@ -7,11 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,12 +83,12 @@ type Deliverer struct {
 	app    core.App
 	outbox *Outbox
 	cfg    Config
-	client *http.Client
 	owner  string // this instance's name in leases
 	stmts  statements
 
 	mu      sync.Mutex
-	sending map[string]bool // endpoints with a sender running here
+	sending map[string]bool    // endpoints with a sender running here
+	clients map[string]*Client // by endpoint: its connection, kept between batches
 
 	stop   chan struct{}
 	ctx    context.Context // ends at Stop: attempts under way end too
@@ -100,8 +99,8 @@ type Deliverer struct {
 // StartDeliverer starts sending outbox's events. Stop stops it.
 func StartDeliverer(app core.App, outbox *Outbox, cfg Config) (*Deliverer, error) {
 	d := &Deliverer{
-		app: app, outbox: outbox, cfg: cfg, client: NewClient(cfg.Targets),
-		owner: security.RandomString(16), sending: map[string]bool{}, stop: make(chan struct{}),
+		app: app, outbox: outbox, cfg: cfg, owner: security.RandomString(16),
+		sending: map[string]bool{}, clients: map[string]*Client{}, stop: make(chan struct{}),
 	}
 	if err := d.stmts.prepare(app); err != nil {
 		return nil, err
@@ -112,25 +111,6 @@ func StartDeliverer(app core.App, outbox *Outbox, cfg Config) (*Deliverer, error
 	return d, nil
 }
 
-// NewClient is the HTTP client of deliveries: no proxy, no redirect
-// followed, every address checked before connecting, every phase bounded.
-// Its connections are kept alive between the attempts.
-func NewClient(t Targets) *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{
-		Timeout: Timeout,
-		Transport: &http.Transport{
-			Proxy:                 nil,
-			DialContext:           t.DialContext(dialer),
-			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: Timeout,
-			MaxIdleConnsPerHost:   2,
-			IdleConnTimeout:       time.Minute,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
 // Stop stops looking for events and ends the attempts under way, which
 // are retried later (by another instance, or after a restart).
 func (d *Deliverer) Stop() {
@@ -138,6 +118,35 @@ func (d *Deliverer) Stop() {
 	d.cancel()
 	d.wg.Wait()
 	d.stmts.close()
+	for _, c := range d.clients {
+		c.Close()
+	}
+}
+
+// client is the endpoint's client, made at its first delivery.
+func (d *Deliverer) client(endpoint string) *Client {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.clients[endpoint]
+	if c == nil {
+		c = NewClient(d.cfg.Targets)
+		d.clients[endpoint] = c
+	}
+	return c
+}
+
+// closeIdle closes the clients of endpoints that no sender uses and whose
+// connection has been idle for idleTimeout.
+func (d *Deliverer) closeIdle() {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for endpoint, c := range d.clients {
+		if !d.sending[endpoint] && c.idle(now) {
+			c.Close()
+			delete(d.clients, endpoint)
+		}
+	}
 }
 
 func (d *Deliverer) run() {
@@ -149,6 +158,7 @@ func (d *Deliverer) run() {
 		case <-d.stop:
 			return
 		case <-t.C:
+			d.closeIdle()
 		case <-d.outbox.wake:
 		}
 		if err := d.outbox.Refresh(); err != nil {
@@ -307,7 +317,7 @@ func (d *Deliverer) dispatch() {
 // target is an endpoint as its attempts need it.
 type target struct {
 	record *core.Record
-	url    string
+	url    *url.URL
 	keys   [][]byte // the secrets' HMAC keys: two during a roll's grace
 	read   time.Time
 }
@@ -326,7 +336,11 @@ func (d *Deliverer) readTarget(endpointID string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &target{record: r, url: r.GetString("url"), keys: keys, read: time.Now()}, nil
+	u, err := url.Parse(r.GetString("url"))
+	if err != nil {
+		return nil, err
+	}
+	return &target{record: r, url: u, keys: keys, read: time.Now()}, nil
 }
 
 // send sends the endpoint's due events, in order, batch after batch, until
@@ -342,6 +356,7 @@ func (d *Deliverer) send(endpointID string) {
 	var results []result
 	var until time.Time
 	var to *target
+	client := d.client(endpointID)
 	size := batchMax
 	for {
 		// The endpoint, read again every second: a change or a roll applies
@@ -376,7 +391,7 @@ func (d *Deliverer) send(endpointID string) {
 			return
 		}
 		var slowest time.Duration
-		results, slowest = d.post(to, batch, until)
+		results, slowest = d.post(client, to, batch, until)
 		if n := len(results); n > 0 && d.ctx.Err() != nil && !results[n-1].delivered() {
 			// Ended by Stop, not by the endpoint: no attempt; the event
 			// is given back with the rest.
@@ -574,7 +589,7 @@ func (r result) delivered() bool { return r.err == nil && r.status >= 200 && r.s
 // post sends batch's events in order, until one fails or the deliverer
 // stops; it extends their lease while it would end before an attempt's
 // timeout. It returns the attempts' results and the slowest's latency.
-func (d *Deliverer) post(to *target, batch []event, until time.Time) ([]result, time.Duration) {
+func (d *Deliverer) post(client *Client, to *target, batch []event, until time.Time) ([]result, time.Duration) {
 	var results []result
 	var slowest time.Duration
 	for i, ev := range batch {
@@ -591,7 +606,7 @@ func (d *Deliverer) post(to *target, batch []event, until time.Time) ([]result, 
 			}
 			until = next
 		}
-		r := d.postOne(to, ev)
+		r := d.postOne(client, to, ev)
 		results = append(results, r)
 		slowest = max(slowest, r.latency)
 		if !r.delivered() {
@@ -610,34 +625,23 @@ func ids(evs []event) []any {
 }
 
 // postOne makes one attempt.
-func (d *Deliverer) postOne(to *target, ev event) (r result) {
+func (d *Deliverer) postOne(client *Client, to *target, ev event) (r result) {
 	began := time.Now()
 	defer func() { r.latency = time.Since(began) }()
 	ts := began.Unix()
-	ctx, cancel := context.WithTimeout(d.ctx, Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, to.url, strings.NewReader(ev.Body))
-	if err != nil {
-		return result{err: err}
-	}
-	req.Header = http.Header{
+	header := http.Header{
 		"Content-Type":      {"application/json"},
 		"User-Agent":        {"petstore-webhooks"},
 		"Webhook-Id":        {ev.WebhookID},
 		"Webhook-Timestamp": {strconv.FormatInt(ts, 10)},
 		"Webhook-Signature": {sign(ev.WebhookID, ts, []byte(ev.Body), to.keys)},
 	}
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return result{err: errors.Unwrap(err)}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, answerLimit))
+	status, body, err := client.Post(d.ctx, to.url, header, ev.Body, answerLimit)
 	if len(body) > answerBytes {
 		body = body[:answerBytes]
 	}
-	r = result{status: resp.StatusCode, answer: string(bytes.ToValidUTF8(body, nil))}
-	if err != nil && (resp.StatusCode < 200 || resp.StatusCode > 299) {
+	r = result{status: status, answer: string(bytes.ToValidUTF8(body, nil))}
+	if err != nil && (status < 200 || status > 299) {
 		r.err = err
 	}
 	return r
