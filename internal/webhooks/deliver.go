@@ -202,8 +202,13 @@ const (
 	// outbox.
 	headsSQL = "SELECT id, webhook_id, endpoint, type, body, attempts, next_attempt, lease_until FROM " + EventsCollection +
 		" WHERE endpoint = :endpoint AND status = 'pending' ORDER BY rowid LIMIT :limit"
+	// leaseSQL leases a batch's first event, the endpoint's oldest
+	// pending one: every instance sends an endpoint's events from that one
+	// on, in order, and sends nothing while it is leased, so its lease
+	// holds the batch. extendSQL extends it.
 	leaseSQL = "UPDATE " + EventsCollection + " SET lease_owner = :owner, lease_until = :until" +
-		" WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'pending' AND lease_until < :now"
+		" WHERE id = :id AND status = 'pending' AND lease_until < :now"
+	extendSQL    = "UPDATE " + EventsCollection + " SET lease_until = :until WHERE id = :id AND lease_owner = :owner"
 	deliveredSQL = "UPDATE " + EventsCollection + " SET status = 'delivered', attempts = attempts + 1," +
 		" lease_owner = '', lease_until = '', updated = :now WHERE id IN (SELECT value FROM json_each(:ids))"
 	failedSQL = "UPDATE " + EventsCollection + " SET status = :status, attempts = :attempts, next_attempt = :next," +
@@ -220,7 +225,7 @@ const (
 )
 
 type statements struct {
-	look, heads, lease, delivered, failed, release, attempts *sql.Stmt
+	look, heads, lease, extend, delivered, failed, release, attempts *sql.Stmt
 }
 
 func (st *statements) prepare(app core.App) error {
@@ -240,6 +245,7 @@ func (st *statements) prepare(app core.App) error {
 		{&st.look, reads.DB(), headsSQL},
 		{&st.heads, db, headsSQL},
 		{&st.lease, db, leaseSQL},
+		{&st.extend, db, extendSQL},
 		{&st.delivered, db, deliveredSQL},
 		{&st.failed, db, failedSQL},
 		{&st.release, db, releaseSQL},
@@ -256,7 +262,7 @@ func (st *statements) prepare(app core.App) error {
 }
 
 func (st *statements) close() {
-	for _, stmt := range []*sql.Stmt{st.look, st.heads, st.lease, st.delivered, st.failed, st.release, st.attempts} {
+	for _, stmt := range []*sql.Stmt{st.look, st.heads, st.lease, st.extend, st.delivered, st.failed, st.release, st.attempts} {
 		if stmt != nil {
 			_ = stmt.Close()
 		}
@@ -404,13 +410,14 @@ func (d *Deliverer) send(endpointID string) {
 	}
 }
 
-var errLeaseLost = errors.New("webhooks: another instance leased some of the events")
+var errLeaseLost = errors.New("webhooks: another instance leased the events")
 
 // step runs one transaction. It records the attempts of done, in order (a
 // result for each of its first events; the events after them go back
 // unsent), and keeps the endpoint's failing streak; then, unless next is
 // 0, it leases to this instance the endpoint's oldest pending events that
-// are due, at most next, and returns them with the lease's end. The write
+// are due, at most next (the first one's lease holds them all), and
+// returns them with the lease's end. The write
 // transaction begins IMMEDIATE: what it reads, no instance changes before
 // it commits. After the commit, it counts and logs the attempts.
 func (d *Deliverer) step(to *target, done []event, results []result, next int) ([]event, time.Time, error) {
@@ -447,11 +454,11 @@ func (d *Deliverer) step(to *target, done []event, results []result, next int) (
 		}
 		evs = evs[:n]
 		res, err := stmt(d.stmts.lease).Exec(sql.Named("owner", d.owner), sql.Named("until", dateString(until)),
-			sql.Named("ids", idsJSON(evs)), sql.Named("now", stamp))
+			sql.Named("id", evs[0].ID), sql.Named("now", stamp))
 		if err != nil {
 			return err
 		}
-		if got, err := res.RowsAffected(); err != nil || int(got) != len(evs) {
+		if got, err := res.RowsAffected(); err != nil || got != 1 {
 			return errLeaseLost
 		}
 		leased = evs
@@ -587,19 +594,19 @@ type result struct {
 func (r result) delivered() bool { return r.err == nil && r.status >= 200 && r.status < 300 }
 
 // post sends batch's events in order, until one fails or the deliverer
-// stops; it extends their lease while it would end before an attempt's
-// timeout. It returns the attempts' results and the slowest's latency.
+// stops; it extends the batch's lease (its first event's, pending until
+// the batch is recorded) while it would end before an attempt's timeout.
+// It returns the attempts' results and the slowest's latency.
 func (d *Deliverer) post(client *Client, to *target, batch []event, until time.Time) ([]result, time.Duration) {
 	var results []result
 	var slowest time.Duration
-	for i, ev := range batch {
+	for _, ev := range batch {
 		if d.ctx.Err() != nil {
 			break
 		}
 		if time.Until(until) < Timeout+5*time.Second {
 			next := time.Now().Add(lease)
-			_, err := d.app.NonconcurrentDB().Update(EventsCollection, dbx.Params{"lease_until": dateString(next)},
-				dbx.And(dbx.In("id", ids(batch[i:])...), dbx.HashExp{"lease_owner": d.owner})).Execute()
+			_, err := d.stmts.extend.Exec(sql.Named("until", dateString(next)), sql.Named("id", batch[0].ID), sql.Named("owner", d.owner))
 			if err != nil {
 				d.cfg.Log.Error("Webhooks: could not extend a lease", "error", err)
 				break
@@ -614,14 +621,6 @@ func (d *Deliverer) post(client *Client, to *target, batch []event, until time.T
 		}
 	}
 	return results, slowest
-}
-
-func ids(evs []event) []any {
-	list := make([]any, len(evs))
-	for i, ev := range evs {
-		list[i] = ev.ID
-	}
-	return list
 }
 
 // postOne makes one attempt.

@@ -6,8 +6,9 @@
 // record per event and endpoint) in the SQLite transaction of the change it
 // tells of, so it exists if and only if the change committed. A Deliverer
 // sends the outbox: per endpoint, in order of creation, one event at a time,
-// each held by a lease in SQLite so that, with several instances on one
-// data directory, one instance sends it at a time. A crash at any moment
+// held by a lease in SQLite (on the endpoint's oldest pending event, from
+// which every instance starts) so that, with several instances on one data
+// directory, one instance sends an endpoint's events at a time. A crash at any moment
 // loses nothing: an event whose lease ran out is sent again, with the same
 // webhook-id, which receivers use to drop repeats.
 //
