@@ -201,12 +201,11 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		if !s.outbox.Subscribed(webhooks.PetCreated) {
 			return nil
 		}
-		for _, row := range rows {
-			if err := s.outbox.Write(tx, webhooks.Event{Type: webhooks.PetCreated, Data: row.Pet}); err != nil {
-				return err
-			}
+		events := make([]webhooks.Event, len(rows))
+		for i, row := range rows {
+			events[i] = webhooks.Event{Type: webhooks.PetCreated, Data: row.Pet}
 		}
-		return nil
+		return s.outbox.Write(tx, events...)
 	})
 	if m != nil {
 		petWriter.OnCommitted(m.ObservePetsCommit)

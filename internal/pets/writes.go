@@ -42,8 +42,7 @@ type Writer struct {
 	app core.App
 	// created hears of each caller's new rows after their commit; nil: none.
 	created func([]Row)
-	// inserted hears of each caller's new rows inside their transaction;
-	// nil: none.
+	// inserted hears of a transaction's new rows inside it; nil: none.
 	inserted func(tx core.App, rows []Row) error
 	// committed hears of each transaction that committed: how many creates
 	// it held and how long it took; nil: none.
@@ -150,12 +149,15 @@ func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 // back, calls nothing. It is set before the first create.
 func (w *Writer) OnCreated(created func([]Row)) { w.created = created }
 
-// OnInserted makes the writer call inserted inside the transaction, after
-// each caller's work that inserted rows, with the transaction's app and
-// those rows: what inserted writes commits or rolls back with them (the
-// webhooks' outbox). Its error fails that caller's create as the work's
-// own would. It runs in the writer's goroutine, and again whenever the work
-// runs again. It is set before the first create.
+// OnInserted makes the writer call inserted inside the transaction, once,
+// after all its callers' works, with the transaction's app and the rows of
+// the works that succeeded, in order (none inserted: no call): what
+// inserted writes commits or rolls back with them (the webhooks' outbox),
+// in one statement for the batch if it likes, outside every create's
+// savepoint. Its error fails the transaction, whose creates then run again
+// one by one, so that it fails only the create whose rows it refuses, as
+// the work's own error would. It runs in the writer's goroutine, and again
+// whenever the works run again. It is set before the first create.
 func (w *Writer) OnInserted(inserted func(tx core.App, rows []Row) error) { w.inserted = inserted }
 
 // OnCommitted makes the writer call committed, in its own goroutine, after
@@ -334,7 +336,9 @@ func (w *Writer) transaction(batch []*write) error {
 		if len(batch) == 1 { // the transaction is its savepoint
 			wr := batch[0]
 			tx.write = wr
-			wr.err = w.runWrite(wr, tx)
+			if wr.err = runWork(wr.work, tx); wr.err == nil {
+				wr.err = w.afterWorks(txApp, batch)
+			}
 			return wr.err
 		}
 		savepoint, release, rollbackTo := sqlTx.Stmt(w.savepoint), sqlTx.Stmt(w.release), sqlTx.Stmt(w.rollbackTo)
@@ -346,7 +350,7 @@ func (w *Writer) transaction(batch []*write) error {
 				return err
 			}
 			tx.write = wr
-			if wr.err = w.runWrite(wr, tx); wr.err != nil {
+			if wr.err = runWork(wr.work, tx); wr.err != nil {
 				if _, err := rollbackTo.Exec(); err != nil {
 					return err
 				}
@@ -355,19 +359,26 @@ func (w *Writer) transaction(batch []*write) error {
 				return err
 			}
 		}
-		return nil
+		return w.afterWorks(txApp, batch)
 	})
 }
 
-// runWrite runs wr's work in tx, then the inserted callback on its rows.
-func (w *Writer) runWrite(wr *write, tx *Tx) error {
-	if err := runWork(wr.work, tx); err != nil {
-		return err
+// afterWorks calls the inserted callback with the rows of batch's works
+// that succeeded.
+func (w *Writer) afterWorks(txApp core.App, batch []*write) error {
+	if w.inserted == nil {
+		return nil
 	}
-	if w.inserted != nil && len(wr.rows) > 0 {
-		return w.inserted(tx.app, wr.rows)
+	var rows []Row
+	for _, wr := range batch {
+		if wr.err == nil {
+			rows = append(rows, wr.rows...)
+		}
 	}
-	return nil
+	if len(rows) == 0 {
+		return nil
+	}
+	return w.inserted(txApp, rows)
 }
 
 // runWork is work's error, or its panic as an error: a panic in one create

@@ -193,7 +193,22 @@ func TestWebhookStaffRoutes(t *testing.T) {
 		}
 	}
 
-	// A failed event, resent, is delivered with its webhook-id.
+	// A failed event, resent, is delivered with its webhook-id. The
+	// receiver hears of the delivery before the deliverer records it: the
+	// event fails once recorded.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var delivered int
+		if err := s.App.DB().NewQuery("SELECT COUNT(*) FROM webhook_events WHERE status = 'delivered'").Row(&delivered); err != nil {
+			t.Fatal(err)
+		}
+		if delivered == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the test event is not recorded as delivered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if _, err := s.App.DB().NewQuery("UPDATE webhook_events SET status = 'failed', attempts = 9").Execute(); err != nil {
 		t.Fatal(err)
 	}

@@ -506,7 +506,7 @@ func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []
 			delivered = append(delivered, ev)
 			slowest = max(slowest, r.latency)
 			if i+1 == len(results) || !results[i+1].delivered() {
-				rows = append(rows, []any{attemptID(now, len(rows)), ev.ID, ev.WebhookID, len(delivered), r.status, "", slowest.Milliseconds(), r.answer})
+				rows = append(rows, []any{batchID(now, len(rows)), ev.ID, ev.WebhookID, len(delivered), r.status, "", slowest.Milliseconds(), r.answer})
 			}
 			continue
 		}
@@ -514,7 +514,7 @@ func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []
 		if r.err != nil {
 			errText = truncate(r.err.Error(), 500)
 		}
-		rows = append(rows, []any{attemptID(now, len(rows)), ev.ID, ev.WebhookID, 1, r.status, errText, r.latency.Milliseconds(), r.answer})
+		rows = append(rows, []any{batchID(now, len(rows)), ev.ID, ev.WebhookID, 1, r.status, errText, r.latency.Milliseconds(), r.answer})
 		attempts := ev.Attempts + 1
 		status, next := "failed", ev.NextAttempt
 		outcomes[i] = "failed"
@@ -551,15 +551,6 @@ func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []
 		return nil
 	}
 	return d.endpointAfter(tx.NonconcurrentDB(), to.record, results[len(results)-1].delivered(), now)
-}
-
-// attemptID is a sortable id for a batch's i-th history record: its 9th
-// and 10th characters are i, so that a batch's ids, of one millisecond,
-// differ.
-func attemptID(now time.Time, i int) string {
-	b := []byte(sortableID(now))
-	b[8], b[9] = idAlphabet[i/36%36], idAlphabet[i%36]
-	return string(b)
 }
 
 // idsJSON is the JSON array of evs' ids.

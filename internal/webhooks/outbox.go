@@ -180,60 +180,142 @@ type Event struct {
 	Dedupe string
 }
 
-// Write writes e, with tx (the transaction of e's cause), for every endpoint
-// subscribed to its type. With none subscribed, it writes nothing, and
-// after Watch reads nothing either.
-func (o *Outbox) Write(tx core.App, e Event) error {
-	var endpoints []string
+// Write writes events, with tx (the transaction of their cause), each for
+// every endpoint subscribed to its type, in order, in one statement. With
+// none subscribed, it writes nothing, and after Watch reads nothing either.
+func (o *Outbox) Write(tx core.App, events ...Event) error {
+	var byType map[Type][]string
 	if o.version.Load() == nil {
-		byType, err := readSubscriptions(tx.NonconcurrentDB())
+		var err error
+		if byType, err = readSubscriptions(tx.NonconcurrentDB()); err != nil {
+			return err
+		}
+	} else if s := o.subs.Load(); s != nil {
+		byType = s.byType
+	}
+	now := time.Now().UTC()
+	var rows []eventRow
+	for _, e := range events {
+		endpoints := byType[e.Type]
+		if len(endpoints) == 0 {
+			continue
+		}
+		more, err := eventRows(e, endpoints, now)
 		if err != nil {
 			return err
 		}
-		endpoints = byType[e.Type]
-	} else if s := o.subs.Load(); s != nil {
-		endpoints = s.byType[e.Type]
+		rows = append(rows, more...)
 	}
-	if len(endpoints) == 0 {
-		return nil
-	}
-	return o.write(tx, e, endpoints)
+	return o.write(tx, rows, now)
 }
 
 // WriteTo writes e for one endpoint, whatever its subscriptions (staff's
 // test event).
 func (o *Outbox) WriteTo(app core.App, endpoint string, e Event) error {
-	return o.write(app, e, []string{endpoint})
+	now := time.Now().UTC()
+	rows, err := eventRows(e, []string{endpoint}, now)
+	if err != nil {
+		return err
+	}
+	return o.write(app, rows, now)
+}
+
+// eventRow is one event for one endpoint, as the outbox stores it.
+type eventRow struct {
+	ID, WebhookID, Endpoint, Type, Body, Dedupe string
+}
+
+// eventRows are e's rows for endpoints: one body and webhook-id for all.
+func eventRows(e Event, endpoints []string, now time.Time) ([]eventRow, error) {
+	body, err := Body{Type: e.Type, Timestamp: now.Truncate(time.Second), Data: e.Data}.encode()
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: encode a %s event: %w", e.Type, err)
+	}
+	webhookID := "msg_" + security.RandomString(24)
+	rows := make([]eventRow, len(endpoints))
+	for i, endpoint := range endpoints {
+		rows[i] = eventRow{WebhookID: webhookID, Endpoint: endpoint, Type: string(e.Type), Body: string(body), Dedupe: e.Dedupe}
+	}
+	return rows, nil
 }
 
 // insertEventSQL writes one event for one endpoint, unless the endpoint is
 // gone (deleted, on another instance, since the subscriptions were read):
-// no event is left without its endpoint.
-const insertEventSQL = "INSERT INTO " + EventsCollection +
-	" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
-	" SELECT :id, :webhookId, :endpoint, :type, :body, 'pending', 0, :now, '', '', :dedupe, :now, :now" +
-	" WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = :endpoint)" +
-	" ON CONFLICT DO NOTHING"
+// no event is left without its endpoint. insertEventsSQL does so for a
+// JSON array of [id, webhook_id, endpoint, type, body, dedupe], in order.
+const (
+	insertEventSQL = "INSERT INTO " + EventsCollection +
+		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
+		" SELECT :id, :webhookId, :endpoint, :type, :body, 'pending', 0, :now, '', '', :dedupe, :now, :now" +
+		" WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = :endpoint)" +
+		" ON CONFLICT DO NOTHING"
+	insertEventsSQL = "INSERT INTO " + EventsCollection +
+		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
+		" SELECT value->>0, value->>1, value->>2, value->>3, value->>4, 'pending', 0, :now, '', '', value->>5, :now, :now" +
+		" FROM json_each(:rows) WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = value->>2)" +
+		" ORDER BY key ON CONFLICT DO NOTHING"
+)
 
-func (o *Outbox) write(tx core.App, e Event, endpoints []string) error {
-	now := time.Now().UTC()
-	body, err := Body{Type: e.Type, Timestamp: now.Truncate(time.Second), Data: e.Data}.encode()
-	if err != nil {
-		return fmt.Errorf("webhooks: encode a %s event: %w", e.Type, err)
+// write inserts rows, with new sortable ids: one by one, or, several, in
+// one statement. A row that statement leaves out (its endpoint gone, its
+// dedupe text taken, or its id: rare, and then the row comes after the
+// others) goes in alone.
+func (o *Outbox) write(tx core.App, rows []eventRow, now time.Time) error {
+	if len(rows) == 0 {
+		return nil
 	}
-	webhookID := "msg_" + security.RandomString(24)
-	stamp := dateString(now)
 	w, err := o.writer(tx)
 	if err != nil {
 		return err
 	}
 	defer w.close()
-	for _, endpoint := range endpoints {
-		if err := w.insertEvent(sql.Named("webhookId", webhookID), sql.Named("endpoint", endpoint),
-			sql.Named("type", string(e.Type)), sql.Named("body", string(body)), sql.Named("now", stamp),
-			sql.Named("dedupe", e.Dedupe)); err != nil {
-			return fmt.Errorf("webhooks: write a %s event: %w", e.Type, err)
+	stamp := dateString(now)
+	if len(rows) > 1 {
+		data := make([][]string, len(rows))
+		for i := range rows {
+			rows[i].ID = batchID(now, i)
+			r := rows[i]
+			data[i] = []string{r.ID, r.WebhookID, r.Endpoint, r.Type, r.Body, r.Dedupe}
 		}
+		encoded, err := json.Marshal(data)
+		if err != nil {
+			return err
+		}
+		res, err := w.exec(insertEventsSQL, sql.Named("rows", string(encoded)), sql.Named("now", stamp))
+		if err != nil {
+			return fmt.Errorf("webhooks: write %d events: %w", len(rows), err)
+		}
+		if n, err := res.RowsAffected(); err != nil || int(n) == len(rows) {
+			return o.written(tx, err)
+		}
+		var left []eventRow
+		for _, r := range rows {
+			var webhookID string
+			err := w.query("SELECT webhook_id FROM "+EventsCollection+" WHERE id = ?", r.ID).Scan(&webhookID)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if webhookID != r.WebhookID {
+				left = append(left, r)
+			}
+		}
+		rows = left
+	}
+	for _, r := range rows {
+		if err := w.insertEvent(sql.Named("webhookId", r.WebhookID), sql.Named("endpoint", r.Endpoint),
+			sql.Named("type", r.Type), sql.Named("body", r.Body), sql.Named("now", stamp),
+			sql.Named("dedupe", r.Dedupe)); err != nil {
+			return fmt.Errorf("webhooks: write a %s event: %w", r.Type, err)
+		}
+	}
+	return o.written(tx, nil)
+}
+
+// written wakes the deliverer once tx commits (at once outside one), unless
+// err.
+func (o *Outbox) written(tx core.App, err error) error {
+	if err != nil {
+		return err
 	}
 	if info := tx.TxInfo(); info != nil {
 		info.OnComplete(func(txErr error) error {
@@ -257,6 +339,7 @@ const maxIDAttempts = 5
 type eventWriter struct {
 	insert *sql.Stmt
 	close  func()
+	exec   func(query string, args ...any) (sql.Result, error)
 	query  func(query string, args ...any) *sql.Row
 }
 
@@ -274,7 +357,7 @@ func (o *Outbox) writer(app core.App) (eventWriter, error) {
 		} else {
 			prepared = tx.Stmt(prepared)
 		}
-		return eventWriter{insert: prepared, close: func() { _ = prepared.Close() }, query: tx.QueryRow}, nil
+		return eventWriter{insert: prepared, close: func() { _ = prepared.Close() }, exec: tx.Exec, query: tx.QueryRow}, nil
 	}
 	db, err := database.WriteDB(app)
 	if err != nil {
@@ -287,7 +370,7 @@ func (o *Outbox) writer(app core.App) (eventWriter, error) {
 		}
 		close = func() { _ = prepared.Close() }
 	}
-	return eventWriter{insert: prepared, close: close, query: db.QueryRow}, nil
+	return eventWriter{insert: prepared, close: close, exec: db.Exec, query: db.QueryRow}, nil
 }
 
 // insertEvent inserts one event with a new sortable id. When no row is
@@ -309,6 +392,14 @@ func (w eventWriter) insertEvent(args ...any) error {
 		}
 	}
 	return errors.New("no free id")
+}
+
+// batchID is a sortable id for a statement's i-th row: its 9th and 10th
+// characters are i, so that the ids of one millisecond's statement differ.
+func batchID(now time.Time, i int) string {
+	b := []byte(sortableID(now))
+	b[8], b[9] = idAlphabet[i/36%36], idAlphabet[i%36]
+	return string(b)
 }
 
 // idAlphabet is PocketBase's ids' alphabet, in ASCII order.
