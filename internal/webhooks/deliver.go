@@ -217,11 +217,11 @@ const (
 		" WHERE id IN (SELECT value FROM json_each(:ids)) AND lease_owner = :owner"
 	// attemptsSQL writes a batch's history, in order, from a JSON array
 	// of [id, event, webhook_id, events, status, error, latency_ms,
-	// response].
+	// response] (jsonb_each: as insertEventsSQL).
 	attemptsSQL = "INSERT INTO " + AttemptsCollection +
 		" (id, event, endpoint, webhook_id, events, status, error, latency_ms, response, created)" +
 		" SELECT value->>0, value->>1, :endpoint, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, :now" +
-		" FROM json_each(:rows) ORDER BY key"
+		" FROM jsonb_each(:rows) ORDER BY key"
 )
 
 type statements struct {

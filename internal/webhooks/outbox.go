@@ -34,10 +34,13 @@ type Outbox struct {
 	version atomic.Pointer[func() (int64, error)] // nil: read in each transaction
 	mu      sync.Mutex                            // one Refresh at a time
 	subs    atomic.Pointer[subscriptions]
-	insert  atomic.Pointer[sql.Stmt] // insertEventSQL, prepared by Watch; nil: parsed each time
+	inserts atomic.Pointer[inserts] // prepared by Watch; nil: parsed each time
 
 	wake chan struct{} // an event committed: the deliverer looks now
 }
+
+// inserts are insertEventSQL and insertEventsSQL, prepared.
+type inserts struct{ one, many *sql.Stmt }
 
 // subscriptions are the endpoints that are not paused, by event type, as
 // read at a data version.
@@ -53,29 +56,39 @@ func NewOutbox(app core.App) *Outbox {
 
 // Watch makes the outbox keep the subscriptions in memory, read again when
 // version (a dataversion.Watch's Version) has changed since they were read,
-// and prepares its insert on the write connection. Close closes it.
+// and prepares its inserts on the write connection. Close closes them.
 func (o *Outbox) Watch(version func() (int64, error)) error {
 	db, err := database.WriteDB(o.app)
 	if err != nil {
 		return err
 	}
-	stmt, err := db.Prepare(insertEventSQL)
-	if err != nil {
+	var ins inserts
+	if ins.one, err = db.Prepare(insertEventSQL); err != nil {
 		return fmt.Errorf("webhooks: prepare the outbox's insert: %w", err)
 	}
-	if old := o.insert.Swap(stmt); old != nil {
-		_ = old.Close()
+	if ins.many, err = db.Prepare(insertEventsSQL); err != nil {
+		_ = ins.one.Close()
+		return fmt.Errorf("webhooks: prepare the outbox's insert: %w", err)
+	}
+	if old := o.inserts.Swap(&ins); old != nil {
+		old.close()
 	}
 	o.version.Store(&version)
 	return o.Refresh()
 }
 
-// Close closes the insert Watch prepared; later events parse it each time.
+// Close closes the inserts Watch prepared; later events parse them each
+// time.
 func (o *Outbox) Close() error {
-	if stmt := o.insert.Swap(nil); stmt != nil {
-		return stmt.Close()
+	if ins := o.inserts.Swap(nil); ins != nil {
+		ins.close()
 	}
 	return nil
+}
+
+func (ins *inserts) close() {
+	_ = ins.one.Close()
+	_ = ins.many.Close()
 }
 
 // Refresh reads the subscriptions again if the data version changed since
@@ -242,7 +255,9 @@ func eventRows(e Event, endpoints []string, now time.Time) ([]eventRow, error) {
 // insertEventSQL writes one event for one endpoint, unless the endpoint is
 // gone (deleted, on another instance, since the subscriptions were read):
 // no event is left without its endpoint. insertEventsSQL does so for a
-// JSON array of [id, webhook_id, endpoint, type, body, dedupe], in order.
+// JSON array of [id, webhook_id, endpoint, type, body, dedupe], in order:
+// jsonb_each hands each row to ->> as binary JSON, which it reads without
+// parsing text again.
 const (
 	insertEventSQL = "INSERT INTO " + EventsCollection +
 		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
@@ -252,7 +267,7 @@ const (
 	insertEventsSQL = "INSERT INTO " + EventsCollection +
 		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
 		" SELECT value->>0, value->>1, value->>2, value->>3, value->>4, 'pending', 0, :now, '', '', value->>5, :now, :now" +
-		" FROM json_each(:rows) WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = value->>2)" +
+		" FROM jsonb_each(:rows) WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = value->>2)" +
 		" ORDER BY key ON CONFLICT DO NOTHING"
 )
 
@@ -268,7 +283,6 @@ func (o *Outbox) write(tx core.App, rows []eventRow, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	defer w.close()
 	stamp := dateString(now)
 	if len(rows) > 1 {
 		data := make([][]string, len(rows))
@@ -335,42 +349,51 @@ func (o *Outbox) written(tx core.App, err error) error {
 const maxIDAttempts = 5
 
 // eventWriter runs the outbox's statements on app's write connection: in
-// its transaction, if any.
+// its transaction, if any; prepared ones if Watch prepared them.
 type eventWriter struct {
-	insert *sql.Stmt
-	close  func()
-	exec   func(query string, args ...any) (sql.Result, error)
-	query  func(query string, args ...any) *sql.Row
+	prepared *inserts
+	tx       *sql.Tx // nil: db
+	db       *sql.DB
 }
 
 func (o *Outbox) writer(app core.App) (eventWriter, error) {
-	prepared := o.insert.Load()
+	w := eventWriter{prepared: o.inserts.Load()}
+	var err error
 	if app.IsTransactional() {
-		tx, err := database.SQLTx(app)
-		if err != nil {
-			return eventWriter{}, err
-		}
-		if prepared == nil {
-			if prepared, err = tx.Prepare(insertEventSQL); err != nil {
-				return eventWriter{}, err
-			}
-		} else {
-			prepared = tx.Stmt(prepared)
-		}
-		return eventWriter{insert: prepared, close: func() { _ = prepared.Close() }, exec: tx.Exec, query: tx.QueryRow}, nil
+		w.tx, err = database.SQLTx(app)
+	} else {
+		w.db, err = database.WriteDB(app)
 	}
-	db, err := database.WriteDB(app)
-	if err != nil {
-		return eventWriter{}, err
-	}
-	close := func() {}
-	if prepared == nil {
-		if prepared, err = db.Prepare(insertEventSQL); err != nil {
-			return eventWriter{}, err
+	return w, err
+}
+
+// exec runs query, or its prepared statement.
+func (w eventWriter) exec(query string, args ...any) (sql.Result, error) {
+	var stmt *sql.Stmt
+	if w.prepared != nil {
+		stmt = w.prepared.one
+		if query == insertEventsSQL {
+			stmt = w.prepared.many
 		}
-		close = func() { _ = prepared.Close() }
 	}
-	return eventWriter{insert: prepared, close: close, exec: db.Exec, query: db.QueryRow}, nil
+	switch {
+	case stmt == nil && w.tx != nil:
+		return w.tx.Exec(query, args...)
+	case stmt == nil:
+		return w.db.Exec(query, args...)
+	case w.tx != nil:
+		s := w.tx.Stmt(stmt)
+		defer s.Close()
+		return s.Exec(args...)
+	}
+	return stmt.Exec(args...)
+}
+
+func (w eventWriter) query(query string, args ...any) *sql.Row {
+	if w.tx != nil {
+		return w.tx.QueryRow(query, args...)
+	}
+	return w.db.QueryRow(query, args...)
 }
 
 // insertEvent inserts one event with a new sortable id. When no row is
@@ -379,7 +402,7 @@ func (o *Outbox) writer(app core.App) (eventWriter, error) {
 func (w eventWriter) insertEvent(args ...any) error {
 	for range maxIDAttempts {
 		id := sortableID(time.Now())
-		res, err := w.insert.Exec(append(args, sql.Named("id", id))...)
+		res, err := w.exec(insertEventSQL, append(args, sql.Named("id", id))...)
 		if err != nil {
 			return err
 		}
