@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -26,7 +27,8 @@ import (
 // (docs/performance.md); one sender per endpoint, sending one event after
 // the other, needs none of its pooling.
 type Client struct {
-	dial func(ctx context.Context, network, address string) (net.Conn, error)
+	dial  func(ctx context.Context, network, address string) (net.Conn, error)
+	roots *x509.CertPool // nil: the system's
 
 	conn *clientConn // nil: none open
 }
@@ -171,7 +173,7 @@ func (c *Client) connect(ctx context.Context, target *url.URL, deadline time.Tim
 		return nil, err
 	}
 	if target.Scheme == "https" {
-		tc := tls.Client(conn, &tls.Config{ServerName: target.Hostname()})
+		tc := tls.Client(conn, &tls.Config{ServerName: target.Hostname(), RootCAs: c.roots})
 		hsCtx, cancel := context.WithTimeout(dialCtx, dialTimeout)
 		err := tc.HandshakeContext(hsCtx)
 		cancel()

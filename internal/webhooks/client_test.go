@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -115,6 +116,43 @@ func TestClientResendsOnAConnectionClosedWhileIdle(t *testing.T) {
 	}
 	if accepted.Load() != 3 || requests.Load() != 3 {
 		t.Errorf("%d connections, %d requests, want 3 of each", accepted.Load(), requests.Load())
+	}
+}
+
+// An https endpoint gets its deliveries over one TLS connection, its
+// certificate checked against the endpoint's name.
+func TestClientOverTLS(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "secure thanks")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+
+	untrusting := webhooks.NewClient(webhooks.Targets{AllowPrivate: true})
+	defer untrusting.Close()
+	if status, _, err := post(t, untrusting, context.Background(), srv.URL, 1024); err == nil {
+		t.Fatalf("a certificate no root signs: answered %d", status)
+	}
+	c := webhooks.NewClient(webhooks.Targets{AllowPrivate: true})
+	defer c.Close()
+	webhooks.TrustRoots(c, roots)
+	for range 3 {
+		status, answer, err := post(t, c, context.Background(), srv.URL+"/hook", 1024)
+		if err != nil || status != http.StatusOK || answer != "secure thanks" {
+			t.Fatalf("post: %d %q %v", status, answer, err)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: the refused one and one for 3 deliveries", n)
 	}
 }
 
