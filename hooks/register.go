@@ -201,16 +201,17 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 		if !s.outbox.Subscribed(webhooks.PetCreated) {
 			return nil
 		}
-		for _, row := range rows {
-			if err := s.outbox.Write(tx, webhooks.Event{Type: webhooks.PetCreated, Data: row.Pet}); err != nil {
-				return err
-			}
+		events := make([]webhooks.Event, len(rows))
+		for i, row := range rows {
+			events[i] = webhooks.Event{Type: webhooks.PetCreated, Data: row.Pet}
 		}
-		return nil
+		return s.outbox.Write(tx, events...)
 	})
 	if m != nil {
 		petWriter.OnCommitted(m.ObservePetsCommit)
 	}
+	// Bound before the writer's stop, the outbox closes its statement after it.
+	stops.onTerminate("petstoreOutboxClose", "Could not close the webhooks outbox's statement", s.outbox.Close)
 	stops.onTerminate("petstorePetWriterStop", "", func() error { petWriter.Stop(); return nil })
 
 	reqlog, err := requestlog.Start(app, requestlog.Config{
@@ -244,7 +245,10 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 	if m != nil {
 		webhookObserver = m
 	}
-	deliverer := webhooks.StartDeliverer(app, s.outbox, webhooks.Config{Targets: targets, Log: s.log, Observer: webhookObserver})
+	deliverer, err := webhooks.StartDeliverer(app, s.outbox, webhooks.Config{Targets: targets, Log: s.log, Observer: webhookObserver})
+	if err != nil {
+		return err
+	}
 	stops.onTerminate("petstoreWebhooksStop", "", func() error { deliverer.Stop(); return nil })
 	dayQuota := &dayQuotaEvents{app: app, outbox: s.outbox, log: s.log}
 

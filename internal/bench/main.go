@@ -256,22 +256,30 @@ func run(cfg config) error {
 
 	fmt.Printf("petstore bench: %d pets, --request-log %s, wrk -t%d -c%d, mixed targets over %d connections, %d round(s) of %v per target, %d CPUs, load average %s\n",
 		len(ids), cfg.requestLog, cfg.threads, cfg.conns, cfg.mixedConns, cfg.rounds, cfg.duration, runtime.NumCPU(), loadAverage())
-	measure := func(name string, d time.Duration) (result, error) {
+	// measure runs a target; what it returns undoes the target's setup
+	// (the webhook endpoint), after its CPU time is read.
+	measure := func(name string, d time.Duration) (result, func(), error) {
 		t, server := targets[name], serverOf(name)
+		noop := func() {}
 		if t.mix != nil {
-			return runMix(server.URL, *t.mix, t.headers, cfg.mixedConns, d)
+			r, err := runMix(server.URL, *t.mix, t.headers, cfg.mixedConns, d)
+			return r, noop, err
 		}
 		if name == realtimeTarget {
-			return measureRealtime(tmp, server.URL, token, t, cfg.conns, cfg.threads, d)
+			r, err := measureRealtime(tmp, server.URL, token, t, cfg.conns, cfg.threads, d)
+			return r, noop, err
 		}
 		if name == webhookTarget {
 			return measureWebhook(tmp, server.URL, token, t, cfg.conns, cfg.threads, d)
 		}
-		return runWrk(tmp, server.URL, t, cfg.conns, cfg.threads, d)
+		r, err := runWrk(tmp, server.URL, t, cfg.conns, cfg.threads, d)
+		return r, noop, err
 	}
 	if cfg.warmup > 0 {
 		for _, name := range selected {
-			if _, err := measure(name, cfg.warmup); err != nil {
+			_, undo, err := measure(name, cfg.warmup)
+			undo()
+			if err != nil {
 				return err
 			}
 		}
@@ -282,7 +290,11 @@ func run(cfg config) error {
 			server := serverOf(name)
 			var profile func() error
 			if name == cfg.profile && round == 0 {
-				profile = startProfile(pprofAddr, cfg.duration, filepath.Join(cfg.profileDir, name+".pprof"))
+				d := cfg.duration
+				if name == webhookTarget { // and the deliveries after the run
+					d += webhookDrain
+				}
+				profile = startProfile(pprofAddr, d, filepath.Join(cfg.profileDir, name+".pprof"))
 			}
 			for _, s := range servers {
 				if err := waitIdle(s.PID()); err != nil {
@@ -293,11 +305,13 @@ func run(cfg config) error {
 			if err != nil {
 				return err
 			}
-			r, err := measure(name, cfg.duration)
+			r, undo, err := measure(name, cfg.duration)
 			if err != nil {
+				undo()
 				return fmt.Errorf("%s: %w\n%s", name, err, server.Output())
 			}
 			after, err := cpuTime(server.PID())
+			undo()
 			if err != nil {
 				return err
 			}

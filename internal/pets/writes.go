@@ -10,10 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/security"
 	"github.com/pocketbase/pocketbase/tools/types"
+
+	"petstore/internal/database"
 )
 
 // Writer writes createPet's pets with group commit. One goroutine owns the
@@ -41,8 +42,7 @@ type Writer struct {
 	app core.App
 	// created hears of each caller's new rows after their commit; nil: none.
 	created func([]Row)
-	// inserted hears of each caller's new rows inside their transaction;
-	// nil: none.
+	// inserted hears of a transaction's new rows inside it; nil: none.
 	inserted func(tx core.App, rows []Row) error
 	// committed hears of each transaction that committed: how many creates
 	// it held and how long it took; nil: none.
@@ -112,9 +112,9 @@ func StartWriter(app core.App) (*Writer, error) {
 }
 
 func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
-	db, ok := app.NonconcurrentDB().(*dbx.DB)
-	if !ok {
-		return nil, fmt.Errorf("the app's write connection is a %T, not a *dbx.DB", app.NonconcurrentDB())
+	db, err := database.WriteDB(app)
+	if err != nil {
+		return nil, err
 	}
 	w := &Writer{
 		app:       app,
@@ -132,7 +132,7 @@ func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 		{&w.release, "RELEASE pet"},
 		{&w.rollbackTo, "ROLLBACK TO pet"},
 	} {
-		stmt, err := db.DB().Prepare(s.sql)
+		stmt, err := db.Prepare(s.sql)
 		if err != nil {
 			w.closeStatements()
 			return nil, fmt.Errorf("prepare the pets writes: %w", err)
@@ -149,12 +149,15 @@ func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 // back, calls nothing. It is set before the first create.
 func (w *Writer) OnCreated(created func([]Row)) { w.created = created }
 
-// OnInserted makes the writer call inserted inside the transaction, after
-// each caller's work that inserted rows, with the transaction's app and
-// those rows: what inserted writes commits or rolls back with them (the
-// webhooks' outbox). Its error fails that caller's create as the work's
-// own would. It runs in the writer's goroutine, and again whenever the work
-// runs again. It is set before the first create.
+// OnInserted makes the writer call inserted inside the transaction, once,
+// after all its callers' works, with the transaction's app and the rows of
+// the works that succeeded, in order (none inserted: no call): what
+// inserted writes commits or rolls back with them (the webhooks' outbox),
+// in one statement for the batch if it likes, outside every create's
+// savepoint. Its error fails the transaction, whose creates then run again
+// one by one, so that it fails only the create whose rows it refuses, as
+// the work's own error would. It runs in the writer's goroutine, and again
+// whenever the works run again. It is set before the first create.
 func (w *Writer) OnInserted(inserted func(tx core.App, rows []Row) error) { w.inserted = inserted }
 
 // OnCommitted makes the writer call committed, in its own goroutine, after
@@ -324,7 +327,7 @@ func (w *Writer) transaction(batch []*write) error {
 		wr.err, wr.rows = nil, nil
 	}
 	return w.app.RunInTransaction(func(txApp core.App) error {
-		sqlTx, err := sqlTxOf(txApp)
+		sqlTx, err := database.SQLTx(txApp)
 		if err != nil {
 			return err
 		}
@@ -333,7 +336,9 @@ func (w *Writer) transaction(batch []*write) error {
 		if len(batch) == 1 { // the transaction is its savepoint
 			wr := batch[0]
 			tx.write = wr
-			wr.err = w.runWrite(wr, tx)
+			if wr.err = runWork(wr.work, tx); wr.err == nil {
+				wr.err = w.afterWorks(txApp, batch)
+			}
 			return wr.err
 		}
 		savepoint, release, rollbackTo := sqlTx.Stmt(w.savepoint), sqlTx.Stmt(w.release), sqlTx.Stmt(w.rollbackTo)
@@ -345,7 +350,7 @@ func (w *Writer) transaction(batch []*write) error {
 				return err
 			}
 			tx.write = wr
-			if wr.err = w.runWrite(wr, tx); wr.err != nil {
+			if wr.err = runWork(wr.work, tx); wr.err != nil {
 				if _, err := rollbackTo.Exec(); err != nil {
 					return err
 				}
@@ -354,19 +359,26 @@ func (w *Writer) transaction(batch []*write) error {
 				return err
 			}
 		}
-		return nil
+		return w.afterWorks(txApp, batch)
 	})
 }
 
-// runWrite runs wr's work in tx, then the inserted callback on its rows.
-func (w *Writer) runWrite(wr *write, tx *Tx) error {
-	if err := runWork(wr.work, tx); err != nil {
-		return err
+// afterWorks calls the inserted callback with the rows of batch's works
+// that succeeded.
+func (w *Writer) afterWorks(txApp core.App, batch []*write) error {
+	if w.inserted == nil {
+		return nil
 	}
-	if w.inserted != nil && len(wr.rows) > 0 {
-		return w.inserted(tx.app, wr.rows)
+	var rows []Row
+	for _, wr := range batch {
+		if wr.err == nil {
+			rows = append(rows, wr.rows...)
+		}
 	}
-	return nil
+	if len(rows) == 0 {
+		return nil
+	}
+	return w.inserted(txApp, rows)
 }
 
 // runWork is work's error, or its panic as an error: a panic in one create
@@ -378,24 +390,6 @@ func runWork(work func(*Tx) error, tx *Tx) (err error) {
 		}
 	}()
 	return work(tx)
-}
-
-// sqlTxOf is the *sql.Tx of a transaction's app: dbx's builders (its SQLite
-// one embeds BaseBuilder) hold it.
-func sqlTxOf(txApp core.App) (*sql.Tx, error) {
-	dbxTx, ok := txApp.NonconcurrentDB().(*dbx.Tx)
-	if !ok {
-		return nil, fmt.Errorf("a transaction's write connection is a %T", txApp.NonconcurrentDB())
-	}
-	b, _ := dbxTx.Builder.(interface{ Executor() dbx.Executor })
-	if b == nil {
-		return nil, fmt.Errorf("a transaction's builder is a %T, without its *sql.Tx", dbxTx.Builder)
-	}
-	sqlTx, ok := b.Executor().(*sql.Tx)
-	if !ok {
-		return nil, fmt.Errorf("a transaction's executor is a %T, not a *sql.Tx", b.Executor())
-	}
-	return sqlTx, nil
 }
 
 // Insert adds np as a new pet in the transaction.

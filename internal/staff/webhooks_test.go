@@ -169,7 +169,7 @@ func TestWebhookOutboxOnlyForSubscribers(t *testing.T) {
 
 // A rolled secret signs beside the new one during its grace; staff's test
 // event and resend reach the endpoint; deleting the endpoint deletes its
-// events; unknown ids are 404; bad input is 400.
+// events and attempts; unknown ids are 404; bad input is 400.
 func TestWebhookStaffRoutes(t *testing.T) {
 	s := startWithWebhooks(t)
 	rcv := newHookReceiver(t)
@@ -194,7 +194,22 @@ func TestWebhookStaffRoutes(t *testing.T) {
 		}
 	}
 
-	// A failed event, resent, is delivered with its webhook-id.
+	// A failed event, resent, is delivered with its webhook-id. The
+	// receiver hears of the delivery before the deliverer records it: the
+	// event fails once recorded.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var delivered int
+		if err := s.App.DB().NewQuery("SELECT COUNT(*) FROM webhook_events WHERE status = 'delivered'").Row(&delivered); err != nil {
+			t.Fatal(err)
+		}
+		if delivered == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the test event is not recorded as delivered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if _, err := s.App.DB().NewQuery("UPDATE webhook_events SET status = 'failed', attempts = 9").Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -244,8 +259,10 @@ func TestWebhookStaffRoutes(t *testing.T) {
 	if r := s.Do(t, http.MethodDelete, "/api/petstore/webhooks/"+id, s.token, nil); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("delete: %d %s", r.StatusCode, r.Body)
 	}
-	if n := s.CountRecords(t, webhooks.EventsCollection); n != 0 {
-		t.Errorf("%d events after the endpoint's deletion", n)
+	for _, c := range []string{webhooks.EventsCollection, webhooks.AttemptsCollection, webhooks.EndpointsCollection} {
+		if n := s.CountRecords(t, c); n != 0 {
+			t.Errorf("%d records of %s after the endpoint's deletion", n, c)
+		}
 	}
 }
 
@@ -337,5 +354,71 @@ func TestWebhookKeyBanned(t *testing.T) {
 	var data map[string]any
 	if err := json.Unmarshal(got[0].Data, &data); err != nil || data["id"] != id || data["state"] != "banned" {
 		t.Errorf("data %s", got[0].Data)
+	}
+}
+
+// The history keeps each failed attempt, and the deliveries of a batch as
+// one record: the last event's, with how many were delivered in a row.
+// Events created while the first one waits for its retry go with it, in
+// order, in one batch.
+func TestWebhookHistoryOfABatch(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	var calls sync.Mutex
+	failed := false
+	answer := rcv.Config.Handler
+	rcv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		calls.Lock()
+		first := !failed
+		failed = true
+		calls.Unlock()
+		if first {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		answer.ServeHTTP(w, req)
+		_, _ = io.WriteString(w, "thanks")
+	})
+	id, _ := s.addEndpoint(t, rcv.URL, "pet.created")
+	key := s.NewKey(t, apikeys.NewKey{Name: "hooks", Plan: "enterprise"})
+	s.CreatePet(t, key, map[string]any{"name": "First", "categoryId": 1})
+	deadline := time.Now().Add(10 * time.Second)
+	for s.CountRecords(t, webhooks.AttemptsCollection) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, name := range []string{"Second", "Third"} {
+		s.CreatePet(t, key, map[string]any{"name": name, "categoryId": 1})
+	}
+	got := rcv.waitFor(t, "pet.created", "pet.created", "pet.created")
+	var names []string
+	for _, d := range got {
+		var pet struct{ Name string }
+		_ = json.Unmarshal(d.Data, &pet)
+		names = append(names, pet.Name)
+	}
+	if strings.Join(names, ",") != "First,Second,Third" {
+		t.Errorf("delivered %v after the retry, want First, Second, Third", names)
+	}
+	var attempts struct{ Items []webhooks.Attempt }
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id+"/attempts", s.token, nil)
+		if err := json.Unmarshal(r.Body, &attempts); err != nil {
+			t.Fatal(err)
+		}
+		if len(attempts.Items) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(attempts.Items) != 2 {
+		t.Fatalf("history %+v, want the delivered batch and the failed attempt", attempts.Items)
+	}
+	batch, failure := attempts.Items[0], attempts.Items[1]
+	if batch.Events != 3 || batch.Status != 200 || batch.Response != "thanks" || batch.EventStatus != "delivered" ||
+		batch.WebhookID != got[2].header.Get("webhook-id") {
+		t.Errorf("the batch's record %+v, want 3 events, the last one's", batch)
+	}
+	if failure.Events != 1 || failure.Status != 500 || failure.WebhookID != got[0].header.Get("webhook-id") {
+		t.Errorf("the failure's record %+v", failure)
 	}
 }

@@ -3,13 +3,14 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/security"
 
 	"petstore/internal/audit"
+	"petstore/internal/database"
 )
 
 // The delivery's rules.
@@ -82,11 +84,12 @@ type Deliverer struct {
 	app    core.App
 	outbox *Outbox
 	cfg    Config
-	client *http.Client
 	owner  string // this instance's name in leases
+	stmts  statements
 
 	mu      sync.Mutex
-	sending map[string]bool // endpoints with a sender running here
+	sending map[string]bool    // endpoints with a sender running here
+	clients map[string]*Client // by endpoint: its connection, kept between batches
 
 	stop   chan struct{}
 	ctx    context.Context // ends at Stop: attempts under way end too
@@ -95,33 +98,18 @@ type Deliverer struct {
 }
 
 // StartDeliverer starts sending outbox's events. Stop stops it.
-func StartDeliverer(app core.App, outbox *Outbox, cfg Config) *Deliverer {
+func StartDeliverer(app core.App, outbox *Outbox, cfg Config) (*Deliverer, error) {
 	d := &Deliverer{
-		app: app, outbox: outbox, cfg: cfg, client: NewClient(cfg.Targets),
-		owner: security.RandomString(16), sending: map[string]bool{}, stop: make(chan struct{}),
+		app: app, outbox: outbox, cfg: cfg, owner: security.RandomString(16),
+		sending: map[string]bool{}, clients: map[string]*Client{}, stop: make(chan struct{}),
+	}
+	if err := d.stmts.prepare(app); err != nil {
+		return nil, err
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.wg.Add(1)
 	go d.run()
-	return d
-}
-
-// NewClient is the HTTP client of deliveries: no proxy, no redirect
-// followed, every address checked before connecting, every phase bounded.
-func NewClient(t Targets) *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{
-		Timeout: Timeout,
-		Transport: &http.Transport{
-			Proxy:                 nil,
-			DialContext:           t.DialContext(dialer),
-			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: Timeout,
-			MaxIdleConnsPerHost:   2,
-			IdleConnTimeout:       time.Minute,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	return d, nil
 }
 
 // Stop stops looking for events and ends the attempts under way, which
@@ -130,6 +118,36 @@ func (d *Deliverer) Stop() {
 	close(d.stop)
 	d.cancel()
 	d.wg.Wait()
+	d.stmts.close()
+	for _, c := range d.clients {
+		c.Close()
+	}
+}
+
+// client is the endpoint's client, made at its first delivery.
+func (d *Deliverer) client(endpoint string) *Client {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.clients[endpoint]
+	if c == nil {
+		c = NewClient(d.cfg.Targets)
+		d.clients[endpoint] = c
+	}
+	return c
+}
+
+// closeIdle closes the clients of endpoints that no sender uses and whose
+// connection has been idle for idleTimeout.
+func (d *Deliverer) closeIdle() {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for endpoint, c := range d.clients {
+		if !d.sending[endpoint] && c.idle(now) {
+			c.Close()
+			delete(d.clients, endpoint)
+		}
+	}
 }
 
 func (d *Deliverer) run() {
@@ -141,6 +159,7 @@ func (d *Deliverer) run() {
 		case <-d.stop:
 			return
 		case <-t.C:
+			d.closeIdle()
 		case <-d.outbox.wake:
 		}
 		if err := d.outbox.Refresh(); err != nil {
@@ -153,14 +172,14 @@ func (d *Deliverer) run() {
 
 // event is an outbox record as a delivery needs it.
 type event struct {
-	ID          string `db:"id"`
-	WebhookID   string `db:"webhook_id"`
-	Endpoint    string `db:"endpoint"`
-	Type        string `db:"type"`
-	Body        string `db:"body"`
-	Attempts    int    `db:"attempts"`
-	NextAttempt string `db:"next_attempt"`
-	LeaseUntil  string `db:"lease_until"`
+	ID          string
+	WebhookID   string
+	Endpoint    string
+	Type        string
+	Body        string
+	Attempts    int
+	NextAttempt string
+	LeaseUntil  string
 }
 
 // due reports whether ev may be sent at now (a stored date): its time has
@@ -169,19 +188,104 @@ func (ev event) due(now string) bool { return ev.NextAttempt <= now && ev.LeaseU
 
 // batchMax bounds the events one lease takes. An endpoint that keeps up
 // gets its events one after the other, each its own POST, while their
-// lease and their attempts are written once per batch.
+// lease and their attempts are written once per batch, in one transaction
+// that records a batch and leases the next.
 const batchMax = 32
 
-// headsSQL are an endpoint's oldest pending events, in order: what it gets
-// next. The index on (endpoint, status) holds the rowid in order, so this
-// reads no more entries than it returns, however long the outbox.
-const headsSQL = "SELECT id, webhook_id, endpoint, type, body, attempts, next_attempt, lease_until FROM " + EventsCollection +
-	" WHERE endpoint = {:endpoint} AND status = 'pending' ORDER BY rowid LIMIT {:limit}"
+// The deliverer's statements, prepared once on the write connection (the
+// read pool's for dispatch's look) and run in each transaction. A set of
+// events is a JSON array of ids, read with json_each, so that one
+// prepared statement serves every batch's size.
+const (
+	// headsSQL are an endpoint's oldest pending events, in order: what it
+	// gets next. The index on (endpoint, status) holds the rowid in order,
+	// so this reads no more entries than it returns, however long the
+	// outbox.
+	headsSQL = "SELECT id, webhook_id, endpoint, type, body, attempts, next_attempt, lease_until FROM " + EventsCollection +
+		" WHERE endpoint = :endpoint AND status = 'pending' ORDER BY rowid LIMIT :limit"
+	// leaseSQL leases a batch's first event, the endpoint's oldest
+	// pending one: every instance sends an endpoint's events from that one
+	// on, in order, and sends nothing while it is leased, so its lease
+	// holds the batch. extendSQL extends it.
+	leaseSQL = "UPDATE " + EventsCollection + " SET lease_owner = :owner, lease_until = :until" +
+		" WHERE id = :id AND status = 'pending' AND lease_until < :now"
+	extendSQL    = "UPDATE " + EventsCollection + " SET lease_until = :until WHERE id = :id AND lease_owner = :owner"
+	deliveredSQL = "UPDATE " + EventsCollection + " SET status = 'delivered', attempts = attempts + 1," +
+		" lease_owner = '', lease_until = '', updated = :now WHERE id IN (SELECT value FROM json_each(:ids))"
+	failedSQL = "UPDATE " + EventsCollection + " SET status = :status, attempts = :attempts, next_attempt = :next," +
+		" lease_owner = '', lease_until = '', updated = :now WHERE id = :id"
+	releaseSQL = "UPDATE " + EventsCollection + " SET lease_owner = '', lease_until = ''" +
+		" WHERE id IN (SELECT value FROM json_each(:ids)) AND lease_owner = :owner"
+	// attemptsSQL writes a batch's history, in order, from a JSON array
+	// of [id, event, webhook_id, events, status, error, latency_ms,
+	// response] (jsonb_each: as insertEventsSQL).
+	attemptsSQL = "INSERT INTO " + AttemptsCollection +
+		" (id, event, endpoint, webhook_id, events, status, error, latency_ms, response, created)" +
+		" SELECT value->>0, value->>1, :endpoint, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, :now" +
+		" FROM jsonb_each(:rows) ORDER BY key"
+)
 
-func (d *Deliverer) heads(endpoint string, limit int) ([]event, error) {
+type statements struct {
+	look, heads, lease, extend, delivered, failed, release, attempts *sql.Stmt
+}
+
+func (st *statements) prepare(app core.App) error {
+	db, err := database.WriteDB(app)
+	if err != nil {
+		return err
+	}
+	reads, ok := app.ConcurrentDB().(*dbx.DB)
+	if !ok {
+		return fmt.Errorf("the app's read pool is a %T, not a *dbx.DB", app.ConcurrentDB())
+	}
+	for _, s := range []struct {
+		stmt **sql.Stmt
+		db   *sql.DB
+		sql  string
+	}{
+		{&st.look, reads.DB(), headsSQL},
+		{&st.heads, db, headsSQL},
+		{&st.lease, db, leaseSQL},
+		{&st.extend, db, extendSQL},
+		{&st.delivered, db, deliveredSQL},
+		{&st.failed, db, failedSQL},
+		{&st.release, db, releaseSQL},
+		{&st.attempts, db, attemptsSQL},
+	} {
+		stmt, err := s.db.Prepare(s.sql)
+		if err != nil {
+			st.close()
+			return fmt.Errorf("webhooks: prepare the deliverer's statements: %w", err)
+		}
+		*s.stmt = stmt
+	}
+	return nil
+}
+
+func (st *statements) close() {
+	for _, stmt := range []*sql.Stmt{st.look, st.heads, st.lease, st.extend, st.delivered, st.failed, st.release, st.attempts} {
+		if stmt != nil {
+			_ = stmt.Close()
+		}
+	}
+}
+
+// heads runs headsSQL with stmt.
+func heads(stmt *sql.Stmt, endpoint string, limit int) ([]event, error) {
+	rows, err := stmt.Query(sql.Named("endpoint", endpoint), sql.Named("limit", limit))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
 	var evs []event
-	err := d.app.ConcurrentDB().NewQuery(headsSQL).Bind(dbx.Params{"endpoint": endpoint, "limit": limit}).All(&evs)
-	return evs, err
+	for rows.Next() {
+		var ev event
+		if err := rows.Scan(&ev.ID, &ev.WebhookID, &ev.Endpoint, &ev.Type, &ev.Body, &ev.Attempts, &ev.NextAttempt, &ev.LeaseUntil); err != nil {
+			return nil, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, rows.Err()
 }
 
 // dispatch starts a sender for each endpoint, not paused, whose oldest
@@ -199,7 +303,7 @@ func (d *Deliverer) dispatch() {
 		if busy {
 			continue // its sender goes on to the next events itself
 		}
-		evs, err := d.heads(endpoint, 1)
+		evs, err := heads(d.stmts.look, endpoint, 1)
 		if err != nil {
 			d.cfg.Log.Error("Webhooks: could not read the outbox", "error", err)
 			return
@@ -217,6 +321,35 @@ func (d *Deliverer) dispatch() {
 	}
 }
 
+// target is an endpoint as its attempts need it.
+type target struct {
+	record *core.Record
+	url    *url.URL
+	keys   [][]byte // the secrets' HMAC keys: two during a roll's grace
+	read   time.Time
+}
+
+// readTarget reads the endpoint (its URL and secrets).
+func (d *Deliverer) readTarget(endpointID string) (*target, error) {
+	r, err := d.app.FindRecordById(EndpointsCollection, endpointID)
+	if err != nil {
+		return nil, err
+	}
+	secrets := []string{r.GetString("secret")}
+	if prev := r.GetString("previous_secret"); prev != "" && r.GetDateTime("previous_until").Time().After(time.Now()) {
+		secrets = append(secrets, prev)
+	}
+	keys, err := secretKeys(secrets...)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(r.GetString("url"))
+	if err != nil {
+		return nil, err
+	}
+	return &target{record: r, url: u, keys: keys, read: time.Now()}, nil
+}
+
 // send sends the endpoint's due events, in order, batch after batch, until
 // none is due or one fails.
 func (d *Deliverer) send(endpointID string) {
@@ -226,45 +359,50 @@ func (d *Deliverer) send(endpointID string) {
 		delete(d.sending, endpointID)
 		d.mu.Unlock()
 	}()
-	var endpoint *core.Record
-	var read time.Time
+	var batch []event
+	var results []result
+	var until time.Time
+	var to *target
+	client := d.client(endpointID)
 	size := batchMax
 	for {
+		// The endpoint, read again every second: a change or a roll applies
+		// to the next attempts.
+		if to == nil || time.Since(to.read) > time.Second {
+			t, err := d.readTarget(endpointID)
+			if err != nil {
+				d.cfg.Log.Error("Webhooks: could not read an event's endpoint", "endpoint", endpointID, "error", err)
+				if len(batch) > 0 {
+					d.release(batch)
+				}
+				return
+			}
+			to = t
+		}
+		next := size
 		select {
 		case <-d.stop:
-			return
+			next = 0
 		default:
 		}
-		batch, until, err := d.claim(endpointID, size)
+		if n := len(results); n > 0 && (n < len(batch) || !results[n-1].delivered()) {
+			next = 0 // its retry, and the events after it, wait
+		}
+		var err error
+		batch, until, err = d.step(to, batch, results, next)
 		if err != nil {
-			d.cfg.Log.Error("Webhooks: could not lease events", "endpoint", endpointID, "error", err)
+			d.cfg.Log.Error("Webhooks: could not record attempts or lease events", "endpoint", endpointID, "error", err)
 			return
 		}
 		if len(batch) == 0 {
 			return
 		}
-		// The endpoint (its URL and secrets), read again every second: a
-		// change or a roll applies to the next attempts.
-		if endpoint == nil || time.Since(read) > time.Second {
-			if endpoint, err = d.app.FindRecordById(EndpointsCollection, endpointID); err != nil {
-				d.cfg.Log.Error("Webhooks: could not read an event's endpoint", "endpoint", endpointID, "error", err)
-				d.release(batch)
-				return
-			}
-			read = time.Now()
-		}
-		results, slowest := d.post(endpoint, batch, until)
+		var slowest time.Duration
+		results, slowest = d.post(client, to, batch, until)
 		if n := len(results); n > 0 && d.ctx.Err() != nil && !results[n-1].delivered() {
 			// Ended by Stop, not by the endpoint: no attempt; the event
 			// is given back with the rest.
 			results = results[:n-1]
-		}
-		if err := d.record(batch, results, endpoint); err != nil {
-			d.cfg.Log.Error("Webhooks: could not record attempts", "endpoint", endpointID, "error", err)
-			return
-		}
-		if len(results) < len(batch) || !results[len(results)-1].delivered() || d.ctx.Err() != nil {
-			return // its retry, and the events after it, wait
 		}
 		size = batchMax
 		if slowest > time.Second { // a slow endpoint's lease holds one event
@@ -273,59 +411,166 @@ func (d *Deliverer) send(endpointID string) {
 	}
 }
 
-var errLeaseLost = errors.New("webhooks: another instance leased some of the events")
+var errLeaseLost = errors.New("webhooks: another instance leased the events")
 
-// claim leases to this instance the endpoint's oldest pending events that
-// are due, at most size, in one transaction: all of them, or none when
-// another instance holds or sent any meanwhile.
-func (d *Deliverer) claim(endpoint string, size int) ([]event, time.Time, error) {
-	evs, err := d.heads(endpoint, size)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
+// step runs one transaction. It records the attempts of done, in order (a
+// result for each of its first events; the events after them go back
+// unsent), and keeps the endpoint's failing streak; then, unless next is
+// 0, it leases to this instance the endpoint's oldest pending events that
+// are due, at most next (the first one's lease holds them all), and
+// returns them with the lease's end. The write
+// transaction begins IMMEDIATE: what it reads, no instance changes before
+// it commits. After the commit, it counts and logs the attempts.
+func (d *Deliverer) step(to *target, done []event, results []result, next int) ([]event, time.Time, error) {
 	now := time.Now()
 	stamp := dateString(now)
-	n := 0
-	for n < len(evs) && evs[n].due(stamp) {
-		n++
-	}
-	if n == 0 {
-		return nil, time.Time{}, nil
-	}
-	evs = evs[:n]
+	outcomes := make([]string, len(results))
+	var leased []event
 	until := now.Add(lease)
-	err = d.app.RunInTransaction(func(tx core.App) error {
-		res, err := tx.NonconcurrentDB().Update(EventsCollection,
-			dbx.Params{"lease_owner": d.owner, "lease_until": dateString(until)},
-			dbx.And(dbx.In("id", ids(evs)...), dbx.NewExp("status = 'pending' AND lease_until < {:now}", dbx.Params{"now": stamp})),
-		).Execute()
+	err := d.app.RunInTransaction(func(tx core.App) error {
+		leased = nil
+		sqlTx, err := database.SQLTx(tx)
 		if err != nil {
 			return err
 		}
-		if got, err := res.RowsAffected(); err != nil || int(got) != len(evs) {
+		stmt := func(s *sql.Stmt) *sql.Stmt { return sqlTx.Stmt(s) }
+		if len(done) > 0 {
+			if err := d.record(tx, stmt, done, results, outcomes, to, now); err != nil {
+				return err
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		evs, err := heads(stmt(d.stmts.heads), to.record.Id, next)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for n < len(evs) && evs[n].due(stamp) {
+			n++
+		}
+		if n == 0 {
+			return nil
+		}
+		evs = evs[:n]
+		res, err := stmt(d.stmts.lease).Exec(sql.Named("owner", d.owner), sql.Named("until", dateString(until)),
+			sql.Named("id", evs[0].ID), sql.Named("now", stamp))
+		if err != nil {
+			return err
+		}
+		if got, err := res.RowsAffected(); err != nil || got != 1 {
 			return errLeaseLost
 		}
+		leased = evs
 		return nil
 	})
-	if errors.Is(err, errLeaseLost) {
+	if errors.Is(err, errLeaseLost) && len(done) == 0 {
 		return nil, time.Time{}, nil
 	}
-	return evs, until, err
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	for i, r := range results {
+		if d.cfg.Observer != nil {
+			d.cfg.Observer.ObserveWebhookAttempt(outcomes[i], r.latency)
+		}
+		if !r.delivered() {
+			reason := ""
+			if r.err != nil {
+				reason = r.err.Error()
+			}
+			ev := done[i]
+			d.cfg.Log.Warn("Webhooks: a delivery failed", "endpoint", ev.Endpoint, "webhookId", ev.WebhookID,
+				"type", ev.Type, "attempt", ev.Attempts+1, "status", r.status, "error", reason, "outcome", outcomes[i])
+		}
+	}
+	return leased, until, nil
 }
 
-func ids(evs []event) []any {
-	list := make([]any, len(evs))
-	for i, ev := range evs {
-		list[i] = ev.ID
+// record writes, in tx, what results make of batch's events, gives back
+// the events not attempted, and keeps the endpoint's failing streak;
+// outcomes gets each attempt's outcome. The history gets a record for the
+// deliveries, one for all of them (the last one's event, status and answer,
+// the slowest's latency, and how many they are), and one for the failed
+// attempt, if any: the attempts (at most one fails, the batch's last) are
+// one INSERT, the delivered events one UPDATE.
+func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []event, results []result, outcomes []string, to *target, now time.Time) error {
+	stamp := dateString(now)
+	var rows [][]any
+	var delivered []event
+	var slowest time.Duration
+	for i, r := range results {
+		ev := batch[i]
+		if r.delivered() {
+			outcomes[i] = "delivered"
+			delivered = append(delivered, ev)
+			slowest = max(slowest, r.latency)
+			if i+1 == len(results) || !results[i+1].delivered() {
+				rows = append(rows, []any{batchID(now, len(rows)), ev.ID, ev.WebhookID, len(delivered), r.status, "", slowest.Milliseconds(), r.answer})
+			}
+			continue
+		}
+		errText := ""
+		if r.err != nil {
+			errText = truncate(r.err.Error(), 500)
+		}
+		rows = append(rows, []any{batchID(now, len(rows)), ev.ID, ev.WebhookID, 1, r.status, errText, r.latency.Milliseconds(), r.answer})
+		attempts := ev.Attempts + 1
+		status, next := "failed", ev.NextAttempt
+		outcomes[i] = "failed"
+		if attempts < MaxAttempts {
+			status, outcomes[i] = "pending", "retried"
+			next = dateString(now.Add(jitter(retryAfter[attempts-1])))
+		}
+		if _, err := stmt(d.stmts.failed).Exec(sql.Named("status", status), sql.Named("attempts", attempts),
+			sql.Named("next", next), sql.Named("now", stamp), sql.Named("id", ev.ID)); err != nil {
+			return err
+		}
 	}
-	return list
+	if len(rows) > 0 {
+		data, err := json.Marshal(rows)
+		if err != nil {
+			return err
+		}
+		if _, err := stmt(d.stmts.attempts).Exec(sql.Named("endpoint", to.record.Id), sql.Named("now", stamp),
+			sql.Named("rows", string(data))); err != nil {
+			return err
+		}
+	}
+	if len(delivered) > 0 {
+		if _, err := stmt(d.stmts.delivered).Exec(sql.Named("now", stamp), sql.Named("ids", idsJSON(delivered))); err != nil {
+			return err
+		}
+	}
+	if rest := batch[len(results):]; len(rest) > 0 {
+		if _, err := stmt(d.stmts.release).Exec(sql.Named("ids", idsJSON(rest)), sql.Named("owner", d.owner)); err != nil {
+			return err
+		}
+	}
+	if len(results) == 0 {
+		return nil
+	}
+	return d.endpointAfter(tx, to.record, results[len(results)-1].delivered(), now)
+}
+
+// idsJSON is the JSON array of evs' ids.
+func idsJSON(evs []event) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, ev := range evs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Quote(ev.ID)) // ids are [a-z0-9]: Go's quoting is JSON's
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 // release gives events back unsent.
 func (d *Deliverer) release(evs []event) {
-	_, err := d.app.NonconcurrentDB().Update(EventsCollection, dbx.Params{"lease_owner": "", "lease_until": ""},
-		dbx.And(dbx.In("id", ids(evs)...), dbx.HashExp{"lease_owner": d.owner})).Execute()
-	if err != nil {
+	if _, err := d.stmts.release.Exec(sql.Named("ids", idsJSON(evs)), sql.Named("owner", d.owner)); err != nil {
 		d.cfg.Log.Error("Webhooks: could not release events", "error", err)
 	}
 }
@@ -341,31 +586,26 @@ type result struct {
 func (r result) delivered() bool { return r.err == nil && r.status >= 200 && r.status < 300 }
 
 // post sends batch's events in order, until one fails or the deliverer
-// stops; it extends their lease while it would end before an attempt's
-// timeout. It returns the attempts' results and the slowest's latency.
-func (d *Deliverer) post(endpoint *core.Record, batch []event, until time.Time) ([]result, time.Duration) {
-	secrets := []string{endpoint.GetString("secret")}
-	if prev := endpoint.GetString("previous_secret"); prev != "" && endpoint.GetDateTime("previous_until").Time().After(time.Now()) {
-		secrets = append(secrets, prev)
-	}
-	url := endpoint.GetString("url")
+// stops; it extends the batch's lease (its first event's, pending until
+// the batch is recorded) while it would end before an attempt's timeout.
+// It returns the attempts' results and the slowest's latency.
+func (d *Deliverer) post(client *Client, to *target, batch []event, until time.Time) ([]result, time.Duration) {
 	var results []result
 	var slowest time.Duration
-	for i, ev := range batch {
+	for _, ev := range batch {
 		if d.ctx.Err() != nil {
 			break
 		}
 		if time.Until(until) < Timeout+5*time.Second {
 			next := time.Now().Add(lease)
-			_, err := d.app.NonconcurrentDB().Update(EventsCollection, dbx.Params{"lease_until": dateString(next)},
-				dbx.And(dbx.In("id", ids(batch[i:])...), dbx.HashExp{"lease_owner": d.owner})).Execute()
+			_, err := d.stmts.extend.Exec(sql.Named("until", dateString(next)), sql.Named("id", batch[0].ID), sql.Named("owner", d.owner))
 			if err != nil {
 				d.cfg.Log.Error("Webhooks: could not extend a lease", "error", err)
 				break
 			}
 			until = next
 		}
-		r := d.postOne(url, ev, secrets)
+		r := d.postOne(client, to, ev)
 		results = append(results, r)
 		slowest = max(slowest, r.latency)
 		if !r.delivered() {
@@ -376,111 +616,26 @@ func (d *Deliverer) post(endpoint *core.Record, batch []event, until time.Time) 
 }
 
 // postOne makes one attempt.
-func (d *Deliverer) postOne(url string, ev event, secrets []string) (r result) {
+func (d *Deliverer) postOne(client *Client, to *target, ev event) (r result) {
 	began := time.Now()
 	defer func() { r.latency = time.Since(began) }()
 	ts := began.Unix()
-	sig, err := Sign(ev.WebhookID, ts, []byte(ev.Body), secrets...)
-	if err != nil {
-		return result{err: err}
+	header := http.Header{
+		"Content-Type":      {"application/json"},
+		"User-Agent":        {"petstore-webhooks"},
+		"Webhook-Id":        {ev.WebhookID},
+		"Webhook-Timestamp": {strconv.FormatInt(ts, 10)},
+		"Webhook-Signature": {sign(ev.WebhookID, ts, []byte(ev.Body), to.keys)},
 	}
-	ctx, cancel := context.WithTimeout(d.ctx, Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(ev.Body))
-	if err != nil {
-		return result{err: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "petstore-webhooks")
-	req.Header.Set("webhook-id", ev.WebhookID)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("webhook-signature", sig)
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return result{err: errors.Unwrap(err)}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, answerLimit))
+	status, body, err := client.Post(d.ctx, to.url, header, ev.Body, answerLimit)
 	if len(body) > answerBytes {
 		body = body[:answerBytes]
 	}
-	r = result{status: resp.StatusCode, answer: string(bytes.ToValidUTF8(body, nil))}
-	if err != nil && (resp.StatusCode < 200 || resp.StatusCode > 299) {
+	r = result{status: status, answer: string(bytes.ToValidUTF8(body, nil))}
+	if err != nil && (status < 200 || status > 299) {
 		r.err = err
 	}
 	return r
-}
-
-// record saves, in one transaction, each attempt and what it makes of its
-// event, gives back the events not attempted, and keeps the endpoint's
-// failing streak; then it counts and logs the attempts.
-func (d *Deliverer) record(batch []event, results []result, endpoint *core.Record) error {
-	now := time.Now()
-	stamp := dateString(now)
-	outcomes := make([]string, len(results))
-	err := d.app.RunInTransaction(func(tx core.App) error {
-		db := tx.NonconcurrentDB()
-		for i, r := range results {
-			ev := batch[i]
-			attempts := ev.Attempts + 1
-			outcome, status, next := "delivered", "delivered", ev.NextAttempt
-			if !r.delivered() {
-				if attempts >= MaxAttempts {
-					outcome, status = "failed", "failed"
-				} else {
-					outcome, status = "retried", "pending"
-					next = dateString(now.Add(jitter(retryAfter[attempts-1])))
-				}
-			}
-			outcomes[i] = outcome
-			errText := ""
-			if r.err != nil {
-				errText = truncate(r.err.Error(), 500)
-			}
-			if _, err := db.NewQuery("INSERT INTO " + AttemptsCollection +
-				" (id, event, endpoint, webhook_id, status, error, latency_ms, response, created)" +
-				" VALUES ({:id}, {:event}, {:endpoint}, {:webhookId}, {:status}, {:error}, {:latency}, {:response}, {:now})").
-				Bind(dbx.Params{
-					"id": core.GenerateDefaultRandomId(), "event": ev.ID, "endpoint": ev.Endpoint, "webhookId": ev.WebhookID,
-					"status": r.status, "error": errText, "latency": r.latency.Milliseconds(), "response": r.answer, "now": stamp,
-				}).Execute(); err != nil {
-				return err
-			}
-			if _, err := db.Update(EventsCollection, dbx.Params{
-				"status": status, "attempts": attempts, "next_attempt": next, "lease_owner": "", "lease_until": "", "updated": stamp,
-			}, dbx.HashExp{"id": ev.ID}).Execute(); err != nil {
-				return err
-			}
-		}
-		if rest := batch[len(results):]; len(rest) > 0 {
-			if _, err := db.Update(EventsCollection, dbx.Params{"lease_owner": "", "lease_until": ""},
-				dbx.In("id", ids(rest)...)).Execute(); err != nil {
-				return err
-			}
-		}
-		if len(results) == 0 {
-			return nil
-		}
-		return d.endpointAfter(tx, endpoint, results[len(results)-1].delivered(), now)
-	})
-	if err != nil {
-		return err
-	}
-	for i, r := range results {
-		if d.cfg.Observer != nil {
-			d.cfg.Observer.ObserveWebhookAttempt(outcomes[i], r.latency)
-		}
-		if !r.delivered() {
-			reason := ""
-			if r.err != nil {
-				reason = r.err.Error()
-			}
-			ev := batch[i]
-			d.cfg.Log.Warn("Webhooks: a delivery failed", "endpoint", ev.Endpoint, "webhookId", ev.WebhookID,
-				"type", ev.Type, "attempt", ev.Attempts+1, "status", r.status, "error", reason, "outcome", outcomes[i])
-		}
-	}
-	return nil
 }
 
 func truncate(s string, n int) string {
@@ -491,7 +646,7 @@ func truncate(s string, n int) string {
 }
 
 // endpointAfter keeps the endpoint's failing_since, and pauses it once it
-// has failed for PauseAfter in a row, audited as the system's in tx.
+// has failed for PauseAfter in a row.
 func (d *Deliverer) endpointAfter(tx core.App, endpoint *core.Record, delivered bool, now time.Time) error {
 	db := tx.NonconcurrentDB()
 	since := endpoint.GetDateTime("failing_since").Time()

@@ -199,14 +199,22 @@ func Change(ctx context.Context, app core.App, t Targets, id string, in Input, b
 }
 
 // Delete removes an endpoint with its events and their attempts, audited
-// as by's, with what the endpoint was, in the same transaction. Its audit
-// records stay.
+// as by's, with what the endpoint was, in one transaction. Its audit records
+// stay. The history goes by two plain DELETEs: the record's cascade would
+// load, and delete through every hook, each of its perhaps millions of rows,
+// one at a time.
 func Delete(app core.App, id string, by audit.Actor) error {
 	r, err := find(app, id)
 	if err != nil {
 		return err
 	}
 	return app.RunInTransaction(func(tx core.App) error {
+		for _, c := range []string{AttemptsCollection, EventsCollection} {
+			if _, err := tx.NonconcurrentDB().NewQuery("DELETE FROM " + c + " WHERE endpoint = {:id}").
+				Bind(dbx.Params{"id": r.Id}).Execute(); err != nil {
+				return err
+			}
+		}
 		if err := tx.Delete(r); err != nil {
 			return err
 		}
@@ -309,11 +317,14 @@ func view(r *core.Record) Endpoint {
 	return e
 }
 
-// Attempt is one delivery attempt as staff see it.
+// Attempt is one delivery attempt as staff see it, or the deliveries of a
+// batch, in a row: Events counts them, and the rest is the last one's, but
+// the latency, the slowest's.
 type Attempt struct {
 	ID          string    `json:"id"`
 	Event       string    `json:"event"`
 	WebhookID   string    `json:"webhookId"`
+	Events      int       `json:"events"` // the events delivered in a row; 1: one attempt
 	Type        string    `json:"type"`
 	EventStatus string    `json:"eventStatus"` // pending, delivered or failed
 	Status      int       `json:"status"`      // the HTTP status; 0: no answer
@@ -323,7 +334,8 @@ type Attempt struct {
 	Created     time.Time `json:"created"`
 }
 
-// Attempts are an endpoint's last attempts, newest first.
+// Attempts are an endpoint's last attempts, newest first: each failed one,
+// and the deliveries of each batch together.
 func Attempts(app core.App, endpoint string, limit int) ([]Attempt, error) {
 	if _, err := find(app, endpoint); err != nil {
 		return nil, err
@@ -332,6 +344,7 @@ func Attempts(app core.App, endpoint string, limit int) ([]Attempt, error) {
 		ID          string `db:"id"`
 		Event       string `db:"event"`
 		WebhookID   string `db:"webhook_id"`
+		Events      int    `db:"events"`
 		Type        string `db:"type"`
 		EventStatus string `db:"event_status"`
 		Status      int    `db:"status"`
@@ -340,7 +353,7 @@ func Attempts(app core.App, endpoint string, limit int) ([]Attempt, error) {
 		Response    string `db:"response"`
 		Created     string `db:"created"`
 	}
-	err := app.ConcurrentDB().NewQuery("SELECT a.id, a.event, a.webhook_id, e.type, e.status AS event_status, a.status, a.error," +
+	err := app.ConcurrentDB().NewQuery("SELECT a.id, a.event, a.webhook_id, a.events, e.type, e.status AS event_status, a.status, a.error," +
 		" a.latency_ms, a.response, a.created FROM " + AttemptsCollection + " a JOIN " + EventsCollection + " e ON e.id = a.event" +
 		" WHERE a.endpoint = {:endpoint} ORDER BY a.created DESC, a.rowid DESC LIMIT {:limit}").
 		Bind(dbx.Params{"endpoint": endpoint, "limit": limit}).All(&rows)
@@ -350,7 +363,7 @@ func Attempts(app core.App, endpoint string, limit int) ([]Attempt, error) {
 	list := make([]Attempt, len(rows))
 	for i, r := range rows {
 		created, _ := time.Parse("2006-01-02 15:04:05.000Z", r.Created)
-		list[i] = Attempt{ID: r.ID, Event: r.Event, WebhookID: r.WebhookID, Type: r.Type, EventStatus: r.EventStatus,
+		list[i] = Attempt{ID: r.ID, Event: r.Event, WebhookID: r.WebhookID, Events: r.Events, Type: r.Type, EventStatus: r.EventStatus,
 			Status: r.Status, Error: r.Error, LatencyMS: r.LatencyMS, Response: r.Response, Created: created}
 	}
 	return list, nil

@@ -2,8 +2,11 @@ package webhooks
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,8 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/security"
 	"github.com/pocketbase/pocketbase/tools/types"
+
+	"petstore/internal/database"
 )
 
 // Outbox writes events, in the transaction of their cause, for the
@@ -29,9 +34,13 @@ type Outbox struct {
 	version atomic.Pointer[func() (int64, error)] // nil: read in each transaction
 	mu      sync.Mutex                            // one Refresh at a time
 	subs    atomic.Pointer[subscriptions]
+	inserts atomic.Pointer[inserts] // prepared by Watch; nil: parsed each time
 
 	wake chan struct{} // an event committed: the deliverer looks now
 }
+
+// inserts are insertEventSQL and insertEventsSQL, prepared.
+type inserts struct{ one, many *sql.Stmt }
 
 // subscriptions are the endpoints that are not paused, by event type, as
 // read at a data version.
@@ -46,10 +55,40 @@ func NewOutbox(app core.App) *Outbox {
 }
 
 // Watch makes the outbox keep the subscriptions in memory, read again when
-// version (a dataversion.Watch's Version) has changed since they were read.
+// version (a dataversion.Watch's Version) has changed since they were read,
+// and prepares its inserts on the write connection. Close closes them.
 func (o *Outbox) Watch(version func() (int64, error)) error {
+	db, err := database.WriteDB(o.app)
+	if err != nil {
+		return err
+	}
+	var ins inserts
+	if ins.one, err = db.Prepare(insertEventSQL); err != nil {
+		return fmt.Errorf("webhooks: prepare the outbox's insert: %w", err)
+	}
+	if ins.many, err = db.Prepare(insertEventsSQL); err != nil {
+		_ = ins.one.Close()
+		return fmt.Errorf("webhooks: prepare the outbox's insert: %w", err)
+	}
+	if old := o.inserts.Swap(&ins); old != nil {
+		old.close()
+	}
 	o.version.Store(&version)
 	return o.Refresh()
+}
+
+// Close closes the inserts Watch prepared; later events parse them each
+// time.
+func (o *Outbox) Close() error {
+	if ins := o.inserts.Swap(nil); ins != nil {
+		ins.close()
+	}
+	return nil
+}
+
+func (ins *inserts) close() {
+	_ = ins.one.Close()
+	_ = ins.many.Close()
 }
 
 // Refresh reads the subscriptions again if the data version changed since
@@ -154,57 +193,143 @@ type Event struct {
 	Dedupe string
 }
 
-// Write writes e, with tx (the transaction of e's cause), for every endpoint
-// subscribed to its type. With none subscribed, it writes nothing, and
-// after Watch reads nothing either.
-func (o *Outbox) Write(tx core.App, e Event) error {
-	var endpoints []string
+// Write writes events, with tx (the transaction of their cause), each for
+// every endpoint subscribed to its type, in order, in one statement. With
+// none subscribed, it writes nothing, and after Watch reads nothing either.
+func (o *Outbox) Write(tx core.App, events ...Event) error {
+	var byType map[Type][]string
 	if o.version.Load() == nil {
-		byType, err := readSubscriptions(tx.NonconcurrentDB())
+		var err error
+		if byType, err = readSubscriptions(tx.NonconcurrentDB()); err != nil {
+			return err
+		}
+	} else if s := o.subs.Load(); s != nil {
+		byType = s.byType
+	}
+	now := time.Now().UTC()
+	var rows []eventRow
+	for _, e := range events {
+		endpoints := byType[e.Type]
+		if len(endpoints) == 0 {
+			continue
+		}
+		more, err := eventRows(e, endpoints, now)
 		if err != nil {
 			return err
 		}
-		endpoints = byType[e.Type]
-	} else if s := o.subs.Load(); s != nil {
-		endpoints = s.byType[e.Type]
+		rows = append(rows, more...)
 	}
-	if len(endpoints) == 0 {
-		return nil
-	}
-	return o.write(tx, e, endpoints)
+	return o.write(tx, rows, now)
 }
 
 // WriteTo writes e for one endpoint, whatever its subscriptions (staff's
 // test event).
 func (o *Outbox) WriteTo(app core.App, endpoint string, e Event) error {
-	return o.write(app, e, []string{endpoint})
+	now := time.Now().UTC()
+	rows, err := eventRows(e, []string{endpoint}, now)
+	if err != nil {
+		return err
+	}
+	return o.write(app, rows, now)
+}
+
+// eventRow is one event for one endpoint, as the outbox stores it.
+type eventRow struct {
+	ID, WebhookID, Endpoint, Type, Body, Dedupe string
+}
+
+// eventRows are e's rows for endpoints: one body and webhook-id for all.
+func eventRows(e Event, endpoints []string, now time.Time) ([]eventRow, error) {
+	body, err := Body{Type: e.Type, Timestamp: now.Truncate(time.Second), Data: e.Data}.encode()
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: encode a %s event: %w", e.Type, err)
+	}
+	webhookID := "msg_" + security.RandomString(24)
+	rows := make([]eventRow, len(endpoints))
+	for i, endpoint := range endpoints {
+		rows[i] = eventRow{WebhookID: webhookID, Endpoint: endpoint, Type: string(e.Type), Body: string(body), Dedupe: e.Dedupe}
+	}
+	return rows, nil
 }
 
 // insertEventSQL writes one event for one endpoint, unless the endpoint is
 // gone (deleted, on another instance, since the subscriptions were read):
-// no event is left without its endpoint.
-const insertEventSQL = "INSERT INTO " + EventsCollection +
-	" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
-	" SELECT {:id}, {:webhookId}, {:endpoint}, {:type}, {:body}, 'pending', 0, {:now}, '', '', {:dedupe}, {:now}, {:now}" +
-	" WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = {:endpoint})" +
-	" ON CONFLICT DO NOTHING"
+// no event is left without its endpoint. insertEventsSQL does so for a
+// JSON array of [id, webhook_id, endpoint, type, body, dedupe], in order:
+// jsonb_each hands each row to ->> as binary JSON, which it reads without
+// parsing text again.
+const (
+	insertEventSQL = "INSERT INTO " + EventsCollection +
+		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
+		" SELECT :id, :webhookId, :endpoint, :type, :body, 'pending', 0, :now, '', '', :dedupe, :now, :now" +
+		" WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = :endpoint)" +
+		" ON CONFLICT DO NOTHING"
+	insertEventsSQL = "INSERT INTO " + EventsCollection +
+		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
+		" SELECT value->>0, value->>1, value->>2, value->>3, value->>4, 'pending', 0, :now, '', '', value->>5, :now, :now" +
+		" FROM jsonb_each(:rows) WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = value->>2)" +
+		" ORDER BY key ON CONFLICT DO NOTHING"
+)
 
-func (o *Outbox) write(tx core.App, e Event, endpoints []string) error {
-	now := time.Now().UTC()
-	body, err := Body{Type: e.Type, Timestamp: now.Truncate(time.Second), Data: e.Data}.encode()
-	if err != nil {
-		return fmt.Errorf("webhooks: encode a %s event: %w", e.Type, err)
+// write inserts rows, with new sortable ids: one by one, or, several, in
+// one statement. A row that statement leaves out (its endpoint gone, its
+// dedupe text taken, or its id: rare, and then the row comes after the
+// others) goes in alone.
+func (o *Outbox) write(tx core.App, rows []eventRow, now time.Time) error {
+	if len(rows) == 0 {
+		return nil
 	}
-	webhookID := "msg_" + security.RandomString(24)
+	w, err := o.writer(tx)
+	if err != nil {
+		return err
+	}
 	stamp := dateString(now)
-	for _, endpoint := range endpoints {
-		_, err := tx.NonconcurrentDB().NewQuery(insertEventSQL).Bind(dbx.Params{
-			"id": core.GenerateDefaultRandomId(), "webhookId": webhookID, "endpoint": endpoint,
-			"type": string(e.Type), "body": string(body), "now": stamp, "dedupe": e.Dedupe,
-		}).Execute()
-		if err != nil {
-			return fmt.Errorf("webhooks: write a %s event: %w", e.Type, err)
+	if len(rows) > 1 {
+		data := make([][]string, len(rows))
+		for i := range rows {
+			rows[i].ID = batchID(now, i)
+			r := rows[i]
+			data[i] = []string{r.ID, r.WebhookID, r.Endpoint, r.Type, r.Body, r.Dedupe}
 		}
+		encoded, err := json.Marshal(data)
+		if err != nil {
+			return err
+		}
+		res, err := w.exec(insertEventsSQL, sql.Named("rows", string(encoded)), sql.Named("now", stamp))
+		if err != nil {
+			return fmt.Errorf("webhooks: write %d events: %w", len(rows), err)
+		}
+		if n, err := res.RowsAffected(); err != nil || int(n) == len(rows) {
+			return o.written(tx, err)
+		}
+		var left []eventRow
+		for _, r := range rows {
+			var webhookID string
+			err := w.query("SELECT webhook_id FROM "+EventsCollection+" WHERE id = ?", r.ID).Scan(&webhookID)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if webhookID != r.WebhookID {
+				left = append(left, r)
+			}
+		}
+		rows = left
+	}
+	for _, r := range rows {
+		if err := w.insertEvent(sql.Named("webhookId", r.WebhookID), sql.Named("endpoint", r.Endpoint),
+			sql.Named("type", r.Type), sql.Named("body", r.Body), sql.Named("now", stamp),
+			sql.Named("dedupe", r.Dedupe)); err != nil {
+			return fmt.Errorf("webhooks: write a %s event: %w", r.Type, err)
+		}
+	}
+	return o.written(tx, nil)
+}
+
+// written wakes the deliverer once tx commits (at once outside one), unless
+// err.
+func (o *Outbox) written(tx core.App, err error) error {
+	if err != nil {
+		return err
 	}
 	if info := tx.TxInfo(); info != nil {
 		info.OnComplete(func(txErr error) error {
@@ -217,6 +342,108 @@ func (o *Outbox) write(tx core.App, e Event, endpoints []string) error {
 		o.Wake()
 	}
 	return nil
+}
+
+// maxIDAttempts bounds the ids an event tries: sortable ids have fewer
+// random characters than PocketBase's.
+const maxIDAttempts = 5
+
+// eventWriter runs the outbox's statements on app's write connection: in
+// its transaction, if any; prepared ones if Watch prepared them.
+type eventWriter struct {
+	prepared *inserts
+	tx       *sql.Tx // nil: db
+	db       *sql.DB
+}
+
+func (o *Outbox) writer(app core.App) (eventWriter, error) {
+	w := eventWriter{prepared: o.inserts.Load()}
+	var err error
+	if app.IsTransactional() {
+		w.tx, err = database.SQLTx(app)
+	} else {
+		w.db, err = database.WriteDB(app)
+	}
+	return w, err
+}
+
+// exec runs query, or its prepared statement.
+func (w eventWriter) exec(query string, args ...any) (sql.Result, error) {
+	var stmt *sql.Stmt
+	if w.prepared != nil {
+		stmt = w.prepared.one
+		if query == insertEventsSQL {
+			stmt = w.prepared.many
+		}
+	}
+	switch {
+	case stmt == nil && w.tx != nil:
+		return w.tx.Exec(query, args...)
+	case stmt == nil:
+		return w.db.Exec(query, args...)
+	case w.tx != nil:
+		s := w.tx.Stmt(stmt)
+		defer s.Close()
+		return s.Exec(args...)
+	}
+	return stmt.Exec(args...)
+}
+
+func (w eventWriter) query(query string, args ...any) *sql.Row {
+	if w.tx != nil {
+		return w.tx.QueryRow(query, args...)
+	}
+	return w.db.QueryRow(query, args...)
+}
+
+// insertEvent inserts one event with a new sortable id. When no row is
+// written, the endpoint is gone or the dedupe text is taken, unless the id
+// is: then it tries another.
+func (w eventWriter) insertEvent(args ...any) error {
+	for range maxIDAttempts {
+		id := sortableID(time.Now())
+		res, err := w.exec(insertEventSQL, append(args, sql.Named("id", id))...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		var taken int
+		if err := w.query("SELECT COUNT(*) FROM "+EventsCollection+" WHERE id = ?", id).Scan(&taken); err != nil || taken == 0 {
+			return err
+		}
+	}
+	return errors.New("no free id")
+}
+
+// batchID is a sortable id for a statement's i-th row: its 9th and 10th
+// characters are i, so that the ids of one millisecond's statement differ.
+func batchID(now time.Time, i int) string {
+	b := []byte(sortableID(now))
+	b[8], b[9] = idAlphabet[i/36%36], idAlphabet[i%36]
+	return string(b)
+}
+
+// idAlphabet is PocketBase's ids' alphabet, in ASCII order.
+const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+// sortableID is a record id as PocketBase's (15 of [a-z0-9]) that sorts by
+// time: 8 characters of base 36 milliseconds since 1970 (until 2059), then
+// 7 random ones. The outbox's and the attempts' rows are written in the
+// order of their ids, so each id index grows at its end, on the page the
+// last write dirtied, not on a page of its own anywhere in the index.
+func sortableID(t time.Time) string {
+	var b [15]byte
+	ms := uint64(t.UnixMilli())
+	for i := 7; i >= 0; i-- {
+		b[i] = idAlphabet[ms%36]
+		ms /= 36
+	}
+	for i := 8; i < len(b); i++ {
+		b[i] = idAlphabet[rand.IntN(len(idAlphabet))]
+	}
+	return string(b[:])
 }
 
 // Wake tells the deliverer that events wait, without waiting for it.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -146,12 +147,19 @@ func TestDialTimeCheckRefusesBeforeConnecting(t *testing.T) {
 		return nil, errors.New("no such host")
 	}}
 	client := webhooks.NewClient(targets)
+	defer client.Close()
+	post := func(c *webhooks.Client, host string) (int, error) {
+		u, err := url.Parse("http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/hook")
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, _, err := c.Post(context.Background(), u, http.Header{"Content-Type": {"application/json"}}, "{}", 1024)
+		return status, err
+	}
 	for _, host := range []string{"rebind.test", "metadata-rebind.test"} {
-		url := "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/hook"
-		resp, err := client.Post(url, "application/json", strings.NewReader("{}"))
+		status, err := post(client, host)
 		if err == nil {
-			resp.Body.Close()
-			t.Fatalf("%s: answered %d", host, resp.StatusCode)
+			t.Fatalf("%s: answered %d", host, status)
 		}
 		if !errors.Is(err, webhooks.ErrForbiddenTarget) {
 			t.Fatalf("%s: %v, want the Control hook's refusal", host, err)
@@ -168,10 +176,8 @@ func TestDialTimeCheckRefusesBeforeConnecting(t *testing.T) {
 	// With --webhooks-allow-private the same name connects: the refusal
 	// above was the check's, not the network's.
 	allowed := webhooks.NewClient(webhooks.Targets{AllowPrivate: true, Resolve: targets.Resolve})
-	resp, err := allowed.Post("http://"+net.JoinHostPort("rebind.test", strconv.Itoa(port))+"/hook", "application/json", strings.NewReader("{}"))
-	if err == nil {
-		resp.Body.Close()
-	}
+	defer allowed.Close()
+	_, _ = post(allowed, "rebind.test")
 	deadline := time.Now().Add(2 * time.Second)
 	for accepted.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

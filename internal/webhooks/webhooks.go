@@ -6,8 +6,9 @@
 // record per event and endpoint) in the SQLite transaction of the change it
 // tells of, so it exists if and only if the change committed. A Deliverer
 // sends the outbox: per endpoint, in order of creation, one event at a time,
-// each held by a lease in SQLite so that, with several instances on one
-// data directory, one instance sends it at a time. A crash at any moment
+// held by a lease in SQLite (on the endpoint's oldest pending event, from
+// which every instance starts) so that, with several instances on one data
+// directory, one instance sends an endpoint's events at a time. A crash at any moment
 // loses nothing: an event whose lease ran out is sent again, with the same
 // webhook-id, which receivers use to drop repeats.
 //
@@ -84,19 +85,42 @@ func secretKey(secret string) ([]byte, error) {
 // secret, "v1," and the base64 HMAC-SHA256 of "id.timestamp.body",
 // separated by spaces (several during a secret's roll).
 func Sign(id string, timestamp int64, body []byte, secrets ...string) (string, error) {
-	var sigs []string
-	for _, secret := range secrets {
+	keys, err := secretKeys(secrets...)
+	if err != nil {
+		return "", err
+	}
+	return sign(id, timestamp, body, keys), nil
+}
+
+// secretKeys are the HMAC keys of secrets, decoded once for all the
+// attempts that sign with them.
+func secretKeys(secrets ...string) ([][]byte, error) {
+	keys := make([][]byte, len(secrets))
+	for i, secret := range secrets {
 		key, err := secretKey(secret)
 		if err != nil {
-			return "", err
+			return nil, err
+		}
+		keys[i] = key
+	}
+	return keys, nil
+}
+
+// sign is Sign with the secrets' keys.
+func sign(id string, timestamp int64, body []byte, keys [][]byte) string {
+	var b strings.Builder
+	for i, key := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
 		}
 		mac := hmac.New(sha256.New, key)
 		mac.Write([]byte(id))
 		mac.Write([]byte{'.'})
-		mac.Write([]byte(strconv.FormatInt(timestamp, 10)))
+		mac.Write(strconv.AppendInt(nil, timestamp, 10))
 		mac.Write([]byte{'.'})
 		mac.Write(body)
-		sigs = append(sigs, signatureVersionTag+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+		b.WriteString(signatureVersionTag)
+		b.WriteString(base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 	}
-	return strings.Join(sigs, " "), nil
+	return b.String()
 }

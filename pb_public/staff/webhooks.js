@@ -100,9 +100,10 @@ async function showAttempts(e) {
   $("#attempts-url").textContent = e.url;
   const rows = answer.items.map((a) => h("tr", { dataset: { event: a.event } },
     h("td", { textContent: when(a.created), title: exact(a.created), dataset: { label: "When" } }),
-    h("td", { dataset: { label: "Event" } }, h("div", { textContent: a.type }), h("code", { className: "muted", textContent: a.webhookId })),
+    h("td", { dataset: { label: "Event" } }, h("div", { textContent: a.type }), h("code", { className: "muted", textContent: a.webhookId }),
+      a.events > 1 ? h("div", { className: "muted batch", textContent: `the last of ${a.events} delivered in a row` }) : null),
     h("td", { className: "answer", textContent: a.status ? String(a.status) : (a.error || "no answer"), dataset: { label: "Answer" } }),
-    h("td", { textContent: `${a.latencyMs} ms`, dataset: { label: "Latency" } }),
+    h("td", { textContent: a.events > 1 ? `${a.latencyMs} ms at most` : `${a.latencyMs} ms`, dataset: { label: "Latency" } }),
     h("td", { dataset: { label: "First bytes of the answer" } }, h("code", { className: "response", textContent: a.response })),
     h("td", {}, a.eventStatus === "failed"
       ? webhookButton("Resend", "resend", async () => {

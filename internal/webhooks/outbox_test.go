@@ -1,0 +1,73 @@
+package webhooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/apptest"
+	"petstore/internal/audit"
+	"petstore/internal/webhooks"
+)
+
+// Several events written together (a pets transaction's creates) are one
+// row per event and endpoint, in order for each endpoint, an event's rows
+// sharing its webhook-id. An event whose dedupe text an endpoint has
+// already got is left out for that endpoint, the others are written.
+func TestOutboxWritesEventsTogetherInOrder(t *testing.T) {
+	s := apptest.StartWith(t, apptest.Config{WebhooksAllowPrivate: true})
+	var endpoints []string
+	for range 2 {
+		// Nobody listens there: the events stay pending, their rows as written.
+		id, _, err := webhooks.Create(context.Background(), s.App, webhooks.Targets{AllowPrivate: true},
+			webhooks.Input{URL: ptr("http://127.0.0.1:9/hook"), Events: &[]webhooks.Type{webhooks.PetCreated}}, audit.CLI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		endpoints = append(endpoints, id)
+	}
+	outbox := webhooks.NewOutbox(s.App)
+	event := func(n int, dedupe string) webhooks.Event {
+		return webhooks.Event{Type: webhooks.PetCreated, Data: map[string]int{"n": n}, Dedupe: dedupe}
+	}
+	if err := outbox.Write(s.App, event(0, "taken")); err != nil {
+		t.Fatal(err)
+	}
+	err := s.App.RunInTransaction(func(tx core.App) error {
+		return outbox.Write(tx, event(1, ""), event(2, "taken"), event(3, ""), event(4, "once"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, endpoint := range endpoints {
+		var rows []struct {
+			ID        string `db:"id"`
+			WebhookID string `db:"webhook_id"`
+			Body      string `db:"body"`
+		}
+		if err := s.App.DB().NewQuery("SELECT id, webhook_id, body FROM webhook_events WHERE endpoint = {:e} ORDER BY rowid").
+			Bind(map[string]any{"e": endpoint}).All(&rows); err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, r := range rows {
+			var body struct{ Data struct{ N int } }
+			if err := json.Unmarshal([]byte(r.Body), &body); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, body.Data.N)
+			if len(r.ID) != 15 {
+				t.Errorf("id %q", r.ID)
+			}
+		}
+		if len(got) != 4 || got[0] != 0 || got[1] != 1 || got[2] != 3 || got[3] != 4 {
+			t.Errorf("endpoint %s got events %v, want 0, 1, 3, 4", endpoint, got)
+		}
+	}
+	var shared int
+	if err := s.App.DB().NewQuery("SELECT COUNT(DISTINCT webhook_id) FROM webhook_events").Row(&shared); err != nil || shared != 4 {
+		t.Errorf("%d webhook-ids for 4 events on 2 endpoints (%v)", shared, err)
+	}
+}
