@@ -196,6 +196,7 @@ func TestWebhookChangesAreAudited(t *testing.T) {
 	s.call(t, http.MethodPost, base+"/roll", map[string]any{"graceSeconds": 60}, http.StatusOK, &rolled)
 	s.call(t, http.MethodPost, base+"/test", nil, http.StatusAccepted, nil)
 	rcv.waitFor(t, "webhook.test")
+	waitRecordedDelivered(t, s, 1)
 	if _, err := s.App.DB().NewQuery("UPDATE webhook_events SET status = 'failed', attempts = 9").Execute(); err != nil {
 		t.Fatal(err)
 	}

@@ -194,22 +194,8 @@ func TestWebhookStaffRoutes(t *testing.T) {
 		}
 	}
 
-	// A failed event, resent, is delivered with its webhook-id. The
-	// receiver hears of the delivery before the deliverer records it: the
-	// event fails once recorded.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		var delivered int
-		if err := s.App.DB().NewQuery("SELECT COUNT(*) FROM webhook_events WHERE status = 'delivered'").Row(&delivered); err != nil {
-			t.Fatal(err)
-		}
-		if delivered == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the test event is not recorded as delivered")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// A failed event, resent, is delivered with its webhook-id.
+	waitRecordedDelivered(t, s, 1)
 	if _, err := s.App.DB().NewQuery("UPDATE webhook_events SET status = 'failed', attempts = 9").Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -420,5 +406,26 @@ func TestWebhookHistoryOfABatch(t *testing.T) {
 	}
 	if failure.Events != 1 || failure.Status != 500 || failure.WebhookID != got[0].header.Get("webhook-id") {
 		t.Errorf("the failure's record %+v", failure)
+	}
+}
+
+// waitRecordedDelivered waits until n events are recorded as delivered. A
+// receiver hears of a delivery before the deliverer records it: a test that
+// fails an event by hand does so once it is recorded, or the record would
+// undo it.
+func waitRecordedDelivered(t *testing.T, s *staffServer, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var delivered int
+		if err := s.App.DB().NewQuery("SELECT COUNT(*) FROM webhook_events WHERE status = 'delivered'").Row(&delivered); err != nil {
+			t.Fatal(err)
+		}
+		if delivered == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events recorded as delivered, want %d", delivered, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
