@@ -15,5 +15,9 @@ CGO_ENABLED=0 go build -trimpath -buildvcs=auto \
   -ldflags "-s -w -X petstore/internal/version.Version=$version" -o "$context/petstore" .
 cp /etc/ssl/certs/ca-certificates.crt "$context/"
 mkdir "$context/pb_data"
-"$engine" build -f deploy/Containerfile -t "$tag" "$context"
+# podman builds OCI images by default, which have no HEALTHCHECK: ask for
+# Docker's format, which keeps it.
+format=()
+[ "$(basename "$engine")" = podman ] && format=(--format docker)
+"$engine" build "${format[@]}" -f deploy/Containerfile -t "$tag" "$context"
 echo "built $tag ($version)"

@@ -21,6 +21,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The image keeps its health check (an OCI-format build would drop it).
+check=$(podman image inspect -f '{{json .HealthCheck}}' "$tag")
+case "$check" in *'"Test":["CMD","/petstore","healthcheck"]'*) ;; *) echo "the image's health check is $check"; exit 1 ;; esac
+
 run() {
   podman run -d --name "$name" --network host -v "$volume:/pb_data" "$tag" \
     serve --http "127.0.0.1:$port" --dir /pb_data >/dev/null
