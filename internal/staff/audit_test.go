@@ -23,11 +23,18 @@ type auditRow struct {
 	Details    string `db:"details"`
 }
 
+// auditRows is the trail's records of the API key key, oldest first.
 func auditRows(t *testing.T, s *staffServer, key string) []auditRow {
+	t.Helper()
+	return auditRowsWhere(t, s, "key", key)
+}
+
+// auditRowsWhere is the trail's records whose field is id, oldest first.
+func auditRowsWhere(t *testing.T, s *staffServer, field, id string) []auditRow {
 	t.Helper()
 	var rows []auditRow
 	err := s.App.DB().Select("id", "action", "key", "actor", "actor_email", "address", "details").
-		From(audit.Collection).Where(dbx.HashExp{"key": key}).OrderBy("rowid").All(&rows)
+		From(audit.Collection).Where(dbx.HashExp{field: id}).OrderBy("rowid").All(&rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,18 +172,6 @@ func planID(t *testing.T, s *staffServer, name string) string {
 	return plan.Id
 }
 
-// webhookAuditRows are the audit records of the endpoint id, oldest first.
-func webhookAuditRows(t *testing.T, s *staffServer, id string) []auditRow {
-	t.Helper()
-	var rows []auditRow
-	err := s.App.DB().Select("id", "action", "key", "actor", "actor_email", "address", "details").
-		From(audit.Collection).Where(dbx.HashExp{audit.WebhookField: id}).OrderBy("rowid").All(&rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
 // TestWebhookChangesAreAudited: each change of an endpoint through the staff
 // API leaves one audit record, with the superuser, its address and the
 // values (never a secret); a change that changes nothing and a refused one
@@ -214,7 +209,7 @@ func TestWebhookChangesAreAudited(t *testing.T) {
 
 	want := []audit.Action{audit.WebhookCreated, audit.WebhookChanged, audit.WebhookChanged, audit.WebhookChanged,
 		audit.WebhookSecretRolled, audit.WebhookTestSent, audit.WebhookEventResent, audit.WebhookDeleted}
-	rows := webhookAuditRows(t, s, id)
+	rows := auditRowsWhere(t, s, audit.WebhookField, id)
 	if len(rows) != len(want) {
 		t.Fatalf("%d audit records, want %d: %+v", len(rows), len(want), rows)
 	}

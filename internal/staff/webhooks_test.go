@@ -312,7 +312,7 @@ func TestWebhookEndpointPausedAfterFiveDaysOfFailures(t *testing.T) {
 		t.Fatalf("endpoint %+v, want paused with its reason", ep)
 	}
 	// Audited as the service's, once, with the reason.
-	rows := webhookAuditRows(t, s, id)
+	rows := auditRowsWhere(t, s, audit.WebhookField, id)
 	if len(rows) != 3 || rows[2].Action != string(audit.WebhookPaused) || rows[2].Actor != audit.ActorSystem ||
 		rows[2].ActorEmail != "" || rows[2].Address != "" ||
 		rows[2].Details != `{"failing_since":"`+ep.FailingSince+`","reason":"`+ep.PausedReason+`"}` {
