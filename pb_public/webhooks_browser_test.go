@@ -54,6 +54,8 @@ func TestStaffPageWebhooksInChromium(t *testing.T) {
 		t.Error("the secret is still on the page after Done")
 	}
 	p.waitFor("the endpoint's row", `document.querySelector('#webhooks-list tbody tr td.events')?.textContent === 'pet.created'`)
+	// Times on the page are UTC, the list's reading time too.
+	p.waitFor("the list's time in UTC", `/^1 endpoint · updated \d\d:\d\d:\d\d UTC$/.test(document.querySelector('#webhooks-status').textContent)`)
 
 	p.do("send a test event", chromedp.Click(chromedp.CSS(`#webhooks-list button[data-action=test]`)))
 	p.waitFor("the test event's delivery", `document.querySelector('#webhooks-status').textContent.includes('on its way')`)

@@ -60,6 +60,9 @@ function ago(iso) {
   return "just now";
 }
 
+// updatedNow says when a list was read, in UTC as every time on the page.
+const updatedNow = () => `updated ${new Date().toISOString().slice(11, 19)} UTC`;
+
 // exact is the title of a shown time: to the second in UTC, and in the
 // browser's time zone.
 const exact = (iso) => `${new Date(iso).toISOString().slice(0, 19).replace("T", " ")} UTC (${new Date(iso).toLocaleString()} your time)`;
@@ -162,7 +165,7 @@ async function refresh() {
 function statusText() {
   const { page: at, perPage, totalItems, totalKeys, items } = list;
   const filtered = $("#search").value.trim() !== "" || $("#filter-state").value !== "";
-  const updated = `updated ${new Date().toISOString().slice(11, 19)} UTC`;
+  const updated = updatedNow();
   if (totalKeys === 0) return `No keys yet · ${updated}`;
   const first = (at - 1) * perPage + 1;
   const shown = items.length === 0 ? "0" : items.length === totalItems ? count(items.length) : `${count(first)}–${count(first + items.length - 1)}`;

@@ -31,7 +31,7 @@ async function refreshWebhooks() {
   }
   // A deleted endpoint's history stays, its deletion on top.
   if (historyOf) await showWebhookHistory(endpoints.find((e) => e.id === historyOf.id) || historyOf, 1);
-  webhooksStatus(`${endpoints.length} endpoint${endpoints.length === 1 ? "" : "s"} · updated ${new Date().toLocaleTimeString()}`);
+  webhooksStatus(`${endpoints.length} endpoint${endpoints.length === 1 ? "" : "s"} · ${updatedNow()}`);
 }
 
 // webhookButton runs run on a click, then shows the list again, and what
