@@ -108,6 +108,8 @@ func main() {
 		"prefix of the rate-limit counters, to let several deployments share one Redis")
 	flags.Int64Var(&opts.Limits.AnonymousPerMinute, "ratelimit-anonymous", limits.DefaultAnonymousPerMinute,
 		"requests per minute without a valid API key, per client network (an IPv4 address, an IPv6 /64)")
+	flags.Int64Var(&opts.Limits.GuestPerMinute, "ratelimit-guest", limits.DefaultGuestPerMinute,
+		"requests per minute outside /v1 without signing in (the pages, the dashboard's files, PocketBase's API), per client network")
 	flags.DurationVar(&opts.Server.ReadHeaderTimeout, "read-header-timeout", hooks.DefaultReadHeaderTimeout,
 		"close connections whose request headers take longer than this to arrive")
 	flags.DurationVar(&opts.Server.IdleTimeout, "idle-timeout", hooks.DefaultIdleTimeout,

@@ -25,6 +25,7 @@ import (
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
+	"petstore/internal/guestlimit"
 	"petstore/internal/idempotency"
 	"petstore/internal/metrics"
 	"petstore/internal/pets"
@@ -254,7 +255,13 @@ func serve(se *core.ServeEvent, opts *Options, base api.BaseURL, s *Service) err
 	dayQuota := &dayQuotaEvents{app: app, outbox: s.outbox, log: s.log}
 
 	documents := api.NewDocuments(base)
-	api.AddRoutes(se.Router.Group("/v1"), api.Deps{
+	// Outside /v1, the bounded request log takes PocketBase's activity
+	// logger's place, and guests are limited per client network; /v1 logs
+	// and limits its own.
+	se.Router.Bind(reqlog.SiteMiddleware(), guestlimit.Middleware(limiter))
+	v1 := se.Router.Group("/v1")
+	v1.Unbind(guestlimit.MiddlewareID)
+	api.AddRoutes(v1, api.Deps{
 		Limiter: limiter, Keys: keys, Version: version, Pets: petReads, PetWriter: petWriter,
 		RequestLog: reqlog, Usage: history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
 		DayQuotaReached: dayQuota.reached,

@@ -25,6 +25,9 @@ type Config struct {
 	// AnonymousPerMinute limits requests without a valid API key, per client
 	// network (see Network).
 	AnonymousPerMinute int64
+	// GuestPerMinute limits requests outside /v1 without PocketBase auth,
+	// per client network (see Network).
+	GuestPerMinute int64
 	// MinuteWindow is the length of the keys' and networks' short window.
 	// The long window is the UTC calendar day.
 	MinuteWindow time.Duration
@@ -37,6 +40,10 @@ type Config struct {
 const (
 	DefaultPrefix             = "petstore"
 	DefaultAnonymousPerMinute = 60
+	// DefaultGuestPerMinute admits a few dozen page loads a minute from one
+	// network (a page and its files are about ten requests), and a load
+	// balancer's health checks, with room to spare.
+	DefaultGuestPerMinute = 600
 )
 
 func (c Config) withDefaults() Config {
@@ -45,6 +52,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AnonymousPerMinute <= 0 {
 		c.AnonymousPerMinute = DefaultAnonymousPerMinute
+	}
+	if c.GuestPerMinute <= 0 {
+		c.GuestPerMinute = DefaultGuestPerMinute
 	}
 	if c.MinuteWindow <= 0 {
 		c.MinuteWindow = time.Minute
