@@ -530,7 +530,7 @@ type NewPet struct {
 	// `0.7e1` are the same integer, as in JSON Schema); a fractional part is refused.
 	CategoryId int64 `json:"categoryId"`
 
-	// Name The animal's name; surrounding spaces are trimmed, and what remains must not be empty or hold control characters.
+	// Name The animal's name; surrounding spaces are trimmed, and what remains must not be empty or hold control or text-direction characters (newline, U+202E and the like).
 	Name string `json:"name"`
 
 	// Status Availability status.
