@@ -799,8 +799,8 @@ type ClientInterface interface {
 	//
 	// To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 	// every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-	// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+	// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+	// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
 	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -818,8 +818,8 @@ type ClientInterface interface {
 	//
 	// To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 	// every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-	// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+	// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+	// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
 	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -869,8 +869,8 @@ func (c *Client) ListPets(ctx context.Context, params *ListPetsParams, reqEditor
 //
 // To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 // every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
 // answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -898,8 +898,8 @@ func (c *Client) CreatePetWithBody(ctx context.Context, params *CreatePetParams,
 //
 // To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 // every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
 // answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -1170,8 +1170,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 	// every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-	// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+	// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+	// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
 	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -1189,8 +1189,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 	// every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-	// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+	// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+	// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
 	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -1889,8 +1889,8 @@ func (c *ClientWithResponses) ListPetsWithResponse(ctx context.Context, params *
 //
 // To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 // every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
 // answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -1914,8 +1914,8 @@ func (c *ClientWithResponses) CreatePetWithBodyWithResponse(ctx context.Context,
 //
 // To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 // every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
 // answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
