@@ -82,11 +82,13 @@ func TestRedisOneRoundTripPerRequest(t *testing.T) {
 			t.Fatalf("request %d refused: %+v", i, d)
 		}
 	}
-	if d := take("over the quota", takeKey); !d.Exceeded() || d.Banned() {
-		t.Fatalf("3rd request: %+v, want refused, not banned", d)
+	for i := 1; i < MinBanAfter; i++ {
+		if d := take("over the quota", takeKey); !d.Exceeded() || d.Banned() {
+			t.Fatalf("rejection %d: %+v, want refused, not banned", i, d)
+		}
 	}
 	if d := take("the ban", takeKey); !d.Banned() {
-		t.Fatalf("4th request (2nd rejection): %+v, want banned", d)
+		t.Fatalf("rejection %d: %+v, want banned", MinBanAfter, d)
 	}
 	if d := take("banned", takeKey); !d.Banned() {
 		t.Fatalf("5th request: %+v, want banned", d)
