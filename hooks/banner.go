@@ -16,7 +16,7 @@ import (
 // bindBanner logs the start, and prints where everything is for people, in
 // place of PocketBase's banner (main hides it), which names only /api/ and
 // /_/.
-func bindBanner(app core.App, opts *Options, s *Service) {
+func bindBanner(app core.App, opts Options, s *Service) {
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreBanner",
 		Func: func(se *core.ServeEvent) error {
