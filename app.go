@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pocketbase/pocketbase"
 
+	"petstore/hooks"
 	"petstore/internal/database"
 	"petstore/internal/envflag"
 )
@@ -18,8 +20,9 @@ import (
 var appFlags = []string{"dir", "dev", "encryptionEnv", "queryTimeout"}
 
 // newApp makes the PocketBase app of the command line args, without opening
-// its data directory.
-func newApp(args []string) (*pocketbase.PocketBase, error) {
+// its data directory, and says how a shell runs this binary on the same
+// directory.
+func newApp(args []string) (*pocketbase.PocketBase, hooks.Invocation, error) {
 	// Not pocketbase.New(): under `go run` it turns on dev mode, which prints
 	// SQL on stdout, where `keys create` prints the new key.
 	config := pocketbase.Config{
@@ -28,12 +31,19 @@ func newApp(args []string) (*pocketbase.PocketBase, error) {
 		DataMaxIdleConns: database.ReadPoolConns,
 	}
 	if err := pocketBaseEnv(&config); err != nil {
-		return nil, err
+		return nil, hooks.Invocation{}, err
 	}
-	if dir, ok := dirArgument(args); ok {
+	dir, given := dirArgument(args)
+	if given {
 		config.DefaultDataDir = dir
 	}
-	return pocketbase.NewWithConfig(config), nil
+	app := pocketbase.NewWithConfig(config)
+	// go run builds the binary in a go-build directory of its own.
+	self := hooks.Invocation{Binary: os.Args[0], GoRun: strings.Contains(filepath.ToSlash(os.Args[0]), "/go-build")}
+	if _, env := os.LookupEnv(envflag.Name("dir")); given || env {
+		self.Dir, _ = filepath.Abs(app.DataDir())
+	}
+	return app, self, nil
 }
 
 // dirArgument is the command line's --dir. PocketBase reads --dir when the

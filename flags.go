@@ -17,6 +17,7 @@ import (
 // line; options makes the service's Options of them once it has.
 type flagValues struct {
 	root, serve *pflag.FlagSet
+	self        hooks.Invocation
 
 	opts       hooks.Options
 	startup    hooks.StartupConfig
@@ -29,8 +30,8 @@ type flagValues struct {
 // command, those on serve to serve alone. Each part's flags are a group
 // here, setting its field of hooks.Options; a new part adds its group, and
 // its checks to Options.Check. Every flag has a variable (envflag).
-func bindFlags(root, serve *pflag.FlagSet) *flagValues {
-	f := &flagValues{root: root, serve: serve}
+func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
+	f := &flagValues{root: root, serve: serve, self: self}
 	o := &f.opts
 
 	// The console.
@@ -105,6 +106,7 @@ func (f *flagValues) options(serving bool, stdout, stderr io.Writer) (hooks.Opti
 		}
 	}
 	opts := f.opts
+	opts.Installer, opts.Self = stdout, f.self
 	var err error
 	if opts.Console, err = logging.Console(stderr, f.logFormat, f.logLevel); err != nil {
 		return hooks.Options{}, err

@@ -25,7 +25,7 @@ func main() {
 	// Before anything is created: the data directory and every file in it
 	// are the owner's alone, whatever umask the process was started with.
 	datadir.RestrictUmask()
-	app, err := newApp(os.Args[1:])
+	app, self, err := newApp(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
@@ -55,7 +55,7 @@ func main() {
 	// newer version cannot hold them up.
 	withoutData := map[string]bool{healthcheck.Name(): true, "version": true}
 
-	flags := bindFlags(root.PersistentFlags(), serve.PersistentFlags())
+	flags := bindFlags(root.PersistentFlags(), serve.PersistentFlags(), self)
 	signals := make(chan os.Signal, 1)
 	// Every command, once cobra has parsed its flags: its options are made
 	// and checked, then the service is bound and the data directory opened.

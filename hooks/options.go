@@ -22,6 +22,11 @@ type Options struct {
 	// Banner receives serve's start-up lines (where /v1, /docs/, /staff/ and
 	// the dashboard are); nil prints none.
 	Banner io.Writer
+	// Installer receives serve's first-start hint while there is no
+	// superuser: the installer link and the command that creates one, run
+	// as Self; nil leaves PocketBase's own.
+	Installer io.Writer
+	Self      Invocation
 	HTTPS  bool // serve --https: the banner's addresses are https
 	// PublicURL is the base URL clients use, ending in /v1 (serve
 	// --public-url); empty when clients reach the server directly.
