@@ -27,7 +27,7 @@ type Options struct {
 	// as Self; nil leaves PocketBase's own.
 	Installer io.Writer
 	Self      Invocation
-	HTTPS  bool // serve --https: the banner's addresses are https
+	HTTPS     bool // serve --https: the banner's addresses are https
 	// PublicURL is the base URL clients use, ending in /v1 (serve
 	// --public-url); empty when clients reach the server directly.
 	PublicURL string
