@@ -7,7 +7,10 @@
 // counts back once Redis answers again.
 package limits
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Config is the limiter's configuration; zero fields take the defaults.
 type Config struct {
@@ -63,4 +66,25 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	return c
+}
+
+// Check tells whether New can use c, without dialling Redis: a Redis URL
+// that cannot work (its scheme, its options, a tls_ca_file that holds no
+// certificate) and a prefix a Redis Cluster cannot use are refused, naming
+// their flag and never a password.
+func (c Config) Check() error {
+	if c.AnonymousPerMinute < 0 {
+		return fmt.Errorf("--ratelimit-anonymous %d: a number of requests, or 0 for the default", c.AnonymousPerMinute)
+	}
+	if c.GuestPerMinute < 0 {
+		return fmt.Errorf("--ratelimit-guest %d: a number of requests, or 0 for the default", c.GuestPerMinute)
+	}
+	if c.RedisURL == "" {
+		return nil
+	}
+	client, _, _, err := c.withDefaults().redisClient()
+	if err != nil {
+		return err
+	}
+	return client.Close()
 }

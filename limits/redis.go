@@ -85,13 +85,9 @@ type redisStore struct {
 // Redis must answer now: a server that cannot
 // share its counters refuses to start rather than count alone.
 func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore, error) {
-	client, where, cluster, err := newRedisClient(cfg.RedisURL)
+	client, where, cluster, err := cfg.redisClient()
 	if err != nil {
-		return nil, fmt.Errorf("--ratelimit-redis: %w", err)
-	}
-	if cluster && strings.ContainsAny(cfg.Prefix, "{}") {
-		client.Close()
-		return nil, fmt.Errorf("--ratelimit-prefix %q: a Redis Cluster's prefix has no braces (they would choose every key's hash slot)", cfg.Prefix)
+		return nil, err
 	}
 	r := &redisStore{
 		cfg: cfg, logger: logger, client: client, where: where, instance: newInstanceID(), cluster: cluster,
@@ -109,6 +105,20 @@ func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore,
 	}
 	r.up.Store(true)
 	return r, nil
+}
+
+// redisClient is newRedisClient of c.RedisURL, refused when c's prefix
+// cannot work with it; the errors name the flags.
+func (c Config) redisClient() (client redis.UniversalClient, where string, cluster bool, err error) {
+	client, where, cluster, err = newRedisClient(c.RedisURL)
+	if err != nil {
+		return nil, "", false, fmt.Errorf("--ratelimit-redis: %w", err)
+	}
+	if cluster && strings.ContainsAny(c.Prefix, "{}") {
+		client.Close()
+		return nil, "", false, fmt.Errorf("--ratelimit-prefix %q: a Redis Cluster's prefix has no braces (they would choose every key's hash slot)", c.Prefix)
+	}
+	return client, where, cluster, nil
 }
 
 // newInstanceID is a name for this process, unique among the instances

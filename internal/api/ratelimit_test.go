@@ -355,7 +355,7 @@ func TestUnreachableRedisStopsServeFromStarting(t *testing.T) {
 	if err := app.Bootstrap(); err != nil {
 		t.Fatal(err)
 	}
-	service := hooks.Register(app, &hooks.Options{Limits: limits.Config{RedisURL: redis.URL(0)}})
+	service := hooks.Register(app, hooks.Options{Limits: limits.Config{RedisURL: redis.URL(0)}})
 	err := apis.Serve(app, apis.ServeConfig{HttpAddr: "127.0.0.1:0"})
 	if err == nil || service.Err() == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("serve error %v, service error %v; want Redis unreachable", err, service.Err())
