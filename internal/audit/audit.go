@@ -48,7 +48,7 @@ const (
 	WebhookChanged      Action = "webhook.changed" // url, events, description or paused, by staff
 	WebhookDeleted      Action = "webhook.deleted"
 	WebhookSecretRolled Action = "webhook.secret_rolled"
-	WebhookPaused       Action = "webhook.paused" // by the service, after failing for days
+	WebhookPaused       Action = "webhook.paused" // by the service: after failing for days, or at a 410 Gone
 	WebhookEventResent  Action = "webhook.event_resent"
 	WebhookTestSent     Action = "webhook.test_sent"
 )

@@ -3,10 +3,12 @@ package staff_test
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -427,5 +429,131 @@ func waitRecordedDelivered(t *testing.T, s *staffServer, n int) {
 			t.Fatalf("%d events recorded as delivered, want %d", delivered, n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitPaused waits until the endpoint is paused and returns it.
+func waitPaused(t *testing.T, s *staffServer, id string) webhooks.Endpoint {
+	t.Helper()
+	var ep webhooks.Endpoint
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id, s.token, nil)
+		if err := json.Unmarshal(r.Body, &ep); err != nil {
+			t.Fatal(err)
+		}
+		if ep.Paused {
+			return ep
+		}
+	}
+	t.Fatalf("endpoint %+v, want it paused", ep)
+	return ep
+}
+
+// A receiver's 410 Gone asks for no more deliveries, as Standard Webhooks
+// and Svix read it: the event is failed at once, not retried, and the
+// endpoint is paused with the reason, which staff see; the pause is
+// audited as the system's and logged. Resuming it sends the events that
+// waited.
+func TestWebhookGoneStopsAndPauses(t *testing.T) {
+	s := startWithWebhooks(t)
+	var requests atomic.Int64
+	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		requests.Add(1)
+		w.WriteHeader(http.StatusGone)
+	}))
+	defer gone.Close()
+	id, _ := s.addEndpoint(t, gone.URL, "pet.created")
+	if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/test", s.token, nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("test: %d %s", r.StatusCode, r.Body)
+	}
+	ep := waitPaused(t, s, id)
+	if !strings.Contains(ep.PausedReason, "the endpoint answered 410 Gone") || ep.FailingSince == "" {
+		t.Errorf("endpoint %+v, want paused for the 410", ep)
+	}
+	key := s.NewKey(t, apikeys.NewKey{Name: "hooks", Plan: "enterprise"})
+	s.CreatePet(t, key, map[string]any{"name": "Unheard", "categoryId": 1})
+	time.Sleep(3 * time.Second) // past the first retry's 2 s, give or take a fifth
+	if n := requests.Load(); n != 1 {
+		t.Errorf("the receiver got %d requests, want 1: a 410 is not retried, a paused endpoint gets nothing", n)
+	}
+	var test struct {
+		Status   string `db:"status"`
+		Attempts int    `db:"attempts"`
+	}
+	if err := s.App.DB().NewQuery("SELECT status, attempts FROM webhook_events WHERE type = 'webhook.test'").One(&test); err != nil ||
+		test.Status != "failed" || test.Attempts != 1 {
+		t.Errorf("the test event %+v (%v), want failed after one attempt", test, err)
+	}
+	rows := auditRowsWhere(t, s, audit.WebhookField, id)
+	if len(rows) != 3 || rows[2].Action != string(audit.WebhookPaused) || rows[2].Actor != audit.ActorSystem ||
+		rows[2].Details != `{"failing_since":"`+ep.FailingSince+`","reason":"`+ep.PausedReason+`"}` {
+		t.Errorf("audit records %+v, want webhook.paused by system with the reason", rows)
+	}
+	r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id+"/attempts", s.token, nil)
+	var attempts struct{ Items []webhooks.Attempt }
+	if json.Unmarshal(r.Body, &attempts) != nil || len(attempts.Items) != 1 || attempts.Items[0].Status != http.StatusGone ||
+		attempts.Items[0].EventStatus != "failed" {
+		t.Errorf("attempts %s", r.Body)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var n int
+		if err := s.App.AuxDB().NewQuery("SELECT COUNT(*) FROM _logs WHERE message = 'Webhooks: an endpoint is paused'" +
+			" AND json_extract(data, '$.endpoint') = {:id}").Bind(map[string]any{"id": id}).Row(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d log lines of the pause, want 1", n)
+		}
+	}
+}
+
+// A receiver that answers "HTTP/1.1 200 OK" and an endless header line
+// fails the attempt, whose history says why; the event is retried.
+func TestWebhookEndlessHeaderFailsTheAttempt(t *testing.T) {
+	s := startWithWebhooks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nX-Endless: ")
+				chunk := []byte(strings.Repeat("a", 64<<10))
+				for range 1 << 14 { // 1 GiB at most
+					if _, err := conn.Write(chunk); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	id, _ := s.addEndpoint(t, "http://"+ln.Addr().String()+"/hook", "pet.created")
+	if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/test", s.token, nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("test: %d %s", r.StatusCode, r.Body)
+	}
+	var attempts struct{ Items []webhooks.Attempt }
+	for deadline := time.Now().Add(10 * time.Second); len(attempts.Items) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no attempt recorded")
+		}
+		r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id+"/attempts", s.token, nil)
+		if err := json.Unmarshal(r.Body, &attempts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := attempts.Items[0]
+	if a.Status != 0 || a.Error != "the answer's status line and headers are longer than 64 KiB" || a.EventStatus != "pending" {
+		t.Errorf("attempt %+v, want no status, the head's limit as the error, the event pending", a)
 	}
 }
