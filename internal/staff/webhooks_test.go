@@ -557,3 +557,120 @@ func TestWebhookEndlessHeaderFailsTheAttempt(t *testing.T) {
 		t.Errorf("attempt %+v, want no status, the head's limit as the error, the event pending", a)
 	}
 }
+
+// An endpoint URL's mistakes read as sentences, with the member named; the
+// guard refuses an IPv4 loopback written as IPv6 (translated) when an
+// endpoint is created on a server without --webhooks-allow-private.
+func TestWebhookURLErrorsReadAsSentences(t *testing.T) {
+	s := start(t)
+	for _, tc := range []struct {
+		body map[string]any
+		msg  string
+	}{
+		{map[string]any{"url": "http://[::ffff:0:127.0.0.1]:8080/hook", "events": []string{"pet.created"}},
+			"The URL's host is, or resolves to, a loopback, private, link-local, CGNAT, metadata, documentation or reserved address, " +
+				"or this host's own; serve --webhooks-allow-private allows those."},
+		{map[string]any{"url": "http://[::127.0.0.1]/", "events": []string{"pet.created"}}, "The URL's host is, or resolves to,"},
+		{map[string]any{"url": "http://192.0.2.10/", "events": []string{"pet.created"}}, "The URL's host is, or resolves to,"},
+		{map[string]any{"url": "gopher://93.184.215.14/", "events": []string{"pet.created"}}, "The URL's scheme must be http or https."},
+		{map[string]any{"events": []string{"pet.created"}}, "A url is required: the endpoint's http or https URL."},
+		{map[string]any{"url": "https://93.184.215.14/" + strings.Repeat("a", 2048), "events": []string{"pet.created"}}, "The url is longer than 2048 characters."},
+		{map[string]any{"url": "https://93.184.215.14/", "events": []string{}}, "At least one event type is required in events: pet.created,"},
+		{map[string]any{"url": "https://93.184.215.14/", "events": []string{"pet.eaten"}}, `"pet.eaten" in events is no event type; the types are pet.created,`},
+		{map[string]any{"url": "https://93.184.215.14/", "events": []string{"pet.created"}, "description": strings.Repeat("d", 201)},
+			"The description is longer than 200 characters."},
+	} {
+		r := s.Do(t, http.MethodPost, "/api/petstore/webhooks", s.token, tc.body)
+		var body struct {
+			Message string
+			Data    map[string]struct{ Code, Message string }
+		}
+		if r.StatusCode != http.StatusBadRequest || json.Unmarshal(r.Body, &body) != nil || !strings.HasPrefix(body.Message, tc.msg) {
+			t.Errorf("%v: %d %s, want 400 %q", tc.body, r.StatusCode, r.Body, tc.msg)
+			continue
+		}
+		for member, e := range body.Data {
+			if e.Message != body.Message || !strings.HasPrefix(e.Code, "validation_invalid_") || !strings.Contains(body.Message, member) &&
+				!strings.Contains(body.Message, "URL") {
+				t.Errorf("%v: member %s %+v, message %q", tc.body, member, e, body.Message)
+			}
+		}
+	}
+	if n := s.CountRecords(t, webhooks.EndpointsCollection); n != 0 {
+		t.Errorf("%d endpoints created", n)
+	}
+}
+
+// One endpoint's pending and failed counts are the list's, in its GET and
+// in a PATCH's answer.
+func TestWebhookOneEndpointsCountsAsInTheList(t *testing.T) {
+	s := startWithWebhooks(t)
+	r := s.Do(t, http.MethodPost, "/api/petstore/webhooks", s.token,
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"pet.created"}, "paused": true})
+	var created struct{ ID string }
+	if r.StatusCode != http.StatusCreated || json.Unmarshal(r.Body, &created) != nil {
+		t.Fatalf("add: %d %s", r.StatusCode, r.Body)
+	}
+	id := created.ID
+	for range 3 { // paused: they wait, as written
+		if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/test", s.token, nil); r.StatusCode != http.StatusAccepted {
+			t.Fatalf("test: %d %s", r.StatusCode, r.Body)
+		}
+	}
+	if _, err := s.App.DB().NewQuery("UPDATE webhook_events SET status = 'failed' WHERE rowid = (SELECT MIN(rowid) FROM webhook_events)").Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Items []webhooks.Endpoint }
+	s.Do(t, http.MethodGet, "/api/petstore/webhooks", s.token, nil).JSON(t, &list)
+	if len(list.Items) != 1 || list.Items[0].Pending != 2 || list.Items[0].Failed != 1 {
+		t.Fatalf("list %+v, want 2 pending and 1 failed", list.Items)
+	}
+	var one, patched webhooks.Endpoint
+	s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id, s.token, nil).JSON(t, &one)
+	s.Do(t, http.MethodPatch, "/api/petstore/webhooks/"+id, s.token, map[string]any{"description": "counted"}).JSON(t, &patched)
+	for name, ep := range map[string]webhooks.Endpoint{"GET": one, "PATCH": patched} {
+		if ep.Pending != 2 || ep.Failed != 1 {
+			t.Errorf("%s: pending %d, failed %d, want the list's 2 and 1", name, ep.Pending, ep.Failed)
+		}
+	}
+}
+
+// URLs and descriptions made of characters that JSON escapes ("&", "<")
+// and long values are audited within the details' limit, not refused with
+// a 500: an endpoint with 800 "&" is created, one with 500 "&" and a
+// description of 200 "<" is deleted, a change between two 2,000-character
+// URLs is recorded with both cut.
+func TestWebhookAuditOfLongValues(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	id, _ := s.addEndpoint(t, rcv.URL+"/?"+strings.Repeat("&", 800), "pet.created")
+	r := s.Do(t, http.MethodPost, "/api/petstore/webhooks", s.token, map[string]any{
+		"url": rcv.URL + "/?" + strings.Repeat("&", 500), "events": []string{"pet.created"}, "description": strings.Repeat("<", 200)})
+	var second struct{ ID string }
+	if r.StatusCode != http.StatusCreated || json.Unmarshal(r.Body, &second) != nil {
+		t.Fatalf("add: %d %s", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodDelete, "/api/petstore/webhooks/"+second.ID, s.token, nil); r.StatusCode != http.StatusNoContent {
+		t.Errorf("delete: %d %s", r.StatusCode, r.Body)
+	}
+	long := func(c string) string { return rcv.URL + "/" + strings.Repeat(c, 2000-len(rcv.URL)) }
+	for _, u := range []string{long("a"), long("b")} {
+		if r := s.Do(t, http.MethodPatch, "/api/petstore/webhooks/"+id, s.token, map[string]any{"url": u, "description": u[:200]}); r.StatusCode != http.StatusOK {
+			t.Fatalf("change: %d %s", r.StatusCode, r.Body)
+		}
+	}
+	rows := auditRowsWhere(t, s, audit.WebhookField, id)
+	if len(rows) != 3 {
+		t.Fatalf("%d audit records, want created and two changes", len(rows))
+	}
+	var change struct{ URL, Description struct{ Old, New string } }
+	if err := json.Unmarshal([]byte(rows[2].Details), &change); err != nil || len(rows[2].Details) > 4096 ||
+		!strings.HasSuffix(change.URL.Old, " bytes cut]") || !strings.HasPrefix(change.URL.New, long("b")[:1000]) ||
+		change.Description.New != long("b")[:200] {
+		t.Errorf("the change's details (%d bytes): %.300s…", len(rows[2].Details), rows[2].Details)
+	}
+	if deleted := auditRowsWhere(t, s, audit.WebhookField, second.ID); len(deleted) != 2 ||
+		!strings.Contains(deleted[1].Details, strings.Repeat("<", 200)) || !strings.Contains(deleted[1].Details, strings.Repeat("&", 500)) {
+		t.Errorf("the deletion's records %+v", deleted)
+	}
+}

@@ -103,6 +103,12 @@ func StartDeliverer(app core.App, outbox *Outbox, cfg Config) (*Deliverer, error
 		app: app, outbox: outbox, cfg: cfg, owner: security.RandomString(16),
 		sending: map[string]bool{}, clients: map[string]*Client{}, stop: make(chan struct{}),
 	}
+	if !cfg.Targets.AllowPrivate {
+		// This host's addresses are read at start, once, for every check.
+		if _, err := hostAddresses(); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.stmts.prepare(app); err != nil {
 		return nil, err
 	}
