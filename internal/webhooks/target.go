@@ -53,9 +53,10 @@ var forbiddenNames = []string{"localhost", "metadata", "metadata.google.internal
 
 // Forbidden reports whether addr may not be reached without
 // --webhooks-allow-private, wherever petstore runs: Targets refuse this
-// host's own addresses too.
+// host's own addresses too. An address with a zone ([2001:db8::1%eth0]) is
+// refused: no prefix contains it, and a public endpoint has none.
 func Forbidden(addr netip.Addr) bool {
-	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
+	if !addr.IsValid() || addr.Zone() != "" || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
 		addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() {
 		return true
 	}

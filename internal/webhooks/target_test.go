@@ -217,6 +217,7 @@ func TestGuardRefusesTheRemainingRanges(t *testing.T) {
 		{"192.0.2.1", true}, {"192.0.2.255", true}, {"198.51.100.7", true}, {"203.0.113.200", true},
 		{"[2001:db8::1]", true}, {"[2001:db8:ffff::1]", true}, {"[3fff::1]", true}, {"[3fff:fff:ffff::1]", true},
 		{"93.184.215.99", true}, {"[2606:2800:21f:cb07::99]", true},
+		{"[2001:db8::1%25eth0]", true}, {"[2606:4700::1111%25eth0]", true},
 		{"192.0.3.1", false}, {"198.51.101.1", false}, {"203.0.114.1", false}, {"[2001:db9::1]", false},
 		{"[3fff:1000::1]", false}, {"93.184.215.98", false}, {"8.8.8.8", false}, {"[2606:4700::1111]", false},
 	} {
@@ -227,7 +228,7 @@ func TestGuardRefusesTheRemainingRanges(t *testing.T) {
 		if !tc.refuse {
 			continue // nothing is sent beyond this machine
 		}
-		looked = netip.MustParseAddr(strings.Trim(tc.host, "[]"))
+		looked = netip.MustParseAddr(strings.Replace(strings.Trim(tc.host, "[]"), "%25", "%", 1))
 		if looked.Is4In6() {
 			continue // a lookup's mapped answer is its IPv4, dialed as such: checked below as IPv4
 		}
