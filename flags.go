@@ -52,7 +52,7 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 
 	// Webhooks.
 	serve.BoolVar(&o.WebhooksAllowPrivate, "webhooks-allow-private", false,
-		"let webhook endpoints be loopback, private, link-local, CGNAT or metadata addresses (a receiver on this machine or network)")
+		"let webhook endpoints be loopback, private, link-local, CGNAT, metadata, documentation or reserved addresses, or this host's own (a receiver on this machine or network)")
 
 	// Rate limits.
 	root.StringVar(&o.Limits.RedisURL, "ratelimit-redis", "",

@@ -49,7 +49,8 @@ type Options struct {
 	// AuditRetention is how long the audit trail keeps a record; 0: forever.
 	AuditRetention time.Duration
 	// WebhooksAllowPrivate lets webhook endpoints be loopback, private,
-	// link-local, CGNAT or metadata addresses (serve --webhooks-allow-private).
+	// link-local, CGNAT, metadata, documentation or reserved addresses, or this
+	// host's own (serve --webhooks-allow-private).
 	WebhooksAllowPrivate bool
 	// WebhooksRetention is how long webhook attempts, and events delivered
 	// or failed, are kept; 0: forever.
