@@ -72,7 +72,7 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	root.IntVar(&o.Server.MaxConnsPerAddress, "max-conns-per-address", hooks.DefaultMaxConnsPerAddress,
 		"connections one client network (an IPv4 address, an IPv6 /64) may hold open; more are closed at once")
 	root.StringVar(&o.Server.ProxyAddresses, "proxy-addresses", "",
-		"the reverse proxies' addresses or networks, comma-separated (127.0.0.1,10.0.0.0/8): --max-conns-per-address does not bound them")
+		"the reverse proxies' addresses or networks, comma-separated (127.0.0.1,10.0.0.0/8): --max-conns-per-address does not bound them, and the trusted proxy headers are believed from them alone")
 	root.IntVar(&o.Server.MaxConns, "max-conns", 0,
 		"connections open in all; more are closed at once (0: 3/4 of the open files limit, at most 10000)")
 	root.DurationVar(&o.Server.ShutdownTimeout, "shutdown-timeout", hooks.DefaultShutdownTimeout,

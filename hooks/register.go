@@ -21,6 +21,7 @@ import (
 	"petstore/internal/database"
 	"petstore/internal/guestlimit"
 	"petstore/internal/idempotency"
+	"petstore/internal/proxytrust"
 	"petstore/internal/metrics"
 	"petstore/internal/staff"
 	"petstore/internal/webhooks"
@@ -111,6 +112,11 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	targets := webhooks.Targets{AllowPrivate: opts.WebhooksAllowPrivate}
 	dayQuota := &dayQuotaEvents{app: app, outbox: s.outbox, log: s.log}
 	documents := api.NewDocuments(base)
+	// With proxies named, their client-address headers are believed from
+	// them alone; without, from any peer, as PocketBase does (the start warns).
+	if proxies, _ := connlimit.ParseAddresses(opts.Server.ProxyAddresses); len(proxies) > 0 { // checked by Options.Check
+		se.Router.Bind(proxytrust.Middleware(proxies))
+	}
 	// Outside /v1, the bounded request log takes PocketBase's activity
 	// logger's place, and guests are limited per client network; /v1 logs
 	// and limits its own.

@@ -187,7 +187,8 @@ func newConnLimiter(cfg ServerConfig, proxied bool, log *slog.Logger) (*connlimi
 		bounds.PerAddress = DefaultMaxConnsPerAddress
 	}
 	if proxied && len(exempt) == 0 {
-		log.Warn("Trusted proxy headers are set but --proxy-addresses is empty: the proxy's connections are bound like one client's",
+		log.Warn("Trusted proxy headers are set but --proxy-addresses is empty: the proxy's connections are bound like one client's, "+
+			"and the headers are believed from any peer; name the proxies to believe them from those alone",
 			"maxConnsPerAddress", bounds.PerAddress)
 	}
 	log.Info("Connection bounds", "maxConns", bounds.Global, "maxConnsPerAddress", bounds.PerAddress,

@@ -7,6 +7,8 @@ import "github.com/pocketbase/pocketbase/apis"
 // route's, each in the order bound). Each is placed against PocketBase's own
 // (apis.Default*Priority), which run in the same chain:
 //
+//	-100000 the trusted proxy headers removed unless from --proxy-addresses
+//	        (internal/proxytrust; bound only when proxies are named)
 //	-99999  PocketBase's www redirect
 //	-2010 observeRequests
 //	-2001 sentURL                 (catch-all route)
