@@ -67,10 +67,14 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	// The public listener.
 	root.DurationVar(&o.Server.ReadHeaderTimeout, "read-header-timeout", hooks.DefaultReadHeaderTimeout,
 		"close connections whose request headers take longer than this to arrive")
+	root.DurationVar(&o.Server.BodyTimeout, "body-timeout", hooks.DefaultBodyTimeout,
+		"close a connection whose request body has not all arrived this long after its headers")
 	root.DurationVar(&o.Server.IdleTimeout, "idle-timeout", hooks.DefaultIdleTimeout,
 		"close keep-alive connections that wait longer than this for their next request")
 	root.IntVar(&o.Server.MaxConnsPerAddress, "max-conns-per-address", hooks.DefaultMaxConnsPerAddress,
 		"connections one client network (an IPv4 address, an IPv6 /64) may hold open; more are closed at once")
+	root.IntVar(&o.Server.MaxConnsPerNetwork, "max-conns-per-network", 0,
+		"connections the clients of one wider network (an IPv4 /24, an IPv6 /48) may hold open together; more are closed at once (0: an eighth of --max-conns)")
 	root.StringVar(&o.Server.ProxyAddresses, "proxy-addresses", "",
 		"the reverse proxies' addresses or networks, comma-separated (127.0.0.1,10.0.0.0/8): --max-conns-per-address does not bound them, and the trusted proxy headers are believed from them alone")
 	root.IntVar(&o.Server.MaxConns, "max-conns", 0,

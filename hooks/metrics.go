@@ -55,7 +55,7 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 			Name: "petstore_http_connections_open", Help: "Connections open on the public listener.",
 		}, func() float64 { return float64(conns.Open()) }),
 	)
-	for _, reason := range []string{connlimit.PerAddress, connlimit.Global} {
+	for _, reason := range connlimit.Reasons {
 		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "petstore_http_connections_refused_total", Help: "Connections the public listener closed as soon as accepted, by the bound they were over.",
 			ConstLabels: prometheus.Labels{"reason": reason},
@@ -91,9 +91,14 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 	if err != nil {
 		return nil, err
 	}
+	// Scrapers are few and quick: the listener holds a few connections,
+	// each for a short while, so that a flood of it leaves the process its
+	// descriptors (the public listener's bounds keep room for these).
+	ln = connlimit.New(connlimit.Config{Global: metricsMaxConns, PerAddress: metricsMaxConns / 4, Listener: "metrics listener"}, log).Wrap(ln)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
 	go func() {
 		if err := server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("The metrics listener stopped", "address", addr, "error", err)
@@ -102,6 +107,10 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 	log.Info("Serving metrics", "address", "http://"+ln.Addr().String()+"/metrics")
 	return server.Close, nil
 }
+
+// metricsMaxConns bounds the metrics listener's connections: a few
+// Prometheus servers, each with a keep-alive connection or two.
+const metricsMaxConns = 32
 
 // countRows reads a count at each scrape; a failure logs and reads as 0.
 func countRows(db *sql.DB, query string, log *slog.Logger) func() float64 {

@@ -143,6 +143,6 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 		return err
 	}
 	// The handler exists only once the mux is built, in Next.
-	se.Server.Handler = api.GuardServer(se.Server.Handler)
+	se.Server.Handler = connlimit.BodyDeadline(orDefault(opts.Server.BodyTimeout, DefaultBodyTimeout), api.GuardServer(se.Server.Handler))
 	return nil
 }

@@ -19,6 +19,9 @@ type ServerConfig struct {
 	// ReadHeaderTimeout closes connections whose request headers have not all
 	// arrived in time (slowloris). PocketBase's own is 1 minute.
 	ReadHeaderTimeout time.Duration
+	// BodyTimeout is how long a request's body may take to arrive after its
+	// headers (connlimit.BodyDeadline).
+	BodyTimeout time.Duration
 	// ShutdownTimeout is how long SIGTERM lets in-flight requests finish.
 	// PocketBase's own is 1 second.
 	ShutdownTimeout time.Duration
@@ -34,6 +37,11 @@ type ServerConfig struct {
 	// IPv4 address, an IPv6 /64) holds open on the public listener;
 	// ProxyAddresses are not bound by it.
 	MaxConnsPerAddress int
+	// MaxConnsPerNetwork bounds the connections the clients of one wider
+	// network (an IPv4 /24, an IPv6 /48) hold open together on the public
+	// listener; 0: an eighth of MaxConns (connlimit.DefaultPerNetwork).
+	// ProxyAddresses are not bound by it.
+	MaxConnsPerNetwork int
 	// ProxyAddresses lists the reverse proxies' own addresses and networks,
 	// comma-separated: every client's connection comes from them.
 	ProxyAddresses string
@@ -45,6 +53,9 @@ type ServerConfig struct {
 // Defaults of ServerConfig.
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultBodyTimeout lets a body of 64 KiB (/v1's bound) arrive at 1 KiB
+	// a second, and a dashboard's upload of megabytes at a slow link's pace.
+	DefaultBodyTimeout = time.Minute
 	DefaultShutdownTimeout   = 10 * time.Second
 	// DefaultIdleTimeout outlasts the upstream idle timeouts of the usual
 	// proxies and load balancers (nginx's keepalive_timeout and AWS ALB's,
@@ -176,7 +187,7 @@ func newConnLimiter(cfg ServerConfig, proxied bool, log *slog.Logger) (*connlimi
 	case soft != 0:
 		log.Warn("Could not raise the open files limit to its hard limit", "soft", soft, "hard", hard, "error", err)
 	}
-	bounds := connlimit.Config{Global: cfg.MaxConns, PerAddress: cfg.MaxConnsPerAddress, Exempt: exempt}
+	bounds := connlimit.Config{Global: cfg.MaxConns, PerAddress: cfg.MaxConnsPerAddress, PerNetwork: cfg.MaxConnsPerNetwork, Exempt: exempt}
 	if bounds.Global == 0 {
 		bounds.Global = DefaultMaxConns(soft)
 	} else if soft != 0 && uint64(bounds.Global) >= soft {
@@ -186,12 +197,15 @@ func newConnLimiter(cfg ServerConfig, proxied bool, log *slog.Logger) (*connlimi
 	if bounds.PerAddress == 0 {
 		bounds.PerAddress = DefaultMaxConnsPerAddress
 	}
+	if bounds.PerNetwork == 0 {
+		bounds.PerNetwork = connlimit.DefaultPerNetwork(bounds.Global)
+	}
 	if proxied && len(exempt) == 0 {
 		log.Warn("Trusted proxy headers are set but --proxy-addresses is empty: the proxy's connections are bound like one client's, "+
 			"and the headers are believed from any peer; name the proxies to believe them from those alone",
 			"maxConnsPerAddress", bounds.PerAddress)
 	}
-	log.Info("Connection bounds", "maxConns", bounds.Global, "maxConnsPerAddress", bounds.PerAddress,
+	log.Info("Connection bounds", "maxConns", bounds.Global, "maxConnsPerAddress", bounds.PerAddress, "maxConnsPerNetwork", bounds.PerNetwork,
 		"proxyAddresses", cfg.ProxyAddresses, "idleTimeout", orDefault(cfg.IdleTimeout, DefaultIdleTimeout).String())
 	return connlimit.New(bounds, log), nil
 }
