@@ -55,8 +55,8 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultBodyTimeout lets a body of 64 KiB (/v1's bound) arrive at 1 KiB
 	// a second, and a dashboard's upload of megabytes at a slow link's pace.
-	DefaultBodyTimeout = time.Minute
-	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultBodyTimeout     = time.Minute
+	DefaultShutdownTimeout = 10 * time.Second
 	// DefaultIdleTimeout outlasts the upstream idle timeouts of the usual
 	// proxies and load balancers (nginx's keepalive_timeout and AWS ALB's,
 	// 60 s), so that the proxy, not the server, closes an idle connection
