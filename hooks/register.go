@@ -120,7 +120,7 @@ func Register(app core.App, opts *Options) *Service {
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
-	bindCollectionsImportGuard(app)
+	bindFixedCollections(app)
 	bindAuditRecords(app, s.log, func() time.Duration { return opts.AuditRetention }, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))

@@ -41,6 +41,13 @@ const (
 	KeyQuotaChanged  Action = "key.quota_changed" // plan, per-minute or per-day quota
 )
 
+// The actions on plans, which staff change in the dashboard. A plan's
+// details name it ({"plan": {"id": …, "name": …}}), with the values before
+// and after of the fields that changed.
+const (
+	PlanChanged Action = "plan.changed" // name, quotas or ban settings
+)
+
 // The actions on webhook endpoints. A secret roll's details hold until when
 // the previous secret signs too, never a secret.
 const (
