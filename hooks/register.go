@@ -25,6 +25,7 @@ import (
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
+	"petstore/internal/hiddenfields"
 	"petstore/internal/idempotency"
 	"petstore/internal/metrics"
 	"petstore/internal/pets"
@@ -121,6 +122,7 @@ func Register(app core.App, opts *Options) *Service {
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
 	bindFixedCollections(app)
+	hiddenfields.Bind(app)
 	bindAuditRecords(app, s.log, func() time.Duration { return opts.AuditRetention }, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))
