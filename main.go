@@ -100,6 +100,8 @@ func main() {
 
 	serve.PersistentFlags().BoolVar(&opts.WebhooksAllowPrivate, "webhooks-allow-private", false,
 		"let webhook endpoints be loopback, private, link-local, CGNAT or metadata addresses (a receiver on this machine or network)")
+	serve.PersistentFlags().BoolVar(&opts.AllowBackupRestore, "allow-backup-restore", false,
+		"let backups be uploaded and restored through the dashboard and PocketBase's API (a restore replaces every key, plan and pet; the audit trail is carried across)")
 
 	flags := app.RootCmd.PersistentFlags()
 	flags.StringVar(&opts.Limits.RedisURL, "ratelimit-redis", "",

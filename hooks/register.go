@@ -73,6 +73,9 @@ type Options struct {
 	// MetricsAddr is where GET /metrics is served (serve --metrics-addr),
 	// on a listener of its own; empty: nowhere.
 	MetricsAddr string
+	// AllowBackupRestore lets backups be uploaded and restored through
+	// PocketBase's API and dashboard (serve --allow-backup-restore).
+	AllowBackupRestore bool
 	// Startup guards the bootstrap of the app (startup.go); nil binds no
 	// guard, for apps bootstrapped before Register.
 	Startup *StartupConfig
@@ -123,6 +126,7 @@ func Register(app core.App, opts *Options) *Service {
 	bindAPIKeyRecordHooks(app)
 	bindFixedCollections(app)
 	hiddenfields.Bind(app)
+	bindBackups(app, func() bool { return opts.AllowBackupRestore }, s.log)
 	bindAuditRecords(app, s.log, func() time.Duration { return opts.AuditRetention }, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))

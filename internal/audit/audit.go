@@ -1,5 +1,5 @@
-// Package audit is the append-only trail of changes to API keys and webhook
-// endpoints: which key or endpoint, what changed (the values before and after), who changed it, from where and
+// Package audit is the append-only trail of changes to API keys, plans,
+// webhook endpoints and backups: which key or endpoint, what changed (the values before and after), who changed it, from where and
 // when. A record is written in the transaction of the change it describes, so
 // it exists if and only if the change committed; nobody can change or delete
 // one, superusers included.
@@ -46,6 +46,16 @@ const (
 // and after of the fields that changed.
 const (
 	PlanChanged Action = "plan.changed" // name, quotas or ban settings
+)
+
+// The actions on PocketBase's backups (the dashboard's Settings, Backups,
+// and its API). Their details name the backup ({"backup": name}).
+const (
+	BackupCreated    Action = "backup.created"
+	BackupDownloaded Action = "backup.downloaded"
+	BackupUploaded   Action = "backup.uploaded"
+	BackupRestored   Action = "backup.restored" // written after the restore, into the restored trail
+	BackupDeleted    Action = "backup.deleted"
 )
 
 // The actions on webhook endpoints. A secret roll's details hold until when

@@ -20,7 +20,7 @@ import (
 // twice and exit.
 func TestBackupRestoreRestartsTheService(t *testing.T) {
 	metricsAddr := freeAddr(t)
-	dir, p := serveBinary(t, "--metrics-addr", metricsAddr)
+	dir, p := serveBinary(t, "--metrics-addr", metricsAddr, "--allow-backup-restore")
 	key, keyID := createKey(t, dir, "--plan", "business")
 	ctx := context.Background()
 
