@@ -167,6 +167,18 @@ func TestKeysAreNotDeletedInTheDashboard(t *testing.T) {
 	if r := s.Do(t, http.MethodGet, "/api/petstore/keys/"+id+"/history", superuser, nil); r.StatusCode != http.StatusOK {
 		t.Errorf("the key's history: %d %s", r.StatusCode, r.Body)
 	}
+	// A key deleted by an older petstore, whose dashboard deleted keys: its
+	// history is still read by its id; an id never seen is 404.
+	if _, err := s.App.DB().NewQuery("DELETE FROM api_keys WHERE id = {:id}").Bind(map[string]any{"id": id}).Execute(); err != nil {
+		t.Fatal(err)
+	}
+	r = s.Do(t, http.MethodGet, "/api/petstore/keys/"+id+"/history", superuser, nil)
+	if r.StatusCode != http.StatusOK || !strings.Contains(string(r.Body), "key.created") {
+		t.Errorf("the deleted key's history: %d %s, want 200 with key.created", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodGet, "/api/petstore/keys/123456789012345/history", superuser, nil); r.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown key's history: %d %s, want 404", r.StatusCode, r.Body)
+	}
 }
 
 // A plan's change in the dashboard changes every key on it: it is audited
