@@ -72,6 +72,41 @@ func TestHiddenFieldsCannotBeSearched(t *testing.T) {
 		}
 	}
 
+	// The dashboard's search box turns plain words into `field ?~ 'words'`
+	// for every field, the hidden ones included: it searches the others.
+	dashboard := func(words string, fields ...string) string {
+		quoted := "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(words) + "'"
+		var terms []string
+		for _, f := range fields {
+			terms = append(terms, f+"?~"+quoted)
+		}
+		return q("filter", strings.Join(terms, "||"))
+	}
+	for _, c := range []struct{ collection, query, want string }{
+		{"api_keys", dashboard("shop", "id", "name", "plan", "key_hash", "prefix", "previous_hash"), keyID},
+		{"api_keys", dashboard("o'brien \\ x", "id", "name", "key_hash"), `"items":[]`},
+		{"webhook_endpoints", dashboard("127.0.0.1", "id", "url", "secret", "previous_secret", "description"), endpoint.ID},
+	} {
+		r := list(c.collection, c.query)
+		if r.StatusCode != http.StatusOK || !strings.Contains(string(r.Body), c.want) {
+			t.Errorf("the dashboard's search %s?%s: %d %s", c.collection, c.query, r.StatusCode, r.Body)
+		}
+	}
+	// Its shape with only hidden fields, mixed with another operator or
+	// join, or with other words, is judged as any filter.
+	for _, c := range []struct{ collection, query string }{
+		{"api_keys", dashboard("8", "key_hash")},
+		{"api_keys", dashboard("8", "key_hash", "previous_hash")},
+		{"api_keys", q("filter", "name?~'shop'||key_hash>='8'")},
+		{"api_keys", q("filter", "name?~'shop'&&key_hash?~'8'")},
+		{"api_keys", q("filter", "name?~'shop'||key_hash?~'8'")},
+	} {
+		r := list(c.collection, c.query)
+		if r.StatusCode != http.StatusBadRequest {
+			t.Errorf("list %s?%s: %d %s, want 400", c.collection, c.query, r.StatusCode, r.Body)
+		}
+	}
+
 	// Realtime subscriptions take filters in their options.
 	rt := connectRealtime(t, s)
 	for _, topic := range []string{

@@ -131,6 +131,7 @@ func TestMiddlewareOrder(t *testing.T) {
 		"global:" + apis.DefaultRateLimitMiddlewareId,
 		"v1:" + apis.DefaultBodyLimitMiddlewareId, // 64 KiB, in place of PocketBase's 32 MB
 		"global:petstoreTruncateGuard",
+		"global:petstoreDashboardSearch",
 		"global:petstoreBackupsGuard",
 	}
 	join := func(parts ...[]string) []string { return slices.Concat(parts...) }

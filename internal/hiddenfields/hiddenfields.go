@@ -11,19 +11,40 @@ package hiddenfields
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/ganigeorgiev/fexpr"
+	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
 	"github.com/pocketbase/pocketbase/tools/search"
 	"github.com/spf13/cast"
 )
 
 // Bind refuses, on app, every list, view and realtime subscription whose
-// filter or sort names a hidden field.
+// filter or sort names a hidden field, and leaves the hidden fields out of
+// the dashboard's search box (dashboardSearch).
 func Bind(app core.App) {
+	app.OnServe().BindFunc(func(se *core.ServeEvent) error {
+		se.Router.Bind(&hook.Handler[*core.RequestEvent]{
+			Id:       "petstoreDashboardSearch",
+			Priority: dashboardSearchPriority,
+			Func: func(e *core.RequestEvent) error {
+				if e.Request.Method == http.MethodGet && e.Request.Pattern == recordsListPattern {
+					q := e.Request.URL.Query()
+					if filter, ok := dashboardSearch(e.App, q.Get(search.FilterQueryParam)); ok {
+						q.Set(search.FilterQueryParam, filter)
+						e.Request.URL.RawQuery = q.Encode()
+					}
+				}
+				return e.Next()
+			},
+		})
+		return se.Next()
+	})
 	app.OnRecordsListRequest().BindFunc(func(e *core.RecordsListRequestEvent) error {
 		if err := checkQuery(e.App, e.Request.URL.Query()); err != nil {
 			return e.BadRequestError(err.Error(), nil)
@@ -54,6 +75,56 @@ func Bind(app core.App) {
 		}
 		return e.Next()
 	})
+}
+
+// dashboardSearchPriority runs the search's rewrite after the superuser's
+// token is loaded and the body bounded, as the other guards of PocketBase's
+// routes; on /v1 it passes every request by (internal/api's
+// middleware_order.go lists the chain).
+const dashboardSearchPriority = apis.DefaultBodyLimitMiddlewarePriority + 1
+
+// recordsListPattern is the route of PocketBase's records list.
+const recordsListPattern = "GET /api/collections/{collection}/records"
+
+// dashboardSearch is filter without its terms on hidden fields, when it is
+// the dashboard's search box's own filter: plain words typed in the box
+// become `field ?~ 'words'` for every field of the collection, the hidden
+// ones included, joined by ||. Without those terms, the box searches the
+// other fields, as staff expect, instead of being refused. ok is false for
+// any other filter, which checkQuery judges as it is.
+func dashboardSearch(app core.App, filter string) (rewritten string, ok bool) {
+	if filter == "" {
+		return "", false
+	}
+	groups, err := fexpr.Parse(filter)
+	if err != nil || len(groups) < 2 {
+		return "", false
+	}
+	hidden, err := hiddenNames(app)
+	if err != nil {
+		return "", false
+	}
+	var kept []string
+	words := ""
+	for i, g := range groups {
+		e, isExpr := g.Item.(fexpr.Expr)
+		if !isExpr || e.Op != fexpr.SignAnyLike || e.Left.Type != fexpr.TokenIdentifier || e.Right.Type != fexpr.TokenText ||
+			i > 0 && g.Join != fexpr.JoinOr || i > 0 && e.Right.Literal != words {
+			return "", false
+		}
+		words = e.Right.Literal
+		if !slices.Contains(hidden, e.Left.Literal) {
+			kept = append(kept, e.Left.Literal)
+		}
+	}
+	if len(kept) == len(groups) || len(kept) == 0 {
+		return "", false
+	}
+	quoted := "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(words) + "'"
+	for i, field := range kept {
+		kept[i] = field + " ?~ " + quoted
+	}
+	return strings.Join(kept, " || "), true
 }
 
 // subscriptionQuery is the query of a realtime subscription's options
