@@ -56,14 +56,27 @@ func collectionTags(name string) []string {
 	return []string{name, core.NewBaseCollection(name).Id}
 }
 
-// fixedOne is the fixed collection c is, by id or by name; nil if none.
-func fixedOne(c *core.Collection) *fixedCollection {
+// fixedOne is the fixed collection c is, by id (the one its migration
+// gave it, or the one stored under its name) or by name; nil if none.
+func fixedOne(app core.App, c *core.Collection) *fixedCollection {
 	for i, f := range fixedCollections {
 		if c.Id == f.id || c.Name == f.name {
 			return &fixedCollections[i]
 		}
+		if stored, err := app.FindCachedCollectionByNameOrId(f.name); err == nil && stored.Id == c.Id {
+			return &fixedCollections[i]
+		}
 	}
 	return nil
+}
+
+// stored is the fixed collection f as stored, by id or by name.
+func (f fixedCollection) stored(app core.App) (*core.Collection, error) {
+	c, err := app.FindCollectionByNameOrId(f.id)
+	if err != nil {
+		c, err = app.FindCollectionByNameOrId(f.name)
+	}
+	return c, err
 }
 
 // bindFixedCollections refuses every change of a fixed collection through
@@ -73,7 +86,7 @@ func fixedOne(c *core.Collection) *fixedCollection {
 // holds them unchanged, as an export of every collection does, passes.
 func bindFixedCollections(app core.App) {
 	refuse := func(e *core.CollectionRequestEvent) error {
-		if f := fixedOne(e.Collection); f != nil {
+		if f := fixedOne(e.App, e.Collection); f != nil {
 			return e.ForbiddenError(f.refusal, map[string]any{"collection": f.name})
 		}
 		return e.Next()
@@ -82,7 +95,7 @@ func bindFixedCollections(app core.App) {
 	app.OnCollectionDeleteRequest().BindFunc(refuse)
 	app.OnCollectionsImportRequest().BindFunc(func(e *core.CollectionsImportRequestEvent) error {
 		for _, f := range fixedCollections {
-			current, err := e.App.FindCollectionByNameOrId(f.id)
+			current, err := f.stored(e.App)
 			if err != nil {
 				continue
 			}
@@ -107,7 +120,7 @@ func bindFixedCollections(app core.App) {
 				if err != nil {
 					return e.Next()
 				}
-				if f := fixedOne(c); f != nil {
+				if f := fixedOne(e.App, c); f != nil {
 					return e.ForbiddenError(f.refusal, map[string]any{"collection": f.name})
 				}
 				return e.Next()
