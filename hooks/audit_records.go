@@ -20,10 +20,12 @@ const DefaultAuditRetention = 365 * 24 * time.Hour
 var errAuditAppendOnly = errors.New("the audit trail is append-only: the service writes it, nobody changes or deletes a record")
 
 // bindAuditRecords keeps audit_log append-only, and logs and counts each
-// record once its transaction commits (counted gets its action). The records API may only
-// read it (superusers); a save or delete of an existing record is refused
-// whatever sends it (the collection itself is fixed: collections_fixed.go). Records older than retention are pruned daily (0 keeps
-// them forever), by a statement of its own, which no record hook sees.
+// record once its transaction commits (counted gets its action). The
+// records API may only read it (superusers); a save or delete of an
+// existing record is refused whatever sends it (the collection itself is
+// fixed: collections_fixed.go). Records older than retention are pruned
+// daily (0 keeps them forever), by a statement of its own, which no record
+// hook sees; a backup restore's carry (backups.go) writes by statements too.
 func bindAuditRecords(app core.App, log *slog.Logger, retention func() time.Duration, counted func(audit.Action)) {
 	trail := collectionTags(audit.Collection)
 	refuse := func(e *core.RecordRequestEvent) error { return e.ForbiddenError(errAuditAppendOnly.Error(), nil) }
