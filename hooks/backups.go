@@ -183,8 +183,10 @@ func (g *backupGuard) carryTrail(app core.App) error {
 		if err != nil {
 			return err
 		}
+		// Counts, not ids: the details are bounded, and each key revoked
+		// again has its key.revoked record in the trail.
 		return audit.Write(tx, audit.Entry{Action: audit.BackupRestored, By: carried.By, Details: map[string]any{
-			"backup": carried.Backup, "requested": carried.Requested, "carried": carried.Records, "revokedAgain": revoked,
+			"backup": carried.Backup, "requested": carried.Requested, "carried": carried.Records, "revokedAgain": len(revoked),
 		}})
 	})
 	if err != nil {

@@ -103,7 +103,7 @@ func TestRestoreCannotRewriteTheTrail(t *testing.T) {
 	}
 	details, _ := restored["details"].(map[string]any)
 	if restored["actor_email"] != "staff@example.com" || details["backup"] != "forged.zip" ||
-		!strings.Contains(string(mustMarshal(details["revokedAgain"])), keyID) {
+		details["revokedAgain"] != 1.0 || details["carried"] != float64(len(before)+1) { // and backup.uploaded
 		t.Errorf("backup.restored: %v", restored)
 	}
 	if status, body, _ := p.Do(ctx, http.MethodGet, "/v1/pets", key, nil); status != http.StatusUnauthorized {
@@ -227,9 +227,4 @@ func editDB(t *testing.T, db []byte, statements []string) []byte {
 		t.Fatal(err)
 	}
 	return edited
-}
-
-func mustMarshal(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
 }
