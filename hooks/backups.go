@@ -190,7 +190,8 @@ func (g *backupGuard) carryTrail(app core.App) error {
 		}})
 	})
 	if err != nil {
-		return fmt.Errorf("could not carry the audit trail across the backup restore (tried again at the next start): %w", err)
+		return fmt.Errorf("could not carry the audit trail from before the backup restore into the restored database: %w; "+
+			"each start tries again. To give up the trail from before the restore, remove %s", err, audit.CarryDir(app.DataDir()))
 	}
 	if carried == nil {
 		return nil

@@ -78,7 +78,7 @@ func KeepTrailOfRestore(dataDir string) error {
 		return err
 	}
 	old := newest(olds)
-	carry := filepath.Join(dataDir, carryDir)
+	carry := CarryDir(dataDir)
 	if err := os.MkdirAll(carry, 0o700); err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ type Carried struct {
 // the backup's other records stay (a trail restored on a new server comes
 // along). The caller removes carryDir with DoneCarrying once tx commits.
 func CarryAcrossRestore(tx core.App) (*Carried, error) {
-	carry := filepath.Join(tx.DataDir(), carryDir)
+	carry := CarryDir(tx.DataDir())
 	raw, err := os.ReadFile(filepath.Join(carry, restoreNote))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -174,5 +174,11 @@ func CarryAcrossRestore(tx core.App) (*Carried, error) {
 // DoneCarrying removes what KeepTrailOfRestore kept, once the trail it held
 // is carried.
 func DoneCarrying(dataDir string) error {
-	return os.RemoveAll(filepath.Join(dataDir, carryDir))
+	return os.RemoveAll(CarryDir(dataDir))
+}
+
+// CarryDir is where KeepTrailOfRestore keeps the database from before a
+// restore until its trail is carried.
+func CarryDir(dataDir string) string {
+	return filepath.Join(dataDir, carryDir)
 }
