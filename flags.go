@@ -54,6 +54,10 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	serve.BoolVar(&o.WebhooksAllowPrivate, "webhooks-allow-private", false,
 		"let webhook endpoints be loopback, private, link-local, CGNAT, metadata, documentation or reserved addresses, or this host's own (a receiver on this machine or network)")
 
+	// Backups.
+	serve.BoolVar(&o.AllowBackupRestore, "allow-backup-restore", false,
+		"let backups be uploaded and restored through the dashboard and PocketBase's API (a restore replaces every key, plan and pet; the audit trail is carried across)")
+
 	// Rate limits.
 	root.StringVar(&o.Limits.RedisURL, "ratelimit-redis", "",
 		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; Redis Cluster: redis+cluster://NODE:6379?addr=NODE2:6379; rediss:// and rediss+cluster:// with TLS, tls_ca_file=PEM for a CA of your own)")

@@ -52,6 +52,9 @@ type Options struct {
 	// link-local, CGNAT, metadata, documentation or reserved addresses, or this
 	// host's own (serve --webhooks-allow-private).
 	WebhooksAllowPrivate bool
+	// AllowBackupRestore lets backups be uploaded and restored through
+	// PocketBase's API and dashboard (serve --allow-backup-restore).
+	AllowBackupRestore bool
 	// WebhooksRetention is how long webhook attempts, and events delivered
 	// or failed, are kept; 0: forever.
 	WebhooksRetention time.Duration

@@ -20,6 +20,7 @@ import (
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/guestlimit"
+	"petstore/internal/hiddenfields"
 	"petstore/internal/idempotency"
 	"petstore/internal/metrics"
 	"petstore/internal/proxytrust"
@@ -67,7 +68,9 @@ func Register(app core.App, opts Options) *Service {
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
 	bindAPIKeyRecordHooks(app)
-	bindCollectionsImportGuard(app)
+	bindFixedCollections(app)
+	hiddenfields.Bind(app)
+	bindBackups(app, opts.AllowBackupRestore, s.log)
 	bindAuditRecords(app, s.log, opts.AuditRetention, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))

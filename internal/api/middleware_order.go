@@ -28,7 +28,9 @@ import "github.com/pocketbase/pocketbase/apis"
 //	-1001   the throttle of PocketBase's auth routes (hooks; passes /v1 by)
 //	-1000   PocketBase's rate limiter (off unless configured)
 //	 -990 BodyLimit               (64 KiB; replaces PocketBase's 32 MB)
-//	 -989   the webhook collections' truncate guard (hooks; passes /v1 by)
+//	 -989   the fixed collections' truncate guard (hooks; passes /v1 by)
+//	 -989   the dashboard search's rewrite (hiddenfields; passes /v1 by)
+//	 -989   the backups' guard (hooks; passes /v1 by)
 //	    0 requireKey              (operations)
 //	    1 removedAfter            (getPet)
 //

@@ -130,7 +130,9 @@ func TestMiddlewareOrder(t *testing.T) {
 		"global:petstoreAuthThrottle",
 		"global:" + apis.DefaultRateLimitMiddlewareId,
 		"v1:" + apis.DefaultBodyLimitMiddlewareId, // 64 KiB, in place of PocketBase's 32 MB
-		"global:petstoreWebhookTruncateGuard",
+		"global:petstoreTruncateGuard",
+		"global:petstoreDashboardSearch",
+		"global:petstoreBackupsGuard",
 	}
 	join := func(parts ...[]string) []string { return slices.Concat(parts...) }
 

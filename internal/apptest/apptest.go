@@ -74,6 +74,8 @@ type Config struct {
 	Router func(*router.Router[*core.RequestEvent])
 	// MetricsAddr is serve --metrics-addr; empty: no metrics.
 	MetricsAddr string
+	// AllowBackupRestore is serve --allow-backup-restore.
+	AllowBackupRestore bool
 }
 
 // Start serves a new app on dir (a fresh temporary one when empty) with the
@@ -100,7 +102,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	}
 	service := hooks.Register(app, hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
 		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL, AuditRetention: cfg.AuditRetention,
-		MetricsAddr: cfg.MetricsAddr, WebhooksAllowPrivate: cfg.WebhooksAllowPrivate})
+		MetricsAddr: cfg.MetricsAddr, WebhooksAllowPrivate: cfg.WebhooksAllowPrivate, AllowBackupRestore: cfg.AllowBackupRestore})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

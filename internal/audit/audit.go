@@ -1,5 +1,5 @@
-// Package audit is the append-only trail of changes to API keys and webhook
-// endpoints: which key or endpoint, what changed (the values before and after), who changed it, from where and
+// Package audit is the append-only trail of changes to API keys, plans,
+// webhook endpoints and backups: which key or endpoint, what changed (the values before and after), who changed it, from where and
 // when. A record is written in the transaction of the change it describes, so
 // it exists if and only if the change committed; nobody can change or delete
 // one, superusers included.
@@ -47,6 +47,23 @@ const (
 	KeyBanned        Action = "key.banned"
 	KeyScopesChanged Action = "key.scopes_changed"
 	KeyQuotaChanged  Action = "key.quota_changed" // plan, per-minute or per-day quota
+)
+
+// The actions on plans, which staff change in the dashboard. A plan's
+// details name it ({"plan": {"id": …, "name": …}}), with the values before
+// and after of the fields that changed.
+const (
+	PlanChanged Action = "plan.changed" // name, quotas or ban settings
+)
+
+// The actions on PocketBase's backups (the dashboard's Settings, Backups,
+// and its API). Their details name the backup ({"backup": name}).
+const (
+	BackupCreated    Action = "backup.created"
+	BackupDownloaded Action = "backup.downloaded"
+	BackupUploaded   Action = "backup.uploaded"
+	BackupRestored   Action = "backup.restored" // written after the restore, into the restored trail
+	BackupDeleted    Action = "backup.deleted"
 )
 
 // The actions on webhook endpoints. A secret roll's details hold until when

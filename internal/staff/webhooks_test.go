@@ -674,3 +674,27 @@ func TestWebhookAuditOfLongValues(t *testing.T) {
 		t.Errorf("the deletion's records %+v", deleted)
 	}
 }
+
+// A plan's change in the dashboard is a plan.changed event: the plan as it
+// is now and what changed, old and new.
+func TestWebhookPlanChanged(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	s.addEndpoint(t, rcv.URL, "plan.changed")
+	plan := planID(t, s, "free")
+	if r := s.Do(t, http.MethodPatch, "/api/collections/plans/records/"+plan, s.token, map[string]any{"per_minute": 1000000, "per_day": 1000000000}); r.StatusCode != http.StatusOK {
+		t.Fatalf("the plan's change: %d %s", r.StatusCode, r.Body)
+	}
+	got := rcv.waitFor(t, "plan.changed")
+	var data struct {
+		ID, Name  string
+		PerMinute int64
+		Changes   map[string]struct{ Old, New string }
+	}
+	if err := json.Unmarshal(got[0].Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	if data.ID != plan || data.Name != "free" || data.PerMinute != 1000000 || data.Changes["per_minute"].New != "1000000" || data.Changes["per_minute"].Old == "" {
+		t.Errorf("data %s", got[0].Data)
+	}
+}

@@ -46,6 +46,7 @@ const (
 	KeyRevoked         Type = "key.revoked"
 	KeyBanned          Type = "key.banned"
 	KeyDayQuotaReached Type = "key.day_quota_reached"
+	PlanChanged        Type = "plan.changed" // a plan's name, quotas or ban settings, in the dashboard
 	TestEvent          Type = "webhook.test" // sent by staff's "send test event", to one endpoint
 )
 
@@ -58,7 +59,7 @@ const (
 )
 
 // Types are the event types an endpoint may subscribe to.
-var Types = []Type{PetCreated, KeyCreated, KeyRolled, KeyRevoked, KeyBanned, KeyDayQuotaReached}
+var Types = []Type{PetCreated, KeyCreated, KeyRolled, KeyRevoked, KeyBanned, KeyDayQuotaReached, PlanChanged}
 
 // NewSecret is a new signing secret: "whsec_" and the base64 of 32 random
 // bytes, as Standard Webhooks define it.
