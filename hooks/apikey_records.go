@@ -11,6 +11,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/requestid"
 )
 
 // errCreateKeyInDashboard answers the dashboard's "New record" on api_keys:
@@ -124,7 +125,7 @@ func asFieldError(err error) error {
 // requestActor is who sent e: the superuser signed in, from the client's
 // address.
 func requestActor(e *core.RequestEvent) audit.Actor {
-	by := audit.Actor{Address: e.RealIP()}
+	by := audit.Actor{Address: e.RealIP(), RequestID: requestid.From(e.Request.Context())}
 	if e.Auth != nil {
 		by.ID, by.Email = e.Auth.Id, e.Auth.Email()
 	}

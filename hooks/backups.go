@@ -14,6 +14,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/requestid"
 )
 
 // errBackupRestoreOff answers an upload or a restore of a backup through
@@ -129,7 +130,7 @@ func (g *backupGuard) guard(e *core.RequestEvent) error {
 		}
 		// The download route takes a superuser's file token, not the
 		// Authorization header.
-		by := audit.Actor{Address: e.RealIP()}
+		by := audit.Actor{Address: e.RealIP(), RequestID: requestid.From(e.Request.Context())}
 		if r, err := e.App.FindAuthRecordByToken(e.Request.URL.Query().Get("token"), core.TokenTypeFile); err == nil {
 			by.ID, by.Email = r.Id, r.Email()
 		}

@@ -24,6 +24,7 @@ import (
 	"petstore/internal/idempotency"
 	"petstore/internal/metrics"
 	"petstore/internal/proxytrust"
+	"petstore/internal/requestid"
 	"petstore/internal/staff"
 	"petstore/internal/webhooks"
 	pbpublic "petstore/pb_public"
@@ -116,10 +117,14 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	dayQuota := &dayQuotaEvents{app: app, outbox: s.outbox, log: s.log}
 	documents := api.NewDocuments(base)
 	// With proxies named, their client-address headers are believed from
-	// them alone; without, from any peer, as PocketBase does (the start warns).
-	if proxies, _ := connlimit.ParseAddresses(opts.Server.ProxyAddresses); len(proxies) > 0 { // checked by Options.Check
-		se.Router.Bind(proxytrust.Middleware(proxies))
+	// them alone; without, from any peer, as PocketBase does (the start
+	// warns). A request's id is taken from the named proxies alone.
+	parsed, _ := connlimit.ParseAddresses(opts.Server.ProxyAddresses) // checked by Options.Check
+	proxies := proxytrust.Proxies(parsed)
+	if len(proxies) > 0 {
+		se.Router.Bind(proxies.Middleware())
 	}
+	se.Router.Bind(requestid.Middleware(proxies.Has))
 	// Outside /v1, the bounded request log takes PocketBase's activity
 	// logger's place, and guests are limited per client network; /v1 logs
 	// and limits its own.

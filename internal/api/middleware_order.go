@@ -7,8 +7,9 @@ import "github.com/pocketbase/pocketbase/apis"
 // route's, each in the order bound). Each is placed against PocketBase's own
 // (apis.Default*Priority), which run in the same chain:
 //
-//	-100000 the trusted proxy headers removed unless from --proxy-addresses
+//	-100001 the trusted proxy headers removed unless from --proxy-addresses
 //	        (internal/proxytrust; bound only when proxies are named)
+//	-100000 the request's id (internal/requestid)
 //	-99999  PocketBase's www redirect
 //	-2010 observeRequests
 //	-2001 sentURL                 (catch-all route)

@@ -110,6 +110,7 @@ func TestMiddlewareOrder(t *testing.T) {
 
 	// Every group middleware, in order, with PocketBase's around them.
 	outer := []string{
+		"global:petstoreRequestID",
 		"global:" + apis.DefaultWWWRedirectMiddlewareId,
 		"v1:petstoreObserveRequests",
 		"v1:petstoreErrorBodyOuter",
@@ -149,7 +150,7 @@ func TestMiddlewareOrder(t *testing.T) {
 			[]string{"route:petstoreRequireScope"}, limit,
 			[]string{"route:petstoreRequireKey"})},
 		{"unknown path", http.MethodGet, "/v1/nothing", join(
-			[]string{"global:" + apis.DefaultWWWRedirectMiddlewareId, "v1:petstoreObserveRequests", "route:petstoreSentURL", "v1:petstoreErrorBodyOuter", "v1:petstoreExposeHeaders",
+			[]string{"global:petstoreRequestID", "global:" + apis.DefaultWWWRedirectMiddlewareId, "v1:petstoreObserveRequests", "route:petstoreSentURL", "v1:petstoreErrorBodyOuter", "v1:petstoreExposeHeaders",
 				"v1:petstorePreflightHeaders", "route:petstorePreflightAllows"}, inner, limit)},
 		// PocketBase's CORS answers every OPTIONS itself: the preflight
 		// middlewares run just before it.

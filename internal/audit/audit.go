@@ -30,6 +30,7 @@ const (
 	ActorField      = "actor"
 	ActorEmailField = "actor_email"
 	AddressField    = "address"
+	RequestIDField  = "request_id"
 	DetailsField    = "details"
 	CreatedField    = "created"
 )
@@ -87,9 +88,10 @@ const (
 
 // Actor is who made a change.
 type Actor struct {
-	ID      string // a superuser's record id, ActorCLI or ActorSystem
-	Email   string // a superuser's
-	Address string // the client's address, for a change over HTTP
+	ID        string // a superuser's record id, ActorCLI or ActorSystem
+	Email     string // a superuser's
+	Address   string // the client's address, for a change over HTTP
+	RequestID string // the request's id (Request-Id), for a change over HTTP
 }
 
 // The actors that are not a superuser.
@@ -121,6 +123,7 @@ func Write(app core.App, e Entry) error {
 	r.Set(ActorField, e.By.ID)
 	r.Set(ActorEmailField, e.By.Email)
 	r.Set(AddressField, e.By.Address)
+	r.Set(RequestIDField, e.By.RequestID)
 	limit := core.DefaultJSONFieldMaxSize
 	if f, ok := collection.Fields.GetByName(DetailsField).(*core.JSONField); ok {
 		limit = f.CalculateMaxBodySize()

@@ -19,17 +19,21 @@ const MiddlewareID = "petstoreProxyTrust"
 
 // Priority runs it before anything of PocketBase's or petstore's, the www
 // redirect (-99999) included.
-const Priority = -100000
+const Priority = -100001
+
+// Proxies are the reverse proxies' own addresses and networks
+// (--proxy-addresses).
+type Proxies []netip.Prefix
 
 // Middleware removes the trusted proxy headers from requests whose peer is
-// not in proxies.
-func Middleware(proxies []netip.Prefix) *hook.Handler[*core.RequestEvent] {
+// not one of p.
+func (p Proxies) Middleware() *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       MiddlewareID,
 		Priority: Priority,
 		Func: func(e *core.RequestEvent) error {
 			headers := e.App.Settings().TrustedProxy.Headers
-			if len(headers) > 0 && !fromProxy(e.Request.RemoteAddr, proxies) {
+			if len(headers) > 0 && !p.Has(e.Request.RemoteAddr) {
 				for _, h := range headers {
 					e.Request.Header.Del(h)
 				}
@@ -39,9 +43,8 @@ func Middleware(proxies []netip.Prefix) *hook.Handler[*core.RequestEvent] {
 	}
 }
 
-// fromProxy reports whether the peer address remoteAddr (host:port) is in
-// proxies.
-func fromProxy(remoteAddr string, proxies []netip.Prefix) bool {
+// Has reports whether the peer address remoteAddr (host:port) is one of p.
+func (p Proxies) Has(remoteAddr string) bool {
 	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
 		host = remoteAddr
@@ -51,8 +54,8 @@ func fromProxy(remoteAddr string, proxies []netip.Prefix) bool {
 		return false
 	}
 	addr = addr.Unmap().WithZone("")
-	for _, p := range proxies {
-		if p.Contains(addr) {
+	for _, prefix := range p {
+		if prefix.Contains(addr) {
 			return true
 		}
 	}

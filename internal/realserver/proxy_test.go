@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,9 +28,10 @@ func TestDeployProxiesServeEverything(t *testing.T) {
 	for _, proxy := range []struct {
 		name  string
 		start func(t *testing.T, listen string, upstreams []string)
+		id    *regexp.Regexp // the proxy's request ids, which petstore keeps
 	}{
-		{"nginx", startNginx},
-		{"caddy", startCaddy},
+		{"nginx", startNginx, regexp.MustCompile(`^[0-9a-f]{32}$`)},
+		{"caddy", startCaddy, regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)},
 	} {
 		t.Run(proxy.name, func(t *testing.T) {
 			requireTool(t, proxy.name)
@@ -38,15 +40,15 @@ func TestDeployProxiesServeEverything(t *testing.T) {
 			public := "http://" + listen + "/v1"
 			dir := t.TempDir()
 			key, _ := createKey(t, dir, "--plan", "free")
-			a := start(t, dir, "--public-url", public, "--ratelimit-redis", redis.URL(0))
-			b := start(t, dir, "--public-url", public, "--ratelimit-redis", redis.URL(0))
+			a := start(t, dir, "--public-url", public, "--ratelimit-redis", redis.URL(0), "--proxy-addresses", "127.0.0.1")
+			b := start(t, dir, "--public-url", public, "--ratelimit-redis", redis.URL(0), "--proxy-addresses", "127.0.0.1")
 			proxy.start(t, listen, []string{a.Addr, b.Addr})
-			checkThroughProxy(t, "http://"+listen, public, key)
+			checkThroughProxy(t, "http://"+listen, public, key, proxy.id)
 		})
 	}
 }
 
-func checkThroughProxy(t *testing.T, base, public, key string) {
+func checkThroughProxy(t *testing.T, base, public, key string, proxyIDs *regexp.Regexp) {
 	client := &http.Client{
 		Timeout:       10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -81,6 +83,9 @@ func checkThroughProxy(t *testing.T, base, public, key string) {
 	resp.Body.Close()
 	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusCreated || !strings.HasPrefix(loc, public+"/pets/") {
 		t.Fatalf("create through the proxy: %d, Location %q; want 201 under %s", resp.StatusCode, loc, public)
+	}
+	if id := resp.Header.Get("Request-Id"); !proxyIDs.MatchString(id) {
+		t.Errorf("create through the proxy: Request-Id %q, want the proxy's id (%v)", id, proxyIDs)
 	}
 	req, _ = http.NewRequest(http.MethodGet, resp.Header.Get("Location"), nil)
 	req.Header.Set("Authorization", "Bearer "+key)

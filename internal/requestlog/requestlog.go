@@ -354,6 +354,20 @@ func requestEntry(e *core.RequestEvent, err error, started time.Time) (entry, bo
 	return entry{level: level, message: message, data: data, created: time.Now()}, true
 }
 
+// statusOf is the status of the request's answer: the one written, or,
+// when an error is still to be written by an outer layer, the error's
+// (PocketBase's answer to an error that is not an ApiError is a 400).
+func statusOf(e *core.RequestEvent, err error) int {
+	if status := e.Status(); status != 0 || err == nil {
+		return status
+	}
+	var apiErr *router.ApiError
+	if errors.As(err, &apiErr) {
+		return apiErr.Status
+	}
+	return 400
+}
+
 func (l *Logger) enqueue(en entry) {
 	if l.stopped.Load() {
 		l.dropped.Add(1)

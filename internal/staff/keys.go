@@ -8,6 +8,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/requestid"
 	"petstore/internal/usage"
 )
 
@@ -188,5 +189,5 @@ func answerWithView(e *core.RequestEvent, id string) error {
 
 // actor is the superuser making a request, for the audit trail.
 func actor(e *core.RequestEvent) audit.Actor {
-	return audit.Actor{ID: e.Auth.Id, Email: e.Auth.Email(), Address: e.RealIP()}
+	return audit.Actor{ID: e.Auth.Id, Email: e.Auth.Email(), Address: e.RealIP(), RequestID: requestid.From(e.Request.Context())}
 }
