@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/pocketbase/pocketbase/core"
@@ -205,6 +206,41 @@ func cutStrings(v any, n int) any {
 			cut[i] = cutStrings(e, n)
 		}
 		return cut
+	}
+	return v
+}
+
+// ForLog is a record's details as its console line shows them: every
+// string that is a URL without its user info and query, which may hold a
+// receiver's token (https://hooks.example.org/in?token=…). The record
+// keeps the whole URL for staff.
+func ForLog(details []byte) string {
+	var v any
+	if json.Unmarshal(details, &v) != nil {
+		return string(details)
+	}
+	b, err := json.Marshal(redactURLs(v))
+	if err != nil {
+		return string(details)
+	}
+	return string(b)
+}
+
+func redactURLs(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = redactURLs(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = redactURLs(x)
+		}
+	case string:
+		if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" && (u.User != nil || u.RawQuery != "" || u.Fragment != "") {
+			u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
+			return u.String() + "?…"
+		}
 	}
 	return v
 }
