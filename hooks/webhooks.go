@@ -15,6 +15,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/categories"
 	"petstore/internal/pets"
 	"petstore/internal/webhooks"
 )
@@ -39,13 +40,17 @@ var auditEvents = map[audit.Action]webhooks.Type{
 	audit.KeyRolled:  webhooks.KeyRolled,
 	audit.KeyRevoked: webhooks.KeyRevoked,
 	audit.KeyBanned:  webhooks.KeyBanned,
+
+	audit.CategoryCreated: webhooks.CategoryCreated,
+	audit.CategoryRenamed: webhooks.CategoryRenamed,
+	audit.CategoryDeleted: webhooks.CategoryDeleted,
 }
 
 // bindWebhookEvents writes the webhook events of changes made outside the
 // pets writer into the outbox, in their transactions: the pets created as
-// records (the dashboard, the records API), and the key changes, which
-// every path (staff API, dashboard, keys command, limiter) writes to the
-// audit trail in its transaction. It also keeps the webhooks' collections
+// records (the dashboard, the records API), and the key and category
+// changes, which every path (staff API, dashboard, keys and categories
+// commands, limiter) writes to the audit trail in its transaction. It also keeps the webhooks' collections
 // out of the records API's writes, and the secrets out of its answers.
 func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 	// A record's save runs in a transaction only when its caller opened
@@ -79,7 +84,13 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 		if !ok || !outbox.Subscribed(t) {
 			return nil
 		}
-		data, err := keyData(e.App, e.Record.GetString(audit.KeyField))
+		var data any
+		var err error
+		if e.Record.GetString(audit.CategoryField) != "" {
+			data, err = categories.EventOf(e.Record)
+		} else {
+			data, err = keyData(e.App, e.Record.GetString(audit.KeyField))
+		}
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ import (
 // origins (CORS itself is PocketBase's, configured by `serve --origins`):
 // without them a web client could not page, follow Location or back off.
 var exposedHeaders = strings.Join(append([]string{
-	"Link", "Location", "Idempotent-Replayed", "Deprecation", "Sunset", "WWW-Authenticate", "Allow", "ETag",
+	"Link", "Location", "Idempotent-Replayed", "Deprecation", "Sunset", stabilityHeader, "WWW-Authenticate", "Allow", "ETag",
 }, limits.HeaderNames...), ", ")
 
 func exposeHeaders() *hook.Handler[*core.RequestEvent] {

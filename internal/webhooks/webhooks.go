@@ -46,6 +46,9 @@ const (
 	KeyRevoked         Type = "key.revoked"
 	KeyBanned          Type = "key.banned"
 	KeyDayQuotaReached Type = "key.day_quota_reached"
+	CategoryCreated    Type = "category.created"
+	CategoryRenamed    Type = "category.renamed"
+	CategoryDeleted    Type = "category.deleted"
 	TestEvent          Type = "webhook.test" // sent by staff's "send test event", to one endpoint
 )
 
@@ -58,7 +61,8 @@ const (
 )
 
 // Types are the event types an endpoint may subscribe to.
-var Types = []Type{PetCreated, KeyCreated, KeyRolled, KeyRevoked, KeyBanned, KeyDayQuotaReached}
+var Types = []Type{PetCreated, KeyCreated, KeyRolled, KeyRevoked, KeyBanned, KeyDayQuotaReached,
+	CategoryCreated, CategoryRenamed, CategoryDeleted}
 
 // NewSecret is a new signing secret: "whsec_" and the base64 of 32 random
 // bytes, as Standard Webhooks define it.
