@@ -1,6 +1,7 @@
 package categories_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pocketbase/pocketbase/core"
+
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 	"petstore/internal/audit"
 	"petstore/internal/categories"
+	"petstore/internal/contract"
 )
 
 // staff is a running service and a superuser's token, the credential of the
@@ -121,7 +125,15 @@ func TestCategoriesBlackBox(t *testing.T) {
 		t.Errorf("403: API-Stability %q, want beta", got)
 	}
 	apptest.ExpectError(t, s.Do(t, http.MethodGet, "/v1/categories", "", nil), http.StatusUnauthorized, "unauthorized")
-	apptest.ExpectError(t, s.Do(t, http.MethodGet, "/v1/categories?status=sold", readOnly, nil), http.StatusBadRequest, "invalid_request")
+	petsCursor := base64.RawURLEncoding.EncodeToString([]byte("1:123456789012345"))
+	for _, query := range []string{"status=sold", "limit=0", "limit=101", "limit=01", "limit=%2B5", "limit=5&limit=6",
+		"cursor=bad", "cursor=" + petsCursor, "cursor=" + base64.RawURLEncoding.EncodeToString([]byte("c1:0")), "a=1;b=2"} {
+		r := s.Do(t, http.MethodGet, "/v1/categories?"+query, readOnly, nil)
+		apptest.ExpectError(t, r, http.StatusBadRequest, "invalid_request")
+		if r.Header.Get("API-Stability") != "beta" {
+			t.Errorf("?%s: 400 without API-Stability: beta", query)
+		}
+	}
 	apptest.ExpectError(t, s.Do(t, http.MethodPost, "/v1/categories", readOnly, "{}"), http.StatusMethodNotAllowed, "method_not_allowed")
 
 	// API keys are no PocketBase auth: they cannot write categories.
@@ -291,5 +303,30 @@ func (r *receiver) wait(t *testing.T, n int) []string {
 		if len(got) >= n || time.Now().After(deadline) {
 			return got
 		}
+	}
+}
+
+// The rules the package checks are the ones the categories collection (its
+// migration) enforces, and the document's Category schema states.
+func TestRulesMatchTheCollection(t *testing.T) {
+	s := apptest.Start(t, "")
+	c, err := s.App.FindCollectionByNameOrId(categories.Collection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	number := c.Fields.GetByName(categories.NumberField).(*core.NumberField)
+	if !number.OnlyInt || number.Min == nil || *number.Min != 1 || number.Max == nil || *number.Max != categories.MaxNumber {
+		t.Errorf("number field %+v, want whole numbers from 1 to %d", number, int64(categories.MaxNumber))
+	}
+	name := c.Fields.GetByName(categories.NameField).(*core.TextField)
+	if !name.Required || name.Min != 1 || name.Max != categories.MaxNameLen {
+		t.Errorf("name field %+v, want required, 1 to %d characters", name, categories.MaxNameLen)
+	}
+	schema := contract.Load(t).Doc.Components.Schemas["Category"].Value
+	if got := schema.Properties["name"].Value.MaxLength; got == nil || *got != categories.MaxNameLen {
+		t.Errorf("the document's Category.name maxLength %v, want %d", got, categories.MaxNameLen)
+	}
+	if got := schema.Properties["id"].Value.Max; got == nil || *got != categories.MaxNumber {
+		t.Errorf("the document's Category.id maximum %v, want %d", got, int64(categories.MaxNumber))
 	}
 }

@@ -1372,6 +1372,7 @@ type ListCategoriesResponse200Headers struct {
 
 // ListCategoriesResponse400Headers the declared response headers of an HTTP 400 response for ListCategories
 type ListCategoriesResponse400Headers struct {
+	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
 	XRateLimitLimit     RequestCount
@@ -1381,6 +1382,7 @@ type ListCategoriesResponse400Headers struct {
 
 // ListCategoriesResponse401Headers the declared response headers of an HTTP 401 response for ListCategories
 type ListCategoriesResponse401Headers struct {
+	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
 	WWWAuthenticate     string
@@ -1391,6 +1393,7 @@ type ListCategoriesResponse401Headers struct {
 
 // ListCategoriesResponse403Headers the declared response headers of an HTTP 403 response for ListCategories
 type ListCategoriesResponse403Headers struct {
+	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
 	WWWAuthenticate     string
@@ -1411,6 +1414,7 @@ type ListCategoriesResponse405Headers struct {
 
 // ListCategoriesResponse413Headers the declared response headers of an HTTP 413 response for ListCategories
 type ListCategoriesResponse413Headers struct {
+	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
 	XRateLimitLimit     RequestCount
@@ -1420,6 +1424,7 @@ type ListCategoriesResponse413Headers struct {
 
 // ListCategoriesResponse429Headers the declared response headers of an HTTP 429 response for ListCategories
 type ListCategoriesResponse429Headers struct {
+	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
 	RetryAfter          int
@@ -1430,6 +1435,7 @@ type ListCategoriesResponse429Headers struct {
 
 // ListCategoriesResponse500Headers the declared response headers of an HTTP 500 response for ListCategories
 type ListCategoriesResponse500Headers struct {
+	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
 	XRateLimitLimit     RequestCount
@@ -1443,19 +1449,19 @@ type ListCategoriesResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Categories
 	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *BadRequest
+	JSON400 *BadRequestError
 	// JSON401 the response for an HTTP 401 `application/json` response
-	JSON401 *Unauthorized
+	JSON401 *UnauthorizedError
 	// JSON403 the response for an HTTP 403 `application/json` response
-	JSON403 *InsufficientScope
+	JSON403 *InsufficientScopeError
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *PayloadTooLarge
+	JSON413 *PayloadTooLargeError
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
+	JSON429 *TooManyRequestsError
 	// JSON500 the response for an HTTP 500 `application/json` response
-	JSON500 *InternalError
+	JSON500 *InternalServerError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListCategoriesResponse200Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -1480,17 +1486,17 @@ func (r ListCategoriesResponse) GetJSON200() *Categories {
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r ListCategoriesResponse) GetJSON400() *BadRequest {
+func (r ListCategoriesResponse) GetJSON400() *BadRequestError {
 	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
-func (r ListCategoriesResponse) GetJSON401() *Unauthorized {
+func (r ListCategoriesResponse) GetJSON401() *UnauthorizedError {
 	return r.JSON401
 }
 
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
-func (r ListCategoriesResponse) GetJSON403() *InsufficientScope {
+func (r ListCategoriesResponse) GetJSON403() *InsufficientScopeError {
 	return r.JSON403
 }
 
@@ -1500,17 +1506,17 @@ func (r ListCategoriesResponse) GetJSON405() *MethodNotAllowed {
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r ListCategoriesResponse) GetJSON413() *PayloadTooLarge {
+func (r ListCategoriesResponse) GetJSON413() *PayloadTooLargeError {
 	return r.JSON413
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r ListCategoriesResponse) GetJSON429() *TooManyRequests {
+func (r ListCategoriesResponse) GetJSON429() *TooManyRequestsError {
 	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
-func (r ListCategoriesResponse) GetJSON500() *InternalError {
+func (r ListCategoriesResponse) GetJSON500() *InternalServerError {
 	return r.JSON500
 }
 
@@ -2322,21 +2328,21 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
+		var dest BadRequestError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
+		var dest UnauthorizedError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest InsufficientScope
+		var dest InsufficientScopeError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -2350,21 +2356,21 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 		response.JSON405 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
+		var dest PayloadTooLargeError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest TooManyRequestsError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
+		var dest InternalServerError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -2427,6 +2433,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListCategoriesResponse400Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value RateLimitState
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2465,6 +2478,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListCategoriesResponse401Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value RateLimitState
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2510,6 +2530,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListCategoriesResponse403Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value RateLimitState
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2600,6 +2627,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 		response.Headers405 = &headers
 	case rsp.StatusCode == 413:
 		var headers ListCategoriesResponse413Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value RateLimitState
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2638,6 +2672,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 		response.Headers413 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListCategoriesResponse429Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value RateLimitState
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2683,6 +2724,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ListCategoriesResponse500Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value RateLimitState
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
