@@ -15,6 +15,7 @@
 package categories
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -131,18 +132,22 @@ func check(app core.App, c *Record) error {
 	if !c.IsNew() && c.Number() != int64(c.Original().GetFloat(NumberField)) {
 		return ErrNumberFixed
 	}
-	var other string
-	err := app.DB().Select("id").From(Collection).
-		Where(dbx.NewExp("lower(name) = lower({:name}) AND id != {:id}", dbx.Params{"name": name, "id": c.Id})).
-		Limit(1).Row(&other)
-	if err == nil {
-		return ErrNameTaken
-	}
-	err = app.DB().Select("id").From(Collection).
-		Where(dbx.NewExp("number = {:number} AND id != {:id}", dbx.Params{"number": c.Number(), "id": c.Id})).
-		Limit(1).Row(&other)
-	if err == nil {
-		return ErrNumberTaken
+	for _, other := range []struct {
+		where  string
+		params dbx.Params
+		taken  error
+	}{
+		{"lower(name) = lower({:name}) AND id != {:id}", dbx.Params{"name": name, "id": c.Id}, ErrNameTaken},
+		{"number = {:number} AND id != {:id}", dbx.Params{"number": c.Number(), "id": c.Id}, ErrNumberTaken},
+	} {
+		var id string
+		err := app.DB().Select("id").From(Collection).Where(dbx.NewExp(other.where, other.params)).Limit(1).Row(&id)
+		switch {
+		case err == nil:
+			return other.taken
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
 	}
 	return nil
 }
@@ -173,8 +178,11 @@ func petsCarrying(app core.App, number int64) (int64, error) {
 // Find is the category with number.
 func Find(app core.App, number int64) (*Record, error) {
 	r, err := app.FindFirstRecordByFilter(Collection, "number = {:number}", dbx.Params{"number": number})
-	if err != nil {
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
 	}
 	return &Record{r}, nil
 }
