@@ -28,17 +28,17 @@ type serviceParts struct {
 	opts Options
 	s    *Service
 
-	metrics  *metrics.Metrics // nil: no --metrics-addr
-	reads    *sql.DB          // PocketBase's read pool
-	history  *usage.Recorder
-	limiter  *limits.Limiter
-	version  *dataversion.Watch
-	keys     *apikeys.Finder
-	petReads *pets.Reads
-	// categoryReads is /v1's list of categories.
-	categoryReads *categories.Reads
-	petWriter     *pets.Writer
-	reqlog        *requestlog.Logger
+	metrics   *metrics.Metrics // nil: no --metrics-addr
+	reads     *sql.DB          // PocketBase's read pool
+	history   *usage.Recorder
+	limiter   *limits.Limiter
+	version   *dataversion.Watch
+	keys      *apikeys.Finder
+	petReads  *pets.Reads
+	petWriter *pets.Writer
+	reqlog    *requestlog.Logger
+
+	categoryReads *categories.Reads // /v1's list of categories
 }
 
 // list is the one list of the parts, in the order they start; they stop in
