@@ -2,12 +2,14 @@ package realserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pocketbase/pocketbase/core"
 
@@ -160,5 +162,33 @@ func TestCategoriesCommand(t *testing.T) {
 	rows := regexp.MustCompile(`\s+`).ReplaceAllString(strings.TrimSpace(run(0, "list")), " ")
 	if rows != "ID NAME PETS 7 Dogs 1" {
 		t.Errorf("list: %q", rows)
+	}
+}
+
+// The categories command, a process of its own, writes its changes'
+// events into the outbox in their transactions; the server sends them,
+// signed.
+func TestWebhookCategoryEventsFromTheCLI(t *testing.T) {
+	rcv := newReceiver(t, "127.0.0.1:0")
+	s := newWebhookStore(t, "--webhooks-allow-private")
+	_, rcv.secret = s.addEndpoint(t, rcv.url(), "category.created", "category.renamed", "category.deleted")
+	for _, args := range [][]string{{"create", "--id", "4", "--name", "Dogs"}, {"rename", "4", "Hounds"}, {"delete", "4"}} {
+		if _, stderr, status := petstore(t, s.dir, append([]string{"categories"}, args...)...); status != 0 {
+			t.Fatalf("categories %q: %d %s", args, status, stderr)
+		}
+	}
+	got := rcv.waitFor(3, 10*time.Second)
+	for i, want := range []string{
+		`category.created {"id":4,"name":"Dogs"}`,
+		`category.renamed {"id":4,"name":"Hounds","previousName":"Dogs"}`,
+		`category.deleted {"id":4,"name":"Hounds"}`,
+	} {
+		var e struct {
+			Type string
+			Data json.RawMessage
+		}
+		if err := json.Unmarshal(got[i].body, &e); err != nil || e.Type+" "+string(e.Data) != want || got[i].verified != nil {
+			t.Errorf("delivery %d: %s %v %v, want %s", i, got[i].body, err, got[i].verified, want)
+		}
 	}
 }
