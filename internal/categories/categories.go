@@ -76,9 +76,6 @@ func (c *Record) Number() int64 { return int64(c.GetFloat(NumberField)) }
 // Name is the category's name.
 func (c *Record) Name() string { return c.GetString(NameField) }
 
-// Description is the category's description, perhaps empty.
-func (c *Record) Description() string { return c.GetString(DescriptionField) }
-
 // Name is name as it is stored: without surrounding spaces.
 func Name(name string) string { return strings.TrimSpace(name) }
 
@@ -88,7 +85,7 @@ func Unnamed(number int64) string { return "unnamed category " + strconv.FormatI
 // ErrNotFound is the error for a number that no category has.
 var ErrNotFound = errors.New("no category has this number")
 
-// Errors of the rules, each with the field it is about (Field).
+// Errors of the rules, each with the field it is about (fieldOf).
 var (
 	ErrNameTaken     = errors.New("another category has this name (names are compared without regard to letter case)")
 	ErrNumberTaken   = errors.New("another category has this number")
@@ -109,8 +106,8 @@ func inUse(c *Record, n int64) error {
 		c.Number(), c.Name(), pets), nil)
 }
 
-// Field is the field err is about, or "".
-func Field(err error) string {
+// fieldOf is the field err is about, or "".
+func fieldOf(err error) string {
 	switch {
 	case errors.Is(err, ErrNameTaken), errors.Is(err, ErrUnprintable):
 		return NameField

@@ -96,7 +96,7 @@ func actor(e *core.RecordRequestEvent) audit.Actor {
 // under the field it is about, where the dashboard shows it. Other errors
 // stay as they are.
 func fieldError(err error) error {
-	field := Field(err)
+	field := fieldOf(err)
 	if field == "" {
 		return err
 	}
