@@ -15,6 +15,7 @@ import (
 
 	"petstore/hooks"
 	"petstore/internal/apikeys"
+	"petstore/internal/categories"
 	"petstore/internal/datadir"
 	_ "petstore/internal/profiling" // empty unless built with -tags pprof
 	"petstore/internal/version"
@@ -49,7 +50,8 @@ func main() {
 	serve := cmd.NewServeCommand(app, false)
 	keys := apikeys.NewCommand(app)
 	healthcheck := hooks.NewHealthcheckCommand()
-	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, healthcheck.Command, hooks.NewVersionCommand())
+	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, categories.NewCommand(app), healthcheck.Command,
+		hooks.NewVersionCommand())
 	// Neither reads the data directory: they run without the bootstrap, so
 	// that a start in progress (which holds the start lock) or data from a
 	// newer version cannot hold them up.
