@@ -348,10 +348,10 @@ func damage(t *testing.T, path string) {
 	}
 }
 
-// TestFlagsHaveEnvironmentVariables: PETSTORE_DIR and PETSTORE_LOG_FORMAT
-// (read before the command runs) and PETSTORE_HTTP (read after) configure
-// a server; a flag beats its variable; a variable's bad value stops the
-// binary naming it.
+// TestFlagsHaveEnvironmentVariables: PETSTORE_DIR (read when the app is
+// made), PETSTORE_LOG_FORMAT (petstore's) and PETSTORE_HTTP (PocketBase's
+// serve flag), read once the command line is parsed, configure a server; a
+// flag beats its variable; a variable's bad value stops the binary naming it.
 func TestFlagsHaveEnvironmentVariables(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("PETSTORE_DIR", dir)
