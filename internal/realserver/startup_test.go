@@ -470,6 +470,9 @@ func TestCommandLineErrorsLeaveTheDataDirectoryAlone(t *testing.T) {
 		{args: []string{"serve"}, env: "PETSTORE_QUICK_CHECK=soon", want: `Error: invalid PETSTORE_QUICK_CHECK "soon" (for --quick-check)`},
 		{args: []string{"keys", "list"}, env: "PETSTORE_RATELIMIT_REDIS=http://:hunter2@127.0.0.1:6379", want: `Error: --ratelimit-redis: scheme "http"`},
 		{args: []string{"superuser", "upsert", "staff@example.org", "a-long-password", "--bogus"}, want: "Error: unknown flag: --bogus"},
+		{args: []string{"keys", "create", "--plan", "free", "--name", "x", "--bogus"}, want: "Error: unknown flag: --bogus"},
+		{args: []string{"healthcheck", "--bogus"}, want: "Error: unknown flag: --bogus"},
+		{args: []string{"version", "extra"}, want: `Error: unknown command "extra" for "petstore version"`},
 	} {
 		dir := filepath.Join(t.TempDir(), "pb_data")
 		// --dir first: cobra takes the argument after an unknown flag for
