@@ -174,6 +174,9 @@ func TestReferencePageRendersOverTheAddressLimit(t *testing.T) {
 
 func requireChromium(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the browser tests are skipped")
+	}
 	if _, err := os.Stat(chromium); err != nil {
 		if os.Getenv("PETSTORE_REQUIRE_BROWSER") == "1" {
 			t.Fatalf("%v: install Debian's chromium and chromium-driver (.ci/run does)", err)
