@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/ganigeorgiev/fexpr v0.6.0
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/hashicorp/go-cleanhttp v0.5.2

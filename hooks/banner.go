@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
@@ -32,6 +33,11 @@ func bindBanner(app core.App, opts Options, s *Service) {
 				"dataDir", se.App.DataDir(), "publicURL", s.base.Public(), "rateLimits", rateLimitStore(opts.Limits.RedisURL))
 			if opts.Banner != nil {
 				printBanner(opts.Banner, base, s.base.Public())
+			}
+			// Under systemd's Type=notify the unit is started once the
+			// listener is: no poll of a fixed port (none without NOTIFY_SOCKET).
+			if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
+				s.log.Warn("Could not tell systemd that petstore is ready", "error", err)
 			}
 			return nil
 		},

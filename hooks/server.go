@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
@@ -148,6 +149,7 @@ func bindServer(app core.App, cfg ServerConfig, https bool, service *Service) {
 			// exit 0 instead of restarting.
 			if s := server.Load(); s != nil && !te.IsRestart {
 				service.draining.Store(true)
+				_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) // nothing to do about a failure at a stop
 				started := time.Now()
 				service.log.Info("petstore stopping", "drain_delay_ms", logging.Milliseconds(cfg.DrainDelay))
 				time.Sleep(cfg.DrainDelay)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/hooks"
 	"petstore/internal/redistest"
 )
 
@@ -236,5 +237,30 @@ func writeFile(t *testing.T, name, content string) {
 	t.Helper()
 	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Compose's stop_grace_period outlasts what a stop takes: the drain and the
+// graceful shutdown that deploy/.env sets (or their defaults), and 5 s for
+// the parts' stops (measured at about 1 s); else Compose kills petstore
+// mid-request.
+func TestComposeGraceOutlastsTheStop(t *testing.T) {
+	setting := func(file, pattern, fallback string) time.Duration {
+		t.Helper()
+		value := fallback
+		if m := regexp.MustCompile(`(?m)` + pattern).FindStringSubmatch(readDeployFile(t, file)); m != nil {
+			value = m[1]
+		}
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", file, pattern, err)
+		}
+		return d
+	}
+	grace := setting("compose.yaml", `^\s+stop_grace_period: (\S+)$`, "10s")
+	drain := setting(".env", `^PETSTORE_DRAIN_DELAY=(\S+)$`, "0s")
+	shutdown := setting(".env", `^PETSTORE_SHUTDOWN_TIMEOUT=(\S+)$`, hooks.DefaultShutdownTimeout.String())
+	if grace < drain+shutdown+5*time.Second {
+		t.Errorf("stop_grace_period %v, under the drain %v plus the shutdown %v plus 5 s", grace, drain, shutdown)
 	}
 }
