@@ -79,6 +79,8 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 		"connections one client network (an IPv4 address, an IPv6 /64) may hold open; more are closed at once")
 	root.IntVar(&o.Server.MaxConnsPerNetwork, "max-conns-per-network", 0,
 		"connections the clients of one wider network (an IPv4 /24, an IPv6 /48) may hold open together; more are closed at once (0: an eighth of --max-conns)")
+	root.StringVar(&o.Server.TrustedProxyHeaders, "trusted-proxy-headers", "",
+		"the headers that give the client's address behind the proxies, comma-separated (X-Forwarded-For): set as PocketBase's trusted proxy headers at each start; none: the dashboard's setting")
 	root.StringVar(&o.Server.ProxyAddresses, "proxy-addresses", "",
 		"the reverse proxies' addresses or networks, comma-separated (127.0.0.1,10.0.0.0/8): --max-conns-per-address does not bound them, and the trusted proxy headers are believed from them alone")
 	root.IntVar(&o.Server.MaxConns, "max-conns", 0,

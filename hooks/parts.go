@@ -62,8 +62,12 @@ func (p *serviceParts) list() []part {
 	}
 }
 
-// startConnLimits makes the public listener's connection bounds.
+// startConnLimits applies the declared proxy headers, then makes the public
+// listener's connection bounds, which depend on them.
 func (p *serviceParts) startConnLimits() (func() error, error) {
+	if err := applyTrustedProxyHeaders(p.app, p.opts.Server, p.s.log); err != nil {
+		return nil, err
+	}
 	conns, err := newConnLimiter(p.opts.Server, len(p.app.Settings().TrustedProxy.Headers) > 0, p.s.log)
 	p.s.conns = conns
 	return nil, err
