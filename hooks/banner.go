@@ -21,8 +21,11 @@ func bindBanner(app core.App, opts Options, s *Service) {
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreBanner",
 		Func: func(se *core.ServeEvent) error {
-			if opts.Installer != nil {
-				se.InstallerFunc = installer(opts.Installer, opts.Self)
+			switch {
+			case opts.Installer != nil && opts.Banner != nil:
+				se.InstallerFunc = installer(opts.Installer, s.log, opts.Self)
+			case opts.Installer != nil: // JSON logs: the hint is an event
+				se.InstallerFunc = installer(nil, s.log, opts.Self)
 			}
 			// The listener exists once the rest of the chain has run.
 			if err := se.Next(); err != nil {
