@@ -69,13 +69,14 @@ func TestPrometheusReadsTheKit(t *testing.T) {
 		}
 		series = map[string]bool{}
 		for _, record := range []string{"petstore:http_server_requests:rate5m", "petstore:http_server_request_duration_seconds:p99_rate5m",
-			"petstore:ratelimit_429:ratio_rate5m", "up"} {
+			"petstore:http_server_5xx:ratio_rate5m", "petstore:ratelimit_429:ratio_rate5m", "up"} {
 			for _, s := range promQuery(listen, record) {
 				series[record+"{job="+s.Metric["job"]+",http_route="+s.Metric["http_route"]+",plan="+s.Metric["plan"]+"}"] = true
 			}
 		}
 		alerts = promAlerts(listen)
 		if series["petstore:http_server_requests:rate5m{job=petstore,http_route=/v1/pets,plan=}"] &&
+			series["petstore:http_server_5xx:ratio_rate5m{job=petstore,http_route=,plan=}"] &&
 			series["petstore:http_server_request_duration_seconds:p99_rate5m{job=petstore,http_route=/v1/pets,plan=}"] &&
 			series["petstore:ratelimit_429:ratio_rate5m{job=petstore,http_route=,plan=business}"] &&
 			alerts["PetstoreNoRecentBackup"] != "" && alerts["LitestreamDown"] != "" {
@@ -86,6 +87,7 @@ func TestPrometheusReadsTheKit(t *testing.T) {
 	for _, want := range []string{
 		"petstore:http_server_requests:rate5m{job=petstore,http_route=/v1/pets,plan=}",
 		"petstore:http_server_request_duration_seconds:p99_rate5m{job=petstore,http_route=/v1/pets,plan=}",
+		"petstore:http_server_5xx:ratio_rate5m{job=petstore,http_route=,plan=}",
 		"petstore:ratelimit_429:ratio_rate5m{job=petstore,http_route=,plan=business}",
 		"up{job=petstore,http_route=,plan=}",
 		"up{job=litestream,http_route=,plan=}",
