@@ -51,7 +51,17 @@ func Register(app core.App, opts Options) *Service {
 	s := &Service{log: newLogger(app, opts.Console), outbox: webhooks.NewOutbox(app)}
 	parts := &serviceParts{app: app, opts: opts, s: s}
 	if opts.MetricsAddr != "" {
-		parts.metrics = metrics.New()
+		actions := make([]string, len(audit.Actions))
+		for i, a := range audit.Actions {
+			actions[i] = string(a)
+		}
+		parts.metrics = metrics.New(metrics.Known{
+			Plans:               []string{api.AnonymousPlan},
+			RateLimitOutcomes:   api.RateLimitOutcomes,
+			IdempotencyOutcomes: api.IdempotencyOutcomes,
+			WebhookOutcomes:     webhooks.Outcomes,
+			AuditActions:        actions,
+		})
 		s.bans = parts.metrics.ObserveBan
 		s.audits = parts.metrics.ObserveAudit
 	}

@@ -91,6 +91,17 @@ const (
 	CategoryDeleted Action = "category.deleted"
 )
 
+// Actions are every action above, so that a count of records by action can
+// show each at 0 from the start (TestActionsListsEveryAction holds the list
+// to the constants).
+var Actions = []Action{
+	KeyCreated, KeyRolled, KeyRevoked, KeyExpiryChanged, KeyBanLifted, KeyBanned, KeyScopesChanged, KeyQuotaChanged,
+	PlanChanged,
+	BackupCreated, BackupDownloaded, BackupUploaded, BackupRestored, BackupDeleted,
+	WebhookCreated, WebhookChanged, WebhookDeleted, WebhookSecretRolled, WebhookPaused, WebhookEventResent, WebhookTestSent,
+	CategoryCreated, CategoryRenamed, CategoryDeleted,
+}
+
 // Actors that are not a superuser. A superuser acts as its record id, with
 // its email beside it.
 const (

@@ -7,6 +7,10 @@
 // figure) that hooks makes here and hands down.
 //
 // The names, one source of truth for code, docs and the Grafana dashboard.
+// The labelled counters whose label values are known (the rate limiter's
+// outcomes for the anonymous plan, Idempotency-Key and webhook outcomes,
+// audit actions) start at 0 (Known).
+//
 // No label carries a key, a key's id or prefix, a pet id, a path with an id,
 // or any client-controlled value without a bound.
 //
@@ -38,6 +42,7 @@
 //	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed)
 //	petstore_webhook_delivery_duration_seconds  histogram  one delivery attempt
 //	petstore_webhook_outbox_pending             gauge      events not yet delivered
+//	petstore_backup_last_success_timestamp_seconds gauge  Unix time of the newest of PocketBase's backups, 0 without one
 //	petstore_build_info                         gauge      version, revision, goversion; always 1
 //	go_*, process_*                                        the Go and process collectors
 package metrics
