@@ -611,3 +611,64 @@ func TestConcurrentSyncs(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 }
+
+// TestEarlierTermIsKeptUntilTheNewOneShips: a follower of term 1 told to
+// follow term 2 keeps its copy of term 1, and follows it, until term 2 has
+// shipped its first snapshot: promoted before, it yields all of term 1;
+// once term 2 has shipped, it copies term 2.
+func TestEarlierTermIsKeptUntilTheNewOneShips(t *testing.T) {
+	root := fileRoot(t, t.TempDir())
+	leader := openStore(t, t.TempDir())
+	r1 := startReplicating(t, leader, root, 1)
+	leader.write(t, 15)
+	if err := r1.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	followerDir := t.TempDir()
+	followerDB := filepath.Join(followerDir, database.DataFile)
+	f1 := startFollowing(t, root, 1, followerDir)
+	waitFor(t, 5*time.Second, "the follower has restored term 1", func() bool { return f1.Lag().Applied > 0 })
+	f1.Close()
+
+	// Term 1's leader ships 10 more as it goes; term 2 has shipped nothing.
+	last := leader.write(t, 10)
+	if err := r1.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f2 := startFollowing(t, root, 2, followerDir)
+	waitFor(t, 5*time.Second, "the follower reads term 1's replica", func() bool { return !f2.Lag().CheckedAt.IsZero() })
+	if l := f2.Lag(); l.Term != 1 {
+		t.Errorf("lag %+v: want term 1's, whose copy the follower holds", l)
+	}
+	if err := f2.Promote(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, followerDB); len(got) != 25 || !hasPet(followerDB, last) {
+		t.Fatalf("promoted before term 2 shipped: %d pets, want all 25 of term 1", len(got))
+	}
+
+	// The same, with term 2 shipping a database of its own (3 pets).
+	if err := os.Remove(followerDB); err != nil {
+		t.Fatal(err)
+	}
+	f1 = startFollowing(t, root, 1, followerDir)
+	waitFor(t, 5*time.Second, "the follower has restored term 1 again", func() bool { return f1.Lag().Applied > 0 })
+	f1.Close()
+	f2 = startFollowing(t, root, 2, followerDir)
+	other := openStore(t, t.TempDir())
+	r2 := startReplicating(t, other, root, 2)
+	other.write(t, 3)
+	if err := r2.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*FollowInterval+time.Second, "the follower follows term 2", func() bool {
+		l := f2.Lag()
+		return l.Term == 2 && l.Applied > 0 && l.Applied == r2.Status().Shipped
+	})
+	if err := f2.Promote(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rows(t, followerDB), rows(t, other.path); len(got) != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("promoted after term 2 shipped: %d pets, want term 2's 3", len(got))
+	}
+}
