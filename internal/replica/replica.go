@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path"
 	"regexp"
 	"strconv"
@@ -70,7 +71,8 @@ const MetaDirName = ".litestream"
 // prefix (s3://bucket/prefix, with Litestream's query parameters such as
 // endpoint, region and forcePathStyle). Credentials come from the
 // environment as for the litestream binary (LITESTREAM_ACCESS_KEY_ID and
-// LITESTREAM_SECRET_ACCESS_KEY, or AWS_*).
+// LITESTREAM_SECRET_ACCESS_KEY, or AWS_*; not AWS_CA_BUNDLE, which
+// Litestream's S3 client cannot take).
 type Root struct {
 	u *url.URL
 }
@@ -103,6 +105,11 @@ func ParseURL(s string) (Root, error) {
 		}
 		if u.User != nil {
 			return Root{}, fmt.Errorf("%q holds credentials: give them in LITESTREAM_ACCESS_KEY_ID and LITESTREAM_SECRET_ACCESS_KEY", s)
+		}
+		if os.Getenv("AWS_CA_BUNDLE") != "" {
+			// The AWS SDK cannot add the bundle to the HTTP client that
+			// Litestream gives it, and every request would fail.
+			return Root{}, errors.New("AWS_CA_BUNDLE is set, which Litestream's S3 client cannot use: unset it, and add a private CA to the system's trust store or SSL_CERT_FILE")
 		}
 		r := Root{u: &url.URL{Scheme: "s3", Host: u.Host, Path: path.Clean("/" + u.Path), RawQuery: u.RawQuery}}
 		if _, err := r.client("check", 1); err != nil {
