@@ -13,6 +13,8 @@ import (
 
 	"github.com/benbjohnson/litestream"
 	"github.com/superfly/ltx"
+
+	"petstore/internal/database"
 )
 
 // promoteFollowInterval is how often Litestream looks for the term's last
@@ -105,6 +107,14 @@ func writeMark(dbPath string, m followMark) error {
 		return err
 	}
 	return os.Rename(tmp, markPath(dbPath))
+}
+
+// Following reports whether the data directory holds a follower's copy of
+// the replica, which only the follower writes: a command that would write
+// to the database must refuse there.
+func Following(dataDir string) (bool, error) {
+	m, err := readMark(filepath.Join(dataDir, database.DataFile))
+	return m != nil, err
 }
 
 // removeCopy removes a follower's copy and what goes with it.
@@ -251,17 +261,22 @@ func (f *Follower) run(ctx context.Context) {
 // while the copy is of an earlier term, until the followed term has shipped
 // (true: the copy is then removed and dbPath marked for the followed term).
 func (f *Follower) watch(ctx context.Context, src *source) bool {
+	var target *source
+	if src.term != f.term {
+		var err error
+		if target, err = newSource(f.root, f.cluster, f.term, f.log); err != nil {
+			f.setErr(err)
+			target = nil
+		}
+	}
 	tick := time.NewTicker(FollowInterval)
 	defer tick.Stop()
 	for {
 		f.checkLag(ctx, src)
-		if src.term != f.term {
-			target, err := newSource(f.root, f.cluster, f.term, f.log)
-			if err == nil {
-				var shipped bool
-				if shipped, err = holdsTransactions(ctx, target.client); err == nil && shipped {
-					return f.switchTo(target) == nil
-				}
+		if target != nil {
+			shipped, err := holdsTransactions(ctx, target.client)
+			if err == nil && shipped {
+				return f.switchTo(target) == nil
 			}
 			if err != nil && ctx.Err() == nil {
 				f.log.Warn("Could not read the followed term's replica", "error", err)
@@ -421,7 +436,8 @@ func (f *Follower) Lag() Lag {
 // no term ever shipped anything: the very first leader then creates it),
 // without the follower's files beside it, and the Follower is done. Call it
 // once the term's leader is gone: what the leader ships later is not
-// applied. On error the Follower goes on following.
+// applied. On error the Follower goes on following. Promote and Close are
+// not called at the same time.
 func (f *Follower) Promote(ctx context.Context) error {
 	f.stop()
 	f.mu.Lock()

@@ -132,9 +132,14 @@ func (r Root) String() string {
 
 // TermURL returns where term's leader ships: <root>/<cluster>/terms/<term>.
 func (r Root) TermURL(cluster string, term int64) string {
+	u := r.termURL(cluster, term)
+	return u.String()
+}
+
+func (r Root) termURL(cluster string, term int64) url.URL {
 	u := *r.u
 	u.Path = path.Join(u.Path, cluster, "terms", strconv.FormatInt(term, 10))
-	return u.String()
+	return u
 }
 
 // client returns a Litestream replica client for term's path.
@@ -142,8 +147,7 @@ func (r Root) client(cluster string, term int64) (litestream.ReplicaClient, erro
 	if r.u == nil {
 		return nil, errors.New("no replica root")
 	}
-	u := *r.u
-	u.Path = path.Join(u.Path, cluster, "terms", strconv.FormatInt(term, 10))
+	u := r.termURL(cluster, term)
 	switch u.Scheme {
 	case "file":
 		return file.NewReplicaClient(u.Path), nil

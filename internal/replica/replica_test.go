@@ -254,11 +254,20 @@ func TestFollowerKeepsUpAndPromotes(t *testing.T) {
 		t.Errorf("status after close %+v", st)
 	}
 
+	if following, err := Following(followerDir); !following || err != nil {
+		t.Errorf("Following(the follower's directory) = %v, %v", following, err)
+	}
+	if following, err := Following(leader.dir); following || err != nil {
+		t.Errorf("Following(the leader's directory) = %v, %v", following, err)
+	}
 	start := time.Now()
 	if err := f.Promote(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Promote took %v", time.Since(start))
+	if following, err := Following(followerDir); following || err != nil {
+		t.Errorf("Following(the promoted directory) = %v, %v", following, err)
+	}
 	got := rows(t, followerDB)
 	if len(got) != len(want) || len(want) != 200 {
 		t.Fatalf("promoted copy holds %d pets, leader %d, want 200", len(got), len(want))
