@@ -47,6 +47,21 @@ func (f *fence) newLease(lease int64, sentAt time.Time, ttl time.Duration) {
 	f.renewed(lease, sentAt, ttl)
 }
 
+// held says whether the current lease is provably held now.
+func (f *fence) held() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lease != 0 && time.Now().Before(f.until)
+}
+
+// untilEnd is how long the current lease stays provably held without
+// another renewal.
+func (f *fence) untilEnd() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return max(time.Until(f.until), 0)
+}
+
 // lead opens the fence for lease's election, if the lease is still held.
 func (f *fence) lead(lease int64) bool {
 	f.mu.Lock()
@@ -67,15 +82,4 @@ func (f *fence) open() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.leading && time.Now().Before(f.until)
-}
-
-// remaining is how long the fence stays open without another renewal; 0
-// when it is closed.
-func (f *fence) remaining() time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.leading {
-		return 0
-	}
-	return max(time.Until(f.until), 0)
 }

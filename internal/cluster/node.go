@@ -11,6 +11,7 @@
 //	leader/<lease>   the election (concurrency.Election): the first key is the leader's,
 //	                 {"node","url","term"}; term is the key's create revision
 //	nodes/<node>     each node's registration on its session's lease: {"node","url","role","lag"}
+//	term             the last term whose leader served: the followers follow its replica
 package cluster
 
 import (
@@ -19,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -73,6 +75,7 @@ type Status struct {
 	Role      Role
 	Term      int64       // this node's term, from its win until it steps down; 0 otherwise
 	Leader    *LeaderInfo // nil: none known
+	Served    int64       // the last term whose leader served (the term key); 0: none ever did
 	Elections int64       // leader changes this node has seen
 	Lag       Lag         // this node's data behind the leader's, as last published
 	EtcdError string      // why etcd is unreachable; empty while it answers
@@ -86,7 +89,8 @@ type Options struct {
 	// Lag reports the node's lag for its registration. Nil: none.
 	Lag func() Lag
 	// OnElected runs when this node wins term; it promotes the data and
-	// starts serving, then calls Serving.
+	// starts serving, then calls Serving. The first read of the term key
+	// is done before the node campaigns.
 	OnElected func(term int64)
 	// OnSteppedDown runs when this node has lost term's lease: the fence is
 	// already closed.
@@ -160,9 +164,81 @@ func (n *Node) Status() Status {
 // lease is provably held.
 func (n *Node) MayWrite() bool { return n.fence.open() }
 
-// Serving records that the elected node serves: it is the leader.
-func (n *Node) Serving() {
+// Serving records that the elected node serves: it is the leader, its term
+// the one the followers follow, and its fence opens. The term key changes only while this
+// node's election key is the one of its term.
+func (n *Node) Serving(ctx context.Context) error {
+	n.mu.Lock()
+	election, term := n.election, n.status.Term
+	n.mu.Unlock()
+	if election == nil {
+		return errors.New("cluster: serving without leading")
+	}
+	resp, err := n.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(election.Key()), "=", term)).
+		Then(clientv3.OpPut(n.prefix("term"), strconv.FormatInt(term, 10))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("cluster: record the term served: %w", err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("cluster: term %d is over", term)
+	}
+	n.mu.Lock()
+	lease := n.lease
+	n.mu.Unlock()
+	if !n.fence.lead(lease) {
+		return fmt.Errorf("cluster: term %d's lease is no longer provably held", term)
+	}
+	n.setServed(term)
 	n.setRole(Leader)
+	return nil
+}
+
+// readServed reads the term key, and returns the revision to watch it from.
+func (n *Node) readServed(ctx context.Context) (int64, error) {
+	resp, err := n.client.Get(ctx, n.prefix("term"))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the term served: %w", err)
+	}
+	if len(resp.Kvs) == 1 {
+		n.setServedValue(resp.Kvs[0].Value)
+	}
+	return resp.Header.Revision + 1, nil
+}
+
+// watchServed follows the term key from revision rev until ctx ends.
+func (n *Node) watchServed(ctx context.Context, rev int64) {
+	for ctx.Err() == nil {
+		for wr := range n.client.Watch(ctx, n.prefix("term"), clientv3.WithRev(rev)) {
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypePut {
+					n.setServedValue(ev.Kv.Value)
+				}
+				rev = ev.Kv.ModRevision + 1
+			}
+		}
+		if sleep(ctx, minBackoff) == nil {
+			if next, err := n.readServed(ctx); err == nil {
+				rev = next
+			}
+		}
+	}
+}
+
+func (n *Node) setServedValue(v []byte) {
+	term, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		n.log.Error("Cluster: the term key holds no term", "value", string(v))
+		return
+	}
+	n.setServed(term)
+}
+
+func (n *Node) setServed(term int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.status.Served = max(n.status.Served, term)
 }
 
 // Run takes part in the cluster until ctx ends: it opens a session (a
@@ -230,6 +306,13 @@ func (n *Node) runSession(ctx context.Context) error {
 	sessionLost := make(chan error, 1)
 	go func() { sessionLost <- n.renew(ctx, grant.ID) }()
 
+	// The term served is known before the node may campaign: a node that
+	// never saw it would take the cluster for a new one.
+	rev, err := n.readServed(ctx)
+	if err != nil {
+		return err
+	}
+	go n.watchServed(ctx, rev)
 	election := concurrency.NewElection(session, n.prefix("leader"))
 	go n.observe(ctx, election)
 
@@ -246,9 +329,10 @@ func (n *Node) runSession(ctx context.Context) error {
 			return err
 		}
 	}
-	// This node won: it leads while the fence stays open.
+	// This node won: it leads while its lease is provably held; the fence
+	// opens once it serves (Serving).
 	term := election.Rev()
-	if !n.fence.lead(lease) {
+	if !n.fence.held() {
 		return errors.New("won the election with a lease no longer provably held")
 	}
 	n.mu.Lock()
@@ -265,7 +349,10 @@ func (n *Node) runSession(ctx context.Context) error {
 		n.opts.OnElected(term)
 	}
 	reason := n.lead(ctx, session, sessionLost)
-	if ctx.Err() != nil && n.isResigned() {
+	if ctx.Err() != nil {
+		// The node is being stopped (Close, or Resign's handover): the
+		// process ends, it does not rejoin.
+		n.fence.close()
 		return nil
 	}
 	n.stepDown(term, reason)
@@ -278,7 +365,7 @@ func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLo
 	for {
 		// The fence closes by itself when the lease is no longer provably
 		// held; this wakes up then to step down.
-		wake := time.NewTimer(max(n.fence.remaining(), 10*time.Millisecond))
+		wake := time.NewTimer(max(n.fence.untilEnd(), 10*time.Millisecond))
 		select {
 		case <-ctx.Done():
 			wake.Stop()
@@ -290,7 +377,7 @@ func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLo
 			wake.Stop()
 			return errors.New("the session's lease ended")
 		case <-wake.C:
-			if !n.fence.open() {
+			if !n.fence.held() {
 				return errors.New("the lease is no longer provably held: no renewal reached etcd in time")
 			}
 		}
