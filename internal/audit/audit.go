@@ -53,6 +53,14 @@ const (
 	WebhookTestSent     Action = "webhook.test_sent"
 )
 
+// The actions of cluster mode, by the service (System): a node became the
+// leader and serves (its details name the term and the node), or a leader
+// handed the leadership over.
+const (
+	ClusterPromoted    Action = "cluster.promoted"
+	ClusterSteppedDown Action = "cluster.stepped_down"
+)
+
 // Actors that are not a superuser. A superuser acts as its record id, with
 // its email beside it.
 const (
