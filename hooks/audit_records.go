@@ -29,7 +29,7 @@ var errAuditCollectionFixed = errors.New("the audit trail's collection cannot be
 // whatever sends it, and the collections API neither changes nor deletes
 // the collection. Records older than retention are pruned daily (0 keeps
 // them forever), by a statement of its own, which no record hook sees.
-func bindAuditRecords(app core.App, log *slog.Logger, retention func() time.Duration, counted func(audit.Action)) {
+func bindAuditRecords(app core.App, log *slog.Logger, retention time.Duration, counted func(audit.Action)) {
 	refuse := func(e *core.RecordRequestEvent) error { return e.ForbiddenError(errAuditAppendOnly.Error(), nil) }
 	app.OnRecordCreateRequest(audit.Collection).BindFunc(refuse)
 	app.OnRecordUpdateRequest(audit.Collection).BindFunc(refuse)
@@ -80,11 +80,10 @@ func bindAuditRecords(app core.App, log *slog.Logger, retention func() time.Dura
 	})
 
 	app.Cron().MustAdd("petstoreAuditPrune", "30 3 * * *", func() {
-		keep := retention()
-		if keep <= 0 {
+		if retention <= 0 {
 			return
 		}
-		cutoff, _ := types.ParseDateTime(time.Now().Add(-keep))
+		cutoff, _ := types.ParseDateTime(time.Now().Add(-retention))
 		if _, err := app.NonconcurrentDB().Delete(audit.Collection, dbx.NewExp(audit.CreatedField+" < {:cutoff}", dbx.Params{"cutoff": cutoff.String()})).Execute(); err != nil {
 			log.Error("Could not prune the audit trail", "error", err)
 		}

@@ -15,11 +15,14 @@ import (
 
 // bindBanner logs the start, and prints where everything is for people, in
 // place of PocketBase's banner (main hides it), which names only /api/ and
-// /_/.
-func bindBanner(app core.App, opts *Options, s *Service) {
+// /_/; and the first-start hint in place of PocketBase's (installer.go).
+func bindBanner(app core.App, opts Options, s *Service) {
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreBanner",
 		Func: func(se *core.ServeEvent) error {
+			if opts.Installer != nil {
+				se.InstallerFunc = installer(opts.Installer, opts.Self)
+			}
 			// The listener exists once the rest of the chain has run.
 			if err := se.Next(); err != nil {
 				return err

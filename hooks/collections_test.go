@@ -83,6 +83,26 @@ func TestRecordAPIIsForSuperusersOnly(t *testing.T) {
 	}
 }
 
+// A pet's name in the dashboard keeps /v1's rule: no control or
+// text-direction characters, on create and on update.
+func TestPetRecordNameIsPrintable(t *testing.T) {
+	s := apptest.Start(t, "")
+	superuser := s.StaffToken(t)
+	r := s.Do(t, http.MethodPost, "/api/collections/pets/records", superuser, map[string]any{"name": "Rex\u202egod", "categoryId": 7})
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), "text-direction") {
+		t.Fatalf("a name with U+202E: %d %s", r.StatusCode, r.Body)
+	}
+	r = s.Do(t, http.MethodPost, "/api/collections/pets/records", superuser, map[string]any{"name": "Rex", "categoryId": 7})
+	var rec struct{ ID string }
+	if r.StatusCode != http.StatusOK || json.Unmarshal(r.Body, &rec) != nil {
+		t.Fatalf("record create: %d %s", r.StatusCode, r.Body)
+	}
+	r = s.Do(t, http.MethodPatch, "/api/collections/pets/records/"+rec.ID, superuser, map[string]any{"name": "R\nx"})
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), "control") {
+		t.Fatalf("renamed with a newline: %d %s", r.StatusCode, r.Body)
+	}
+}
+
 // A pet created through /v1 (a plain INSERT) is stored as a pet created as a
 // record through PocketBase's records API: the same values, the same column
 // types, the autodate fields in PocketBase's format.

@@ -23,9 +23,10 @@ import (
 // startMetrics serves m at GET /metrics on addr, a listener of its own (never
 // the public one), with the figures read at each scrape: pets, keys by state,
 // the databases' files, the limiter's Redis, realtime subscribers, the
-// request log's rows, the public listener's connections.
+// request log's rows, the public listener's connections. It returns the
+// listener's stop.
 func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, limiter *limits.Limiter, reqlog *requestlog.Logger,
-	conns *connlimit.Limiter, log *slog.Logger, stops *stopper) error {
+	conns *connlimit.Limiter, log *slog.Logger) (func() error, error) {
 	m.Register(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_pets", Help: "Pets stored."},
 			countRows(reads, "SELECT COUNT(*) FROM pets", log)),
@@ -88,7 +89,7 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
@@ -99,8 +100,7 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 		}
 	}()
 	log.Info("Serving metrics", "address", "http://"+ln.Addr().String()+"/metrics")
-	stops.onTerminate("petstoreMetricsStop", "Could not close the metrics listener", server.Close)
-	return nil
+	return server.Close, nil
 }
 
 // countRows reads a count at each scrape; a failure logs and reads as 0.

@@ -3,11 +3,13 @@ package hooks
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/pets"
+	"petstore/internal/strictinput"
 )
 
 // bindPetRecordHooks applies the pets rules to pets saved as records: in the
@@ -22,7 +24,18 @@ func bindPetRecordHooks(app core.App) {
 		return normalize(e)
 	})
 	app.OnRecordUpdate(pets.Collection).BindFunc(normalize)
+	app.OnRecordValidate(pets.Collection).BindFunc(refuseUnprintableName)
 	app.OnRecordValidate(pets.Collection).BindFunc(sayWhatToEnter)
+}
+
+// refuseUnprintableName refuses a name holding control or text-direction
+// characters, as /v1 does.
+func refuseUnprintableName(e *core.RecordEvent) error {
+	if strings.ContainsFunc(e.Record.GetString("name"), strictinput.Unprintable) {
+		return validation.Errors{"name": validation.NewError("validation_unprintable",
+			"The name cannot hold control or text-direction characters (newline, U+202E and the like).")}
+	}
+	return e.Next()
 }
 
 // petFieldsToEnter says, for the pets fields a new record leaves empty,

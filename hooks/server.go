@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -91,7 +90,7 @@ const (
 // shutdown then finds nothing left to cut off after its 1 second, and the
 // hooks after it (rate-limit flush, log writer, database close) run once no
 // request is being served.
-func bindServer(app core.App, cfg *ServerConfig, https func() bool, service *Service) {
+func bindServer(app core.App, cfg ServerConfig, https bool, service *Service) {
 	var server atomic.Pointer[http.Server]
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: serverHookId,
@@ -111,7 +110,7 @@ func bindServer(app core.App, cfg *ServerConfig, https func() bool, service *Ser
 				addr := se.Server.Addr
 				switch {
 				case addr != "":
-				case https():
+				case https:
 					addr = ":https"
 				default:
 					addr = ":http"
@@ -165,13 +164,10 @@ func orDefault(d, def time.Duration) time.Duration {
 // the bounds of cfg, deriving the global one from the limit when cfg sets
 // none. proxied says that PocketBase trusts proxy headers: a proxy is in
 // front, whose address --proxy-addresses should name.
-func newConnLimiter(cfg *ServerConfig, proxied bool, log *slog.Logger) (*connlimit.Limiter, error) {
-	exempt, err := connlimit.ParseAddresses(cfg.ProxyAddresses)
+func newConnLimiter(cfg ServerConfig, proxied bool, log *slog.Logger) (*connlimit.Limiter, error) {
+	exempt, err := connlimit.ParseAddresses(cfg.ProxyAddresses) // checked by Options.Check
 	if err != nil {
-		return nil, fmt.Errorf("--proxy-addresses: %w", err)
-	}
-	if cfg.MaxConns < 0 || cfg.MaxConnsPerAddress < 0 {
-		return nil, fmt.Errorf("--max-conns %d, --max-conns-per-address %d: a bound is positive, or 0 for the default", cfg.MaxConns, cfg.MaxConnsPerAddress)
+		return nil, err
 	}
 	soft, hard, err := connlimit.RaiseDescriptorLimit()
 	switch {

@@ -56,8 +56,11 @@ const restoreSteps = "stop every petstore on this data directory; move data.db, 
 //   - the migrations are applied, each one logged.
 //
 // console logs what happens before the bootstrap, when PocketBase's logs
-// (the dashboard's half of the service's logger) do not exist yet.
-func bindStartup(app core.App, cfg *StartupConfig, console slog.Handler, s *Service) {
+// (the dashboard's half of the service's logger) do not exist yet. For
+// serve, beforeOpen starts the parts that run before the database opens
+// (the lifecycle's early parts), once the directory is the owner's alone and
+// before data.db is checked.
+func bindStartup(app core.App, cfg StartupConfig, console slog.Handler, s *Service, beforeOpen func() error) {
 	app.OnBootstrap().Bind(&hook.Handler[*core.BootstrapEvent]{
 		Id: "petstoreStartup",
 		Func: func(e *core.BootstrapEvent) error {
@@ -65,12 +68,12 @@ func bindStartup(app core.App, cfg *StartupConfig, console slog.Handler, s *Serv
 			if console != nil {
 				early = slog.New(console)
 			}
-			return startup(e, cfg, early, s.log)
+			return startup(e, cfg, early, s.log, beforeOpen)
 		},
 	})
 }
 
-func startup(e *core.BootstrapEvent, cfg *StartupConfig, early, log *slog.Logger) error {
+func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger, beforeOpen func() error) error {
 	ctx := context.Background()
 	dir, err := filepath.Abs(e.App.DataDir())
 	if err != nil {
@@ -90,6 +93,11 @@ func startup(e *core.BootstrapEvent, cfg *StartupConfig, early, log *slog.Logger
 	}
 	dbPath := filepath.Join(dir, database.DataFile)
 
+	if cfg.Serving {
+		if err := beforeOpen(); err != nil {
+			return err
+		}
+	}
 	if cfg.Serving && cfg.QuickCheck > 0 {
 		if err := quickCheck(ctx, dbPath, cfg.QuickCheck, early); err != nil {
 			return err

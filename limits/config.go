@@ -7,7 +7,10 @@
 // counts back once Redis answers again.
 package limits
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Config is the limiter's configuration; zero fields take the defaults.
 type Config struct {
@@ -25,6 +28,9 @@ type Config struct {
 	// AnonymousPerMinute limits requests without a valid API key, per client
 	// network (see Network).
 	AnonymousPerMinute int64
+	// GuestPerMinute limits requests outside /v1 without PocketBase auth,
+	// per client network (see Network).
+	GuestPerMinute int64
 	// MinuteWindow is the length of the keys' and networks' short window.
 	// The long window is the UTC calendar day.
 	MinuteWindow time.Duration
@@ -37,6 +43,10 @@ type Config struct {
 const (
 	DefaultPrefix             = "petstore"
 	DefaultAnonymousPerMinute = 60
+	// DefaultGuestPerMinute admits a few dozen page loads a minute from one
+	// network (a page and its files are about ten requests), and a load
+	// balancer's health checks, with room to spare.
+	DefaultGuestPerMinute = 600
 )
 
 func (c Config) withDefaults() Config {
@@ -46,6 +56,9 @@ func (c Config) withDefaults() Config {
 	if c.AnonymousPerMinute <= 0 {
 		c.AnonymousPerMinute = DefaultAnonymousPerMinute
 	}
+	if c.GuestPerMinute <= 0 {
+		c.GuestPerMinute = DefaultGuestPerMinute
+	}
 	if c.MinuteWindow <= 0 {
 		c.MinuteWindow = time.Minute
 	}
@@ -53,4 +66,25 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	return c
+}
+
+// Check tells whether New can use c, without dialling Redis: a Redis URL
+// that cannot work (its scheme, its options, a tls_ca_file that holds no
+// certificate) and a prefix a Redis Cluster cannot use are refused, naming
+// their flag and never a password.
+func (c Config) Check() error {
+	if c.AnonymousPerMinute < 0 {
+		return fmt.Errorf("--ratelimit-anonymous %d: a number of requests, or 0 for the default", c.AnonymousPerMinute)
+	}
+	if c.GuestPerMinute < 0 {
+		return fmt.Errorf("--ratelimit-guest %d: a number of requests, or 0 for the default", c.GuestPerMinute)
+	}
+	if c.RedisURL == "" {
+		return nil
+	}
+	client, _, _, err := c.withDefaults().redisClient()
+	if err != nil {
+		return err
+	}
+	return client.Close()
 }

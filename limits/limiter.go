@@ -82,26 +82,38 @@ func (l *Limiter) keyDecision(q Quota, now time.Time, admitted bool, minute, min
 	}}
 }
 
-// TakeAnonymous counts one request without a valid API key against its
+// TakeAnonymous counts one /v1 request without a valid API key against its
 // client network's minute window (see Network), unless the window is at its
 // limit.
 func (l *Limiter) TakeAnonymous(ctx context.Context, ip string) (Decision, error) {
-	return l.address(ctx, Network(ip), true)
+	return l.address(ctx, l.anonymous(), Network(ip), true)
 }
 
 // PeekAnonymous is the client network's minute window without counting a
 // request, for the answers that are not counted (CORS preflights).
 func (l *Limiter) PeekAnonymous(ctx context.Context, ip string) (Decision, error) {
-	return l.address(ctx, Network(ip), false)
+	return l.address(ctx, l.anonymous(), Network(ip), false)
 }
 
-func (l *Limiter) address(ctx context.Context, network string, take bool) (Decision, error) {
-	c, err := l.store.takeAddress(ctx, network, take)
+// TakeGuest counts one request outside /v1 without PocketBase auth (a page,
+// a file of the dashboard, PocketBase's API) against its client network's
+// guest window, a window of its own beside /v1's, unless the window is at its
+// limit.
+func (l *Limiter) TakeGuest(ctx context.Context, ip string) (Decision, error) {
+	return l.address(ctx, addressWindow{name: "guest", limit: l.cfg.GuestPerMinute}, Network(ip), true)
+}
+
+func (l *Limiter) anonymous() addressWindow {
+	return addressWindow{name: "anonymous", limit: l.cfg.AnonymousPerMinute}
+}
+
+func (l *Limiter) address(ctx context.Context, w addressWindow, network string, take bool) (Decision, error) {
+	c, err := l.store.takeAddress(ctx, w, network, take)
 	if err != nil {
 		return Decision{}, err
 	}
 	return Decision{At: c.at, Windows: []Window{
-		newWindow("minute", l.cfg.MinuteWindow, l.cfg.AnonymousPerMinute, c.count, c.reset, c.refused),
+		newWindow("minute", l.cfg.MinuteWindow, w.limit, c.count, c.reset, c.refused),
 	}}, nil
 }
 

@@ -28,8 +28,8 @@ type memoryStore struct {
 	seed    maphash.Seed
 	// fromLedger is what the ledger said each key was served today.
 	fromLedger ledgerCounts
-	// addresses counts requests without a valid key per client network, on
-	// ulule/limiter's memory store.
+	// addresses counts requests without credentials per window and client
+	// network, on ulule/limiter's memory store.
 	addresses limiter.Store
 
 	stop chan struct{} // closed by close: background work ends
@@ -41,7 +41,7 @@ type memoryStore struct {
 func newMemoryStore(cfg Config, ledger Ledger, shared bool) (*memoryStore, error) {
 	m := &memoryStore{
 		cfg: cfg, ledger: ledger, shared: shared, stripes: newStripes(), seed: maphash.MakeSeed(),
-		addresses: memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: cfg.Prefix + ":anonymous", CleanUpInterval: time.Minute}),
+		addresses: memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: cfg.Prefix, CleanUpInterval: time.Minute}),
 		stop:      make(chan struct{}),
 	}
 	if err := m.readLedger(cfg.Now()); err != nil {
@@ -211,19 +211,20 @@ func (kc *keyCounts) learn(k known, r counts) {
 	}
 }
 
-// takeAddress is a request without a valid key in memory.
-func (m *memoryStore) takeAddress(ctx context.Context, network string, take bool) (addressCounts, error) {
-	rate := limiter.Rate{Period: m.cfg.MinuteWindow, Limit: m.cfg.AnonymousPerMinute}
-	s := m.stripe(network)
+// takeAddress is a request without credentials in memory.
+func (m *memoryStore) takeAddress(ctx context.Context, w addressWindow, network string, take bool) (addressCounts, error) {
+	rate := limiter.Rate{Period: m.cfg.MinuteWindow, Limit: w.limit}
+	name := w.name + ":" + network
+	s := m.stripe(name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := m.addresses.Peek(ctx, network, rate)
+	c, err := m.addresses.Peek(ctx, name, rate)
 	if err != nil {
 		return addressCounts{}, err
 	}
 	refused := take && c.Remaining == 0
 	if take && !refused {
-		if c, err = m.addresses.Increment(ctx, network, 1, rate); err != nil {
+		if c, err = m.addresses.Increment(ctx, name, 1, rate); err != nil {
 			return addressCounts{}, err
 		}
 	}

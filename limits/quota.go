@@ -17,14 +17,21 @@ type Key struct {
 type Quota struct {
 	PerMinute, PerDay int64
 	// BanAfter rejected requests within one minute window ban the key for
-	// BanFor; BanAfter 0 means PerMinute. BanFor 0 disables bans.
+	// BanFor; BanAfter 0 means PerMinute. Never fewer than MinBanAfter.
+	// BanFor 0 disables bans.
 	BanAfter int64
 	BanFor   time.Duration
 }
 
+// MinBanAfter is the fewest rejected requests in a minute that ban a key,
+// whatever its quota says: a client of a small quota that retries a few
+// times to read Retry-After is no abuser.
+const MinBanAfter = 10
+
 func (q Quota) banAfter() int64 {
-	if q.BanAfter <= 0 {
-		return q.PerMinute
+	n := q.BanAfter
+	if n <= 0 {
+		n = q.PerMinute
 	}
-	return q.BanAfter
+	return max(n, MinBanAfter)
 }

@@ -62,7 +62,8 @@ type redisStore struct {
 	instance string
 
 	// Key prefixes: "petstore:key:" followed by an API key's id and a UTC
-	// day, "petstore:anonymous:" followed by a client network.
+	// day; "petstore:" followed by an address window's name, ":" and a
+	// client network ("petstore:anonymous:192.0.2.1").
 	key, address string
 	// cluster: a Redis Cluster, where a key's id is a hash tag,
 	// "petstore:key:{ID}:DAY", so that all of one key lives in one slot.
@@ -84,17 +85,13 @@ type redisStore struct {
 // Redis must answer now: a server that cannot
 // share its counters refuses to start rather than count alone.
 func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore, error) {
-	client, where, cluster, err := newRedisClient(cfg.RedisURL)
+	client, where, cluster, err := cfg.redisClient()
 	if err != nil {
-		return nil, fmt.Errorf("--ratelimit-redis: %w", err)
-	}
-	if cluster && strings.ContainsAny(cfg.Prefix, "{}") {
-		client.Close()
-		return nil, fmt.Errorf("--ratelimit-prefix %q: a Redis Cluster's prefix has no braces (they would choose every key's hash slot)", cfg.Prefix)
+		return nil, err
 	}
 	r := &redisStore{
 		cfg: cfg, logger: logger, client: client, where: where, instance: newInstanceID(), cluster: cluster,
-		key: cfg.Prefix + ":key:", address: cfg.Prefix + ":anonymous:", stop: make(chan struct{}),
+		key: cfg.Prefix + ":key:", address: cfg.Prefix + ":", stop: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -108,6 +105,20 @@ func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore,
 	}
 	r.up.Store(true)
 	return r, nil
+}
+
+// redisClient is newRedisClient of c.RedisURL, refused when c's prefix
+// cannot work with it; the errors name the flags.
+func (c Config) redisClient() (client redis.UniversalClient, where string, cluster bool, err error) {
+	client, where, cluster, err = newRedisClient(c.RedisURL)
+	if err != nil {
+		return nil, "", false, fmt.Errorf("--ratelimit-redis: %w", err)
+	}
+	if cluster && strings.ContainsAny(c.Prefix, "{}") {
+		client.Close()
+		return nil, "", false, fmt.Errorf("--ratelimit-prefix %q: a Redis Cluster's prefix has no braces (they would choose every key's hash slot)", c.Prefix)
+	}
+	return client, where, cluster, nil
 }
 
 // newInstanceID is a name for this process, unique among the instances
@@ -159,16 +170,17 @@ func (r *redisStore) takeKey(ctx context.Context, key Key, now time.Time) (count
 	return c, err
 }
 
-// takeAddress counts a request without a valid key in Redis; locally while
+// takeAddress counts a request without credentials in Redis; locally while
 // Redis fails.
-func (r *redisStore) takeAddress(ctx context.Context, network string, take bool) (addressCounts, error) {
+func (r *redisStore) takeAddress(ctx context.Context, w addressWindow, network string, take bool) (addressCounts, error) {
 	if r.up.Load() {
 		var c addressCounts
 		var err error
+		name := r.address + w.name + ":" + network
 		if take {
-			c, err = r.runTakeAddress(ctx, network, time.Now())
+			c, err = r.runTakeAddress(ctx, name, w.limit, time.Now())
 		} else {
-			c, err = r.peekAddress(ctx, network, time.Now())
+			c, err = r.peekAddress(ctx, name, time.Now())
 		}
 		if err == nil {
 			return c, nil
@@ -178,7 +190,7 @@ func (r *redisStore) takeAddress(ctx context.Context, network string, take bool)
 	if take {
 		r.meanwhile.keyless.Add(1)
 	}
-	return r.local.takeAddress(ctx, network, take)
+	return r.local.takeAddress(ctx, w, network, take)
 }
 
 // Schemes of a Redis Cluster's URL: go-redis's cluster URL, told apart by
@@ -400,11 +412,11 @@ func (r *redisStore) addCounts(ctx context.Context, batch []unsent, now time.Tim
 	return result, nil
 }
 
-// runTakeAddress counts one request without a valid key from network,
-// unless its window is at its limit (refused).
-func (r *redisStore) runTakeAddress(ctx context.Context, network string, now time.Time) (addressCounts, error) {
-	res, err := takeAddressScript.Run(ctx, r.client, []string{r.address + network},
-		r.cfg.AnonymousPerMinute, ms(r.cfg.MinuteWindow)).Int64Slice()
+// runTakeAddress counts one request in the window named name, unless it is
+// at limit (refused).
+func (r *redisStore) runTakeAddress(ctx context.Context, name string, limit int64, now time.Time) (addressCounts, error) {
+	res, err := takeAddressScript.Run(ctx, r.client, []string{name},
+		limit, ms(r.cfg.MinuteWindow)).Int64Slice()
 	if err != nil {
 		return addressCounts{}, err
 	}
@@ -418,11 +430,11 @@ func (r *redisStore) runTakeAddress(ctx context.Context, network string, now tim
 	return addressCounts{at: now, count: res[1], reset: reset, refused: res[0] == 0}, nil
 }
 
-// peekAddress is network's window as it stands, in one round trip.
-func (r *redisStore) peekAddress(ctx context.Context, network string, now time.Time) (addressCounts, error) {
+// peekAddress is the window named name as it stands, in one round trip.
+func (r *redisStore) peekAddress(ctx context.Context, name string, now time.Time) (addressCounts, error) {
 	pipe := r.client.Pipeline()
-	count := pipe.Get(ctx, r.address+network)
-	ttl := pipe.PTTL(ctx, r.address+network)
+	count := pipe.Get(ctx, name)
+	ttl := pipe.PTTL(ctx, name)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return addressCounts{}, err
 	}

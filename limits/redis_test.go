@@ -82,11 +82,13 @@ func TestRedisOneRoundTripPerRequest(t *testing.T) {
 			t.Fatalf("request %d refused: %+v", i, d)
 		}
 	}
-	if d := take("over the quota", takeKey); !d.Exceeded() || d.Banned() {
-		t.Fatalf("3rd request: %+v, want refused, not banned", d)
+	for i := 1; i < MinBanAfter; i++ {
+		if d := take("over the quota", takeKey); !d.Exceeded() || d.Banned() {
+			t.Fatalf("rejection %d: %+v, want refused, not banned", i, d)
+		}
 	}
 	if d := take("the ban", takeKey); !d.Banned() {
-		t.Fatalf("4th request (2nd rejection): %+v, want banned", d)
+		t.Fatalf("rejection %d: %+v, want banned", MinBanAfter, d)
 	}
 	if d := take("banned", takeKey); !d.Banned() {
 		t.Fatalf("5th request: %+v, want banned", d)
@@ -140,7 +142,8 @@ func TestRedisScriptReloadedAfterRestart(t *testing.T) {
 }
 
 // --ratelimit-redis URLs that cannot work are refused at start, with a
-// reason, and without the password.
+// reason, and without the password; Check, which main runs before the data
+// directory is opened, refuses them alike.
 func TestRedisURLsRefused(t *testing.T) {
 	for _, c := range []struct{ url, prefix, want string }{
 		{"http://:hunter2@127.0.0.1:6379/0", "", `scheme "http"`},
@@ -152,9 +155,13 @@ func TestRedisURLsRefused(t *testing.T) {
 		{"redis+cluster://:hunter2@127.0.0.1:7000?addr=127.0.0.1:7001", "pet{store}", "no braces"},
 		{"redis+cluster://:hunter2@127.0.0.1:7000?nonsense=1", "", "unexpected option: nonsense"},
 	} {
-		_, err := New(Config{RedisURL: c.url, Prefix: c.prefix}, &redisTestLedger{}, slog.New(slog.DiscardHandler))
+		cfg := Config{RedisURL: c.url, Prefix: c.prefix}
+		_, err := New(cfg, &redisTestLedger{}, slog.New(slog.DiscardHandler))
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: %v; want an error saying %q, without the password", c.url, err, c.want)
+		}
+		if checked := cfg.Check(); checked == nil || checked.Error() != err.Error() {
+			t.Errorf("%s: Check says %v, New %v", c.url, checked, err)
 		}
 	}
 }

@@ -21,10 +21,10 @@ type store interface {
 	// A key banned in the ledger (key.BannedUntil) is refused without
 	// counting a rejection.
 	takeKey(ctx context.Context, key Key, now time.Time) (counts, error)
-	// takeAddress counts one request without a valid key from network
-	// (take), unless its window is at its limit, or reads the window as it
-	// stands.
-	takeAddress(ctx context.Context, network string, take bool) (addressCounts, error)
+	// takeAddress counts one request without credentials from network in
+	// window w (take), unless the window is at its limit, or reads the
+	// window as it stands.
+	takeAddress(ctx context.Context, w addressWindow, network string, take bool) (addressCounts, error)
 	// counting says where the store counts now: "memory", "redis", or
 	// "local" while Redis fails.
 	counting() string
@@ -42,7 +42,15 @@ type counts struct {
 	banning                            bool  // this request banned the key
 }
 
-// addressCounts is a store's answer on one request without a valid key.
+// addressWindow is a minute window per client network of the requests that
+// carry no credentials: each has a name of its own among the counters, so
+// that its networks count apart from the other's.
+type addressWindow struct {
+	name  string // "anonymous": /v1 without a valid API key; "guest": the rest of the site without PocketBase auth
+	limit int64
+}
+
+// addressCounts is a store's answer on one request without credentials.
 type addressCounts struct {
 	at      time.Time // the store's clock when it counted
 	count   int64

@@ -77,7 +77,7 @@ var suitePrefixes atomic.Int64
 
 func newSuiteCase(t *testing.T, d storeDriver, start time.Time) *suiteCase {
 	clock := newTestClock(start)
-	cfg := Config{RedisURL: d.url, AnonymousPerMinute: 2, Now: clock.now,
+	cfg := Config{RedisURL: d.url, AnonymousPerMinute: 2, GuestPerMinute: 3, Now: clock.now,
 		Prefix: fmt.Sprintf("suite-%d-%d", time.Now().UnixNano(), suitePrefixes.Add(1))}
 	return &suiteCase{t: t, d: d, cfg: cfg, ledger: &suiteLedger{}, clock: clock}
 }
@@ -153,19 +153,23 @@ func testStore(t *testing.T, d storeDriver) {
 		expect(t, "at midnight", take(t, l, key), true, 96, 2)
 	})
 
+	// A quota of 2 a minute bans at MinBanAfter rejections, not at 2: a
+	// client retrying to read Retry-After is no abuser.
 	t.Run("bans at the threshold, lifted by staff", func(t *testing.T) {
 		c := newSuiteCase(t, d, suiteNoon)
 		l := c.limiter()
 		key := Key{ID: "ban", Quota: Quota{PerMinute: 2, PerDay: 100, BanFor: 10 * time.Minute}}
 		take(t, l, key)
 		take(t, l, key)
-		if d := take(t, l, key); !d.Exceeded() || d.Banned() {
-			t.Fatalf("1st rejection: %+v, want refused, not banned", d)
+		for i := 1; i < MinBanAfter; i++ {
+			if d := take(t, l, key); !d.Exceeded() || d.Banned() {
+				t.Fatalf("rejection %d: %+v, want refused, not banned", i, d)
+			}
 		}
 		d := take(t, l, key)
 		if !d.Banned() || !d.BannedUntil.Equal(suiteNoon.Add(10*time.Minute)) || c.ledger.banCount() != 1 {
-			t.Fatalf("2nd rejection: banned until %v, %d bans saved; want banned until %v, saved once",
-				d.BannedUntil, c.ledger.banCount(), suiteNoon.Add(10*time.Minute))
+			t.Fatalf("rejection %d: banned until %v, %d bans saved; want banned until %v, saved once",
+				MinBanAfter, d.BannedUntil, c.ledger.banCount(), suiteNoon.Add(10*time.Minute))
 		}
 		// Banned at once, before the ledger's ban is read, and after.
 		if d := take(t, l, key); !d.Banned() || d.Windows[0].Remaining != 0 {
@@ -230,6 +234,34 @@ func testStore(t *testing.T, d storeDriver) {
 			if d.Exceeded() == step.pass || d.Windows[0].Remaining != step.left {
 				t.Fatalf("step %d (%s): %+v; want passed %v with %d left", i, step.ip, d.Windows[0], step.pass, step.left)
 			}
+		}
+	})
+
+	t.Run("guests count apart from /v1's keyless callers", func(t *testing.T) {
+		c := newSuiteCase(t, d, suiteNoon)
+		l := c.limiter()
+		ctx := context.Background()
+		guest := func(ip string) Decision {
+			t.Helper()
+			d, err := l.TakeGuest(ctx, ip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		for i := range 3 {
+			if d := guest("2001:db8::1"); d.Exceeded() || d.Windows[0].Remaining != int64(2-i) {
+				t.Fatalf("guest request %d: %+v", i, d.Windows[0])
+			}
+		}
+		if d := guest("2001:db8::2"); !d.Exceeded() || d.RetryAfter() < 1 {
+			t.Fatalf("the /64's fourth guest request: %+v, retry after %d", d.Windows[0], d.RetryAfter())
+		}
+		if d, err := l.TakeAnonymous(ctx, "2001:db8::1"); err != nil || d.Exceeded() || d.Windows[0].Remaining != 1 {
+			t.Fatalf("/v1 after the guest window is full: %+v, %v", d, err)
+		}
+		if d := guest("2001:db8:0:1::1"); d.Exceeded() {
+			t.Fatalf("the next /64: %+v", d.Windows[0])
 		}
 	})
 

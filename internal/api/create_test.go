@@ -56,6 +56,8 @@ func TestCreatePetRejectsBadBodies(t *testing.T) {
 		{"name object", `{"name": {"first": "Rex"}, "categoryId": 1}`, "name"},
 		{"name null", `{"name": null, "categoryId": 1}`, "name"},
 		{"name control character", `{"name": "R\u0000x", "categoryId": 1}`, "name"},
+		{"name text-direction override", `{"name": "Rex\u202Egod", "categoryId": 1}`, "text-direction"},
+		{"name line separator", `{"name": "R\u2028x", "categoryId": 1}`, "text-direction"},
 		{"categoryId missing", `{"name": "Rex"}`, "categoryId"},
 		{"categoryId null", `{"name": "Rex", "categoryId": null}`, "categoryId"},
 		{"categoryId fraction", `{"name": "Rex", "categoryId": 1.5}`, "categoryId must be an integer"},

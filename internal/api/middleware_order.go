@@ -30,7 +30,8 @@ import "github.com/pocketbase/pocketbase/apis"
 //	    0 requireKey              (operations)
 //	    1 removedAfter            (getPet)
 //
-// PocketBase's auth-token loader (-1020) is unbound from /v1.
+// PocketBase's auth-token loader (-1020) and the limit of the site's guests
+// (-1019, internal/guestlimit) are unbound from /v1.
 // TestMiddlewareOrder sends requests through the real server and holds this
 // list to the order the middlewares actually run in.
 const (

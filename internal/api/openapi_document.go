@@ -14,8 +14,14 @@ import (
 )
 
 // documentCacheControl lets clients reuse the document for a few minutes,
-// then revalidate it with If-None-Match (a 304 costs no body).
-const documentCacheControl = "public, max-age=300"
+// then revalidate it with If-None-Match (a 304 costs no body). A document
+// whose server is the request's own Host is cached by the client alone: a
+// shared cache that keys on the path would hand one client's Host to the
+// next.
+const (
+	documentCacheControl        = "public, max-age=300"
+	derivedDocumentCacheControl = "private, max-age=300"
+)
 
 // maxDocumentCopies bounds the copies of a document kept for the base URLs
 // requests reached. The Host header is the client's to choose: beyond the
@@ -92,11 +98,15 @@ func (d *Document) Serve(e *core.RequestEvent) error {
 	base, forwarded := d.base.of(e)
 	c := d.copyFor(base)
 	h := e.Response.Header()
+	h.Set("Cache-Control", documentCacheControl)
+	if d.base.Public() == "" {
+		h.Set("Cache-Control", derivedDocumentCacheControl)
+		h.Add("Vary", "Host")
+	}
 	if forwarded {
 		h.Add("Vary", "X-Forwarded-Host, X-Forwarded-Proto")
 	}
 	h.Set("ETag", c.etag)
-	h.Set("Cache-Control", documentCacheControl)
 	h.Set("Content-Type", d.contentType)
 	http.ServeContent(e.Response, e.Request, "", time.Time{}, bytes.NewReader(c.body))
 	return nil

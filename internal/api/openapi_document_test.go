@@ -122,6 +122,10 @@ func TestOpenAPIDocumentNamesTheAddressRequested(t *testing.T) {
 			if v := r.Header.Values("Vary"); strings.Contains(strings.Join(v, ","), "X-Forwarded") {
 				t.Errorf("%s, %s: Vary %q names headers that were not read", path, tt.name, v)
 			}
+			// Made from the Host header: no shared cache may keep it.
+			if cc, v := r.Header.Get("Cache-Control"), strings.Join(r.Header.Values("Vary"), ","); cc != "private, max-age=300" || !strings.Contains(v, "Host") {
+				t.Errorf("%s, %s: Cache-Control %q, Vary %q; want private and Host", path, tt.name, cc, v)
+			}
 			if seen, ok := etags[tt.want]; ok && seen != r.Header.Get("ETag") || !ok && containsValue(etags, r.Header.Get("ETag")) {
 				t.Errorf("%s, %s: ETag %q; ETags so far %v: one per address", path, tt.name, r.Header.Get("ETag"), etags)
 			}

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/pocketbase/pocketbase/apis"
@@ -188,8 +187,8 @@ func decodeNewPet(body []byte) (pets.NewPet, *Error) {
 		return np, invalidRequest("name must not be empty or only spaces.")
 	case n > pets.MaxNameLen:
 		return np, invalidRequest("name must be at most %d characters.", pets.MaxNameLen)
-	case strings.ContainsFunc(np.Name, unicode.IsControl):
-		return np, invalidRequest("name must not contain control characters.")
+	case strings.ContainsFunc(np.Name, strictinput.Unprintable):
+		return np, invalidRequest("name must not contain control or text-direction characters (newline, U+202E and the like).")
 	}
 
 	raw, ok = fields["categoryId"]

@@ -154,8 +154,8 @@ func checkPetFields(t testing.TB, name string, categoryID int64, status string) 
 	if n := utf8.RuneCountInString(name); n < 1 || n > pets.MaxNameLen {
 		t.Fatalf("accepted name %q of %d runes", name, n)
 	}
-	if strings.ContainsFunc(name, unicode.IsControl) {
-		t.Fatalf("accepted name %q with a control character", name)
+	if strings.ContainsFunc(name, unicode.IsControl) || strings.ContainsFunc(name, func(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }) {
+		t.Fatalf("accepted name %q with a control or text-direction character", name)
 	}
 	if categoryID < 1 || categoryID > pets.MaxCategoryID {
 		t.Fatalf("accepted categoryId %d outside 1..2^53-1", categoryID)

@@ -160,8 +160,10 @@ func TestBehindAPrefixProxy(t *testing.T) {
 	// The served documents name the public URL alone, wherever they are
 	// fetched from.
 	resp, body = send(http.MethodGet, public+"/openapi.json", nil)
-	if server := firstServer(t, body, "openapi.json through the proxy"); resp.StatusCode != http.StatusOK || server != public {
-		t.Errorf("openapi.json through the proxy: %d, first server %q; want 200, %q", resp.StatusCode, server, public)
+	if server := firstServer(t, body, "openapi.json through the proxy"); resp.StatusCode != http.StatusOK || server != public ||
+		resp.Header.Get("Cache-Control") != "public, max-age=300" {
+		t.Errorf("openapi.json through the proxy: %d, first server %q, Cache-Control %q; want 200, %q, public (one document for all)",
+			resp.StatusCode, server, resp.Header.Get("Cache-Control"), public)
 	}
 	for _, path := range []string{"/v1/openapi.json", "/docs/openapi.json"} {
 		r := s.Do(t, http.MethodGet, path, "", nil)

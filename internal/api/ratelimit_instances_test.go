@@ -113,10 +113,11 @@ func TestRedisBanThresholdExactAcrossInstances(t *testing.T) {
 		t.Run(fmt.Sprintf("%d instances", n), func(t *testing.T) {
 			servers := instancesOn(t, n, url)
 			for round := range 4 {
-				// 3 a minute; the free plan bans after as many rejections.
+				// 3 a minute; the free plan bans at limits.MinBanAfter
+				// rejections (its quota, 3, is under it).
 				key := servers[0].NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 3, PerDay: 1000})
 				got := outcomes(t, concurrently(t, servers, 30, key))
-				want := map[string]int{"200": 3, "429 rate_limit_exceeded": 2, "429 api_key_banned": 25}
+				want := map[string]int{"200": 3, "429 rate_limit_exceeded": limits.MinBanAfter - 1, "429 api_key_banned": 30 - 3 - (limits.MinBanAfter - 1)}
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("round %d: %v, want %v", round, got, want)
 				}
@@ -351,10 +352,10 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 // answered the ban: the next request passes wherever it lands.
 func TestRedisBanLiftedOnEveryInstance(t *testing.T) {
 	servers := instancesOn(t, 2, redisURL(t))
-	// Two a minute: two pass, the next two are refused, the second of them
-	// bans (threshold 2), and the fifth is refused for the ban.
+	// Two a minute: two pass, the next limits.MinBanAfter are refused, the
+	// last of them bans, and the next is refused for the ban.
 	key := servers[0].NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 2, PerDay: 1000})
-	for range 4 {
+	for range 2 + limits.MinBanAfter {
 		servers[0].Do(t, http.MethodGet, "/v1/pets", key, nil)
 	}
 	retryAfter(t, servers[0].Do(t, http.MethodGet, "/v1/pets", key, nil), "api_key_banned")

@@ -109,7 +109,8 @@ func TestRefusedRequestsAreFree(t *testing.T) {
 	inEachStore(t, func(t *testing.T, cfg limits.Config) {
 		dir := t.TempDir()
 		s := apptest.StartWith(t, apptest.Config{Dir: dir, Limits: cfg})
-		// Five a minute; the free plan bans after five rejections.
+		// Five a minute; the free plan bans at limits.MinBanAfter rejections
+		// (its quota, 5, is under it).
 		key := s.NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 5, PerDay: 1000})
 		for i := range 5 {
 			r := s.Do(t, http.MethodGet, "/v1/pets", key, nil)
@@ -117,10 +118,10 @@ func TestRefusedRequestsAreFree(t *testing.T) {
 				t.Fatalf("request %d: %d, day r=%d; want 200, %d", i, r.StatusCode, day.r, 999-i)
 			}
 		}
-		for i := range 10 {
+		for i := range 15 {
 			r := s.Do(t, http.MethodGet, "/v1/pets", key, nil)
 			code := "rate_limit_exceeded"
-			if i >= 4 { // the 5th rejection bans
+			if i >= limits.MinBanAfter-1 { // the 10th rejection bans
 				code = "api_key_banned"
 			}
 			retryAfter(t, r, code)
@@ -140,8 +141,8 @@ func TestRefusedRequestsAreFree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := today[id]; c.Served() != 5 || c.Limited != 10 {
-			t.Errorf("usage history today: %+v, want 5 served and 10 refused", c)
+		if c := today[id]; c.Served() != 5 || c.Limited != 15 {
+			t.Errorf("usage history today: %+v, want 5 served and 15 refused", c)
 		}
 		var out bytes.Buffer
 		list := apikeys.NewCommand(s.App)
@@ -150,8 +151,8 @@ func TestRefusedRequestsAreFree(t *testing.T) {
 		if err := list.Execute(); err != nil {
 			t.Fatal(err)
 		}
-		if !regexp.MustCompile(`(?m)^` + id + `\s.*\s5\s+10\s*$`).MatchString(out.String()) {
-			t.Errorf("keys list:\n%s\nwant the key with 5 served and 10 refused today", out.String())
+		if !regexp.MustCompile(`(?m)^` + id + `\s.*\s5\s+15\s*$`).MatchString(out.String()) {
+			t.Errorf("keys list:\n%s\nwant the key with 5 served and 15 refused today", out.String())
 		}
 		r := s.Do(t, http.MethodGet, "/v1/pets", key, nil)
 		retryAfter(t, r, "api_key_banned")
@@ -172,8 +173,10 @@ func TestBanHeadersAgree(t *testing.T) {
 				t.Fatalf("within the quota: %d", r.StatusCode)
 			}
 		}
-		retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", key, nil), "rate_limit_exceeded")
-		for i := range 3 { // the 2nd rejection bans, and the ban holds
+		for range limits.MinBanAfter - 1 {
+			retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", key, nil), "rate_limit_exceeded")
+		}
+		for i := range 3 { // the 10th rejection bans, and the ban holds
 			before := time.Now()
 			r := s.Do(t, http.MethodGet, "/v1/pets", key, nil)
 			after := retryAfter(t, r, "api_key_banned")

@@ -179,8 +179,9 @@ func TestBanReachedReportedAndLifted(t *testing.T) {
 			t.Fatalf("within quota: %d", r.StatusCode)
 		}
 	}
-	// The ban threshold defaults to the per-minute quota: 3 rejections.
-	for range 2 {
+	// The ban threshold defaults to the per-minute quota, 3, and is never
+	// under limits.MinBanAfter rejections.
+	for range limits.MinBanAfter - 1 {
 		retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", key, nil), "rate_limit_exceeded")
 	}
 	banned := s.Do(t, http.MethodGet, "/v1/pets", key, nil)
@@ -256,7 +257,7 @@ func TestDayCountsAndBansSurviveRestart(t *testing.T) {
 	for range 7 {
 		s.Do(t, http.MethodGet, "/v1/pets", key, nil)
 	}
-	for range 3 { // 1 passes, 1 rejected, then banned (threshold 1)
+	for range 1 + limits.MinBanAfter { // 1 passes, then the rejections ban it
 		s.Do(t, http.MethodGet, "/v1/pets", banned, nil)
 	}
 	retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", banned, nil), "api_key_banned")
@@ -354,7 +355,7 @@ func TestUnreachableRedisStopsServeFromStarting(t *testing.T) {
 	if err := app.Bootstrap(); err != nil {
 		t.Fatal(err)
 	}
-	service := hooks.Register(app, &hooks.Options{Limits: limits.Config{RedisURL: redis.URL(0)}})
+	service := hooks.Register(app, hooks.Options{Limits: limits.Config{RedisURL: redis.URL(0)}})
 	err := apis.Serve(app, apis.ServeConfig{HttpAddr: "127.0.0.1:0"})
 	if err == nil || service.Err() == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("serve error %v, service error %v; want Redis unreachable", err, service.Err())

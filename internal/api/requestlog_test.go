@@ -93,8 +93,8 @@ func TestRequestLogRecordsStatusSent(t *testing.T) {
 	}
 }
 
-// With --request-log errors, /v1 successes stay out of the log, errors do
-// not, and PocketBase's own routes are logged as ever.
+// With --request-log errors, successes stay out of the log, /v1's and
+// PocketBase's alike, and errors do not.
 func TestRequestLogErrorsOnly(t *testing.T) {
 	s := apptest.StartWith(t, apptest.Config{RequestLog: requestlog.Errors})
 	key := s.NewKey(t, apikeys.NewKey{Plan: "free"})
@@ -104,29 +104,34 @@ func TestRequestLogErrorsOnly(t *testing.T) {
 	if r := s.Do(t, http.MethodGet, "/v1/pets?limit=0", key, nil); r.StatusCode != http.StatusBadRequest {
 		t.Fatalf("limit=0: %d", r.StatusCode)
 	}
-	resp, err := http.Get(s.URL + "/api/health?from=TestRequestLogErrorsOnly")
-	if err != nil {
-		t.Fatal(err)
+	for _, path := range []string{"/api/health?from=TestRequestLogErrorsOnly", "/api/collections/nothing/records?from=TestRequestLogErrorsOnly"} {
+		resp, err := http.Get(s.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
 
 	entries := waitForLogs(t, s, 1)
 	if len(entries) != 1 || entries[0].URL != "/v1/pets?limit=0" || entries[0].Status != http.StatusBadRequest {
 		t.Fatalf("/v1 log entries %+v, want the 400 only", entries)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	count := func(url string) int {
 		var n int
 		err := s.App.AuxDB().Select("count(*)").From("_logs").
-			Where(dbx.NewExp("json_extract(data, '$.url') = '/api/health?from=TestRequestLogErrorsOnly'")).Row(&n)
+			Where(dbx.NewExp("json_extract(data, '$.url') = {:url}", dbx.Params{"url": url})).Row(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == 1 {
-			break
-		}
+		return n
+	}
+	for deadline := time.Now().Add(30 * time.Second); count("/api/collections/nothing/records?from=TestRequestLogErrorsOnly") != 1; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d log entries of /api/health, want 1", n)
+			t.Fatal("no log entry of the records API's 404")
 		}
+	}
+	if n := count("/api/health?from=TestRequestLogErrorsOnly"); n != 0 {
+		t.Fatalf("%d log entries of /api/health's 200, want none", n)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"petstore/internal/audit"
+	"petstore/internal/strictinput"
 	"petstore/internal/usage"
 )
 
@@ -245,16 +246,16 @@ func parseTime(flag, value string) (time.Time, error) {
 }
 
 // printable is s with what would act on a terminal instead of printing
-// (control and text-direction characters, see unprintable) written as
+// (control and text-direction characters, see strictinput.Unprintable) written as
 // \uXXXX escapes. Names are checked when saved, but a name saved before
 // that rule, or straight into the database, may still hold them.
 func printable(s string) string {
-	if !strings.ContainsFunc(s, unprintable) && utf8.ValidString(s) {
+	if !strings.ContainsFunc(s, strictinput.Unprintable) && utf8.ValidString(s) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if unprintable(r) || r == utf8.RuneError {
+		if strictinput.Unprintable(r) || r == utf8.RuneError {
 			fmt.Fprintf(&b, "\\u%04X", r)
 		} else {
 			b.WriteRune(r)

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/strictinput"
 )
 
 // The rules every saved key keeps, whoever saves it: the staff routes, the
@@ -87,19 +88,11 @@ func checkName(name string) (string, error) {
 		return "", badSettings(NameField, "a name has at most %d characters", maxNameLen)
 	}
 	for _, r := range name {
-		if unprintable(r) {
+		if strictinput.Unprintable(r) {
 			return "", badSettings(NameField, "a name cannot hold control or text-direction characters (it holds U+%04X)", r)
 		}
 	}
 	return name, nil
-}
-
-// unprintable reports whether r would change how the text around it
-// prints rather than print itself: a control character (NUL, ESC, newline
-// ...), a line or paragraph separator, or a bidirectional control (U+202E
-// and the like).
-func unprintable(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
 }
 
 // checkOwnQuotas checks a key's own quotas, 0 meaning the plan's.

@@ -98,7 +98,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	if err := app.RunAllMigrations(); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
-	service := hooks.Register(app, &hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
+	service := hooks.Register(app, hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
 		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL, AuditRetention: cfg.AuditRetention,
 		MetricsAddr: cfg.MetricsAddr, WebhooksAllowPrivate: cfg.WebhooksAllowPrivate})
 

@@ -9,7 +9,15 @@
 // webhook events of the same name describe the same changes.
 package audit
 
-import "github.com/pocketbase/pocketbase/core"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/types"
+)
 
 // Collection is the name of the collection that holds the trail.
 const Collection = "audit_log"
@@ -48,7 +56,7 @@ const (
 	WebhookChanged      Action = "webhook.changed" // url, events, description or paused, by staff
 	WebhookDeleted      Action = "webhook.deleted"
 	WebhookSecretRolled Action = "webhook.secret_rolled"
-	WebhookPaused       Action = "webhook.paused" // by the service, after failing for days
+	WebhookPaused       Action = "webhook.paused" // by the service: after failing for days, or at a 410 Gone
 	WebhookEventResent  Action = "webhook.event_resent"
 	WebhookTestSent     Action = "webhook.test_sent"
 )
@@ -104,6 +112,87 @@ func Write(app core.App, e Entry) error {
 	r.Set(ActorField, e.By.ID)
 	r.Set(ActorEmailField, e.By.Email)
 	r.Set(AddressField, e.By.Address)
-	r.Set(DetailsField, e.Details)
+	limit := core.DefaultJSONFieldMaxSize
+	if f, ok := collection.Fields.GetByName(DetailsField).(*core.JSONField); ok {
+		limit = f.CalculateMaxBodySize()
+	}
+	details, err := boundDetails(e.Details, int(limit))
+	if err != nil {
+		return err
+	}
+	r.Set(DetailsField, details)
 	return app.Save(r)
+}
+
+// boundDetails is details as JSON (without HTML escaping: "&" is one byte,
+// not six) within limit bytes, the details field's size: when they are
+// longer, every string value longer than the longest length that fits is
+// cut to it and ends with a marker saying how much was cut. Every member
+// stays, so a change is always recorded, its long values in part.
+func boundDetails(details map[string]any, limit int) (types.JSONRaw, error) {
+	whole, err := encodeJSON(details)
+	if err != nil || len(whole) <= limit {
+		return whole, err
+	}
+	var tree any
+	dec := json.NewDecoder(bytes.NewReader(whole))
+	dec.UseNumber()
+	if err := dec.Decode(&tree); err != nil {
+		return nil, err
+	}
+	// The longest length that fits, by bisection: a shorter one cuts more.
+	lo, hi := 0, len(whole)
+	best, err := encodeJSON(cutStrings(tree, 0))
+	if err != nil {
+		return nil, err
+	}
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		b, err := encodeJSON(cutStrings(tree, mid))
+		if err != nil {
+			return nil, err
+		}
+		if len(b) <= limit {
+			lo, best = mid, b
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best, nil
+}
+
+func encodeJSON(v any) (types.JSONRaw, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// cutStrings is v with each string longer than n bytes cut to at most n
+// (whole characters) and marked.
+func cutStrings(v any, n int) any {
+	switch v := v.(type) {
+	case string:
+		if len(v) <= n {
+			return v
+		}
+		kept := strings.ToValidUTF8(v[:n], "")
+		return fmt.Sprintf("%s…[%d bytes cut]", kept, len(v)-len(kept))
+	case map[string]any:
+		cut := make(map[string]any, len(v))
+		for k, e := range v {
+			cut[k] = cutStrings(e, n)
+		}
+		return cut
+	case []any:
+		cut := make([]any, len(v))
+		for i, e := range v {
+			cut[i] = cutStrings(e, n)
+		}
+		return cut
+	}
+	return v
 }

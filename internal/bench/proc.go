@@ -12,21 +12,6 @@ import (
 	"time"
 )
 
-// rssBytes is the resident set size of process pid (Linux /proc).
-func rssBytes(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-}
-
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times: 100 on
 // every Linux architecture Go supports.
 const clockTicks = 100

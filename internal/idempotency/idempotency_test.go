@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"net/http"
 	"strings"
 	"sync"
@@ -101,8 +102,12 @@ func TestSameKeyOtherBodyIsRefused(t *testing.T) {
 	if r := create(t, s, key, "k", `{"name": "Rex", "categoryId": 3}`); r.StatusCode != http.StatusCreated {
 		t.Fatalf("first: %d %s", r.StatusCode, r.Body)
 	}
-	// The same JSON with other bytes is another body: the key names bytes.
-	for _, body := range []string{`{"name": "Tom", "categoryId": 3}`, `{"name":"Rex","categoryId":3}`} {
+	for _, body := range []string{
+		`{"name": "Tom", "categoryId": 3}`,
+		`{"name": "Rex", "categoryId": 3, "status": "available"}`, // what the service would do the same is still another request
+		`{"name": "Rex", "categoryId": 3.0}`,                      // another number's text
+		`{"name": "Rex", "name": "Rex", "categoryId": 3}`,         // a repeated member is its bytes
+	} {
 		r := create(t, s, key, "k", body)
 		e := r.Error(t, http.StatusUnprocessableEntity)
 		if e.Code != api.CodeIdempotencyKeyReused || r.Header.Get("Idempotent-Replayed") != "" {
@@ -111,6 +116,44 @@ func TestSameKeyOtherBodyIsRefused(t *testing.T) {
 	}
 	if n, _ := s.App.CountRecords("pets"); n != 1 {
 		t.Fatalf("%d pets, want 1", n)
+	}
+}
+
+// A retry that encodes the same JSON object again, its members in another
+// order or with other spacing, is the same request: it replays.
+func TestSameObjectOtherBytesReplays(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	first := create(t, s, key, "k", `{"name": "Rex", "categoryId": 3}`)
+	if first.StatusCode != http.StatusCreated {
+		t.Fatalf("first: %d %s", first.StatusCode, first.Body)
+	}
+	for _, body := range []string{`{"name":"Rex","categoryId":3}`, `{"categoryId": 3, "name": "Rex"}`, "{\n\t\"categoryId\" : 3 ,\n\t\"name\" : \"Rex\"\n}"} {
+		replayed(t, first, create(t, s, key, "k", body))
+	}
+	if n, _ := s.App.CountRecords("pets"); n != 1 {
+		t.Fatalf("%d pets, want 1", n)
+	}
+}
+
+// An answer remembered by its body's bytes, as before bodies were compared
+// as JSON, replays to a retry of those bytes across the upgrade; another
+// encoding of the object is another request to it.
+func TestAnswerRememberedByBytesReplays(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	body := `{"name": "Rex", "categoryId": 3}`
+	first := create(t, s, key, "k", body)
+	if first.StatusCode != http.StatusCreated {
+		t.Fatalf("first: %d %s", first.StatusCode, first.Body)
+	}
+	raw := sha256.Sum256([]byte(body))
+	if _, err := s.App.DB().NewQuery("UPDATE idempotency_keys SET body_hash = {:hash}").Bind(dbx.Params{"hash": raw[:]}).Execute(); err != nil {
+		t.Fatal(err)
+	}
+	replayed(t, first, create(t, s, key, "k", body))
+	if r := create(t, s, key, "k", `{"categoryId": 3, "name": "Rex"}`); r.Error(t, http.StatusUnprocessableEntity).Code != api.CodeIdempotencyKeyReused {
+		t.Fatalf("the object in another order, against bytes remembered: %s", r.Body)
 	}
 }
 

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/strictinput"
 )
 
 // Retention is how long an answer is remembered.
@@ -57,7 +62,7 @@ const (
 // own transaction, or, in the caller's, its savepoint): nothing is
 // remembered, and a retry carries the request out again.
 func Do(app core.App, scope, key string, body []byte, now time.Time, do func(tx core.App) (Answer, error)) (Answer, Outcome, error) {
-	hash := sha256.Sum256(body)
+	hash, raw := bodyHash(body), sha256.Sum256(body)
 	var (
 		answer  Answer
 		outcome Outcome
@@ -73,7 +78,9 @@ func Do(app core.App, scope, key string, body []byte, now time.Time, do func(tx 
 				return err
 			}
 			outcome = Replayed
-			if !bytes.Equal(prevHash, hash[:]) {
+			// An answer remembered by its body's bytes (before bodies were
+			// compared as JSON) still replays to a retry of those bytes.
+			if !bytes.Equal(prevHash, hash[:]) && !bytes.Equal(prevHash, raw[:]) {
 				answer, outcome = Answer{}, Reused
 			}
 			return nil
@@ -88,6 +95,38 @@ func Do(app core.App, scope, key string, body []byte, now time.Time, do func(tx 
 		return Answer{}, 0, err
 	}
 	return answer, outcome, nil
+}
+
+// bodyHash is the hash a request body is remembered by. A JSON object is
+// hashed as its members sorted by name, each value without white space, so
+// that a retry that encodes the same object again (members in another
+// order, other spacing) is the same request, as Stripe compares parameters;
+// a nested object keeps its members' order. Anything else, a repeated
+// member included, is hashed as its bytes.
+func bodyHash(body []byte) [sha256.Size]byte {
+	members, err := strictinput.ReadObject(body)
+	if err != nil {
+		return sha256.Sum256(body)
+	}
+	names := slices.Sorted(maps.Keys(members))
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, name := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		quoted, err := json.Marshal(name)
+		if err != nil {
+			return sha256.Sum256(body)
+		}
+		b.Write(quoted)
+		b.WriteByte(':')
+		if err := json.Compact(&b, members[name]); err != nil {
+			return sha256.Sum256(body)
+		}
+	}
+	b.WriteByte('}')
+	return sha256.Sum256(b.Bytes())
 }
 
 // claim inserts the key's row, or takes over one that has expired but is

@@ -19,11 +19,11 @@ const (
 )
 
 // Console returns the handler writing events of at least level to w in
-// format (Text or JSON).
+// format (Text or JSON); its errors name the flags that set them.
 func Console(w io.Writer, format, level string) (slog.Handler, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("invalid log level %q: debug, info, warn or error", level)
+		return nil, fmt.Errorf("invalid --log-level (or PETSTORE_LOG_LEVEL) %q: debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch strings.ToLower(format) {
@@ -32,7 +32,7 @@ func Console(w io.Writer, format, level string) (slog.Handler, error) {
 	case JSON:
 		return slog.NewJSONHandler(w, opts), nil
 	}
-	return nil, fmt.Errorf("invalid log format %q: text or json", format)
+	return nil, fmt.Errorf("invalid --log-format (or PETSTORE_LOG_FORMAT) %q: text or json", format)
 }
 
 // Tee returns a handler that hands each record to every one of handlers

@@ -240,7 +240,7 @@ func TestServeRefusesBadConnectionBounds(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--proxy-addresses", "127.0.0.1,proxy.example.org"}, `--proxy-addresses: "proxy.example.org" is neither an IP address nor a network`},
+		{[]string{"--proxy-addresses", "127.0.0.1,proxy.example.org"}, `invalid --proxy-addresses (or PETSTORE_PROXY_ADDRESSES) "127.0.0.1,proxy.example.org": "proxy.example.org" is neither an IP address nor a network`},
 		{[]string{"--max-conns", "-1"}, "a bound is positive, or 0 for the default"},
 	} {
 		_, stderr, err := realserver.Run(bin, dir, append([]string{"serve", "--http", "127.0.0.1:0"}, tt.args...)...)

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -290,6 +291,21 @@ func (p *Process) Stop() error {
 		err = fmt.Errorf("petstore exited with status %d: %s", code, p.Output())
 	}
 	return err
+}
+
+// RSS is the process's resident set size in bytes (Linux's VmRSS).
+func (p *Process) RSS() (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", p.PID())
 }
 
 // Output is what the process wrote on stdout and stderr so far.

@@ -446,3 +446,50 @@ func TestStartLockTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandLineErrorsLeaveTheDataDirectoryAlone: a command line petstore
+// cannot run (an unknown flag or command, a value a flag refuses, from the
+// command line or its variable) exits 1 with an error naming it, before
+// the data directory is created or opened.
+func TestCommandLineErrorsLeaveTheDataDirectoryAlone(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  string // NAME=VALUE
+		want string
+	}{
+		{args: []string{"serve", "--bogus"}, want: "Error: unknown flag: --bogus"},
+		{args: []string{"--bogus"}, want: "Error: unknown flag: --bogus"},
+		{args: []string{"bogus"}, want: `Error: unknown command "bogus"`},
+		{args: []string{"serve", "--ratelimit-redis", "not-a-url"}, want: `Error: --ratelimit-redis: scheme ""`},
+		{args: []string{"serve", "--public-url", "shop.example.org"}, want: `Error: invalid --public-url (or PETSTORE_PUBLIC_URL) "shop.example.org"`},
+		{args: []string{"serve", "--idle-timeout", "5"}, want: `invalid argument "5" for "--idle-timeout" flag`},
+		{args: []string{"serve", "--shutdown-timeout", "-1s"}, want: `Error: invalid --shutdown-timeout (or PETSTORE_SHUTDOWN_TIMEOUT) "-1s"`},
+		{args: []string{"serve", "--log-format", "xml"}, want: `Error: invalid --log-format (or PETSTORE_LOG_FORMAT) "xml": text or json`},
+		{args: []string{"serve", "--request-log", "some"}, want: `Error: invalid --request-log (or PETSTORE_REQUEST_LOG) "some"`},
+		{args: []string{"serve", "--proxy-addresses", "10.0.0.0/33"}, want: `Error: invalid --proxy-addresses (or PETSTORE_PROXY_ADDRESSES) "10.0.0.0/33"`},
+		{args: []string{"serve"}, env: "PETSTORE_QUICK_CHECK=soon", want: `Error: invalid PETSTORE_QUICK_CHECK "soon" (for --quick-check)`},
+		{args: []string{"keys", "list"}, env: "PETSTORE_RATELIMIT_REDIS=http://:hunter2@127.0.0.1:6379", want: `Error: --ratelimit-redis: scheme "http"`},
+		{args: []string{"superuser", "upsert", "staff@example.org", "a-long-password", "--bogus"}, want: "Error: unknown flag: --bogus"},
+	} {
+		dir := filepath.Join(t.TempDir(), "pb_data")
+		// --dir first: cobra takes the argument after an unknown flag for
+		// its value, and would call the directory an unknown command.
+		cmd := exec.Command(bin, append([]string{"--dir", dir}, tt.args...)...)
+		if tt.env != "" {
+			cmd.Env = append(os.Environ(), tt.env)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%s %q: %v, stderr:\n%s\nwant exit status 1 and %q", tt.env, tt.args, err, stderr.String(), tt.want)
+		}
+		if strings.Contains(stderr.String(), "hunter2") {
+			t.Errorf("%q: the Redis password is in the error:\n%s", tt.args, stderr.String())
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s %q: the data directory was created (%v)", tt.env, tt.args, err)
+		}
+	}
+}

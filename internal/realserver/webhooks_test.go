@@ -463,9 +463,18 @@ func TestWebhookShutdownDuringADelivery(t *testing.T) {
 	if err != nil || status != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Items) != 1 {
 		t.Fatalf("list: %d %v %s", status, err, body)
 	}
-	_, body, _ = s.p.Do(context.Background(), http.MethodGet, "/api/petstore/webhooks/"+list.Items[0].ID+"/attempts", s.token, nil)
+	// The receiver hears of the delivery before the server records it.
 	var attempts struct{ Items []struct{ Status int } }
-	if json.Unmarshal(body, &attempts) != nil || len(attempts.Items) != 1 || attempts.Items[0].Status != 200 {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, body, _ = s.p.Do(context.Background(), http.MethodGet, "/api/petstore/webhooks/"+list.Items[0].ID+"/attempts", s.token, nil)
+		if err := json.Unmarshal(body, &attempts); err != nil {
+			t.Fatalf("attempts %s: %v", body, err)
+		}
+		if len(attempts.Items) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(attempts.Items) != 1 || attempts.Items[0].Status != 200 {
 		t.Errorf("attempts %s, want the one delivery: the stopped one is no attempt", body)
 	}
 }

@@ -1,6 +1,6 @@
-// Package requestlog writes the request log of a route group into
-// PocketBase's logs (the dashboard's Logs, table _logs), the same entries
-// PocketBase's activity logger writes, for less CPU and in bounded memory.
+// Package requestlog writes the request log into PocketBase's logs (the
+// dashboard's Logs, table _logs) in place of PocketBase's activity logger:
+// the same entries, for less CPU, in bounded memory and bounded rows.
 //
 // PocketBase's logger hands each entry to a new goroutine, resolves it through
 // slog into a map, and saves each row through its model layer, which builds
@@ -212,7 +212,8 @@ func (l *Logger) Coalesced() int64 { return l.coalesced.Load() }
 func (l *Logger) Counted() int64 { return l.counted.Load() }
 
 // Middleware replaces PocketBase's activity logger (same id and priority) in
-// the group it is bound to.
+// the group it is bound to, /v1: the rows of its requests, and the console
+// lines of the ones Config names.
 func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       apis.DefaultActivityLoggerMiddlewareId,
@@ -220,27 +221,54 @@ func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] {
 		Func: func(e *core.RequestEvent) error {
 			started := time.Now()
 			err := e.Next()
-			if l.logs(e, err, started) {
-				if en, ok := requestEntry(e, err, started); ok {
-					if refused(en.status()) {
-						due, held := l.refusals.add(e.RealIP(), en)
-						switch held {
-						case refusalCounted:
-							l.coalesced.Add(1)
-						case refusalDropped:
-							l.dropped.Add(1)
-						}
-						for _, d := range due {
-							l.enqueue(d)
-						}
-					} else {
-						l.enqueue(en)
-					}
-				}
-			}
+			l.row(e, err, started)
 			l.toConsole(e, err, time.Since(started))
 			return err
 		},
+	}
+}
+
+// SiteMiddleware replaces PocketBase's activity logger everywhere else (the
+// pages, the dashboard, PocketBase's API): their rows, bounded as /v1's,
+// where PocketBase's logger writes every request whole and buffers without
+// bound. It writes no console lines: the realtime stream's long requests
+// are no slow requests, and the console's lines are /v1's.
+func (l *Logger) SiteMiddleware() *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       apis.DefaultActivityLoggerMiddlewareId,
+		Priority: apis.DefaultActivityLoggerMiddlewarePriority,
+		Func: func(e *core.RequestEvent) error {
+			started := time.Now()
+			err := e.Next()
+			l.row(e, err, started)
+			return err
+		},
+	}
+}
+
+// row queues the request's row, if it gets one: refusals are coalesced per
+// client network and minute, successes bounded per second (Bounded).
+func (l *Logger) row(e *core.RequestEvent, err error, started time.Time) {
+	if !l.logs(e, err, started) {
+		return
+	}
+	en, ok := requestEntry(e, err, started)
+	if !ok {
+		return
+	}
+	if !refused(en.status()) {
+		l.enqueue(en)
+		return
+	}
+	due, held := l.refusals.add(e.RealIP(), en)
+	switch held {
+	case refusalCounted:
+		l.coalesced.Add(1)
+	case refusalDropped:
+		l.dropped.Add(1)
+	}
+	for _, d := range due {
+		l.enqueue(d)
 	}
 }
 

@@ -62,7 +62,7 @@ func (s *successes) takeLocked() []entry {
 	s.counted = 0
 	return []entry{{
 		level: slog.LevelInfo,
-		message: fmt.Sprintf("Request log: %d more successful /v1 requests in the second from %s, counted, not logged one by one",
+		message: fmt.Sprintf("Request log: %d more successful requests in the second from %s, counted, not logged one by one",
 			n, at.Format(time.TimeOnly)),
 		data:    map[string]any{"type": "requestlog", "count": n, "second": at.Format(time.RFC3339)},
 		created: at.Add(time.Second - time.Millisecond),

@@ -42,7 +42,7 @@ func webhookError(err error) error {
 	var in *webhooks.InputError
 	switch {
 	case errors.As(err, &in):
-		return memberError(in.Field, "validation_invalid_"+in.Field, "%s %s", in.Field, in.Message)
+		return memberError(in.Field, "validation_invalid_"+in.Field, "%s", in.Message)
 	case errors.Is(err, webhooks.ErrNotFound):
 		return router.NewNotFoundError("No such webhook endpoint or event.", nil)
 	}

@@ -3,10 +3,12 @@ package staff_test
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -427,5 +429,248 @@ func waitRecordedDelivered(t *testing.T, s *staffServer, n int) {
 			t.Fatalf("%d events recorded as delivered, want %d", delivered, n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitPaused waits until the endpoint is paused and returns it.
+func waitPaused(t *testing.T, s *staffServer, id string) webhooks.Endpoint {
+	t.Helper()
+	var ep webhooks.Endpoint
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id, s.token, nil)
+		if err := json.Unmarshal(r.Body, &ep); err != nil {
+			t.Fatal(err)
+		}
+		if ep.Paused {
+			return ep
+		}
+	}
+	t.Fatalf("endpoint %+v, want it paused", ep)
+	return ep
+}
+
+// A receiver's 410 Gone asks for no more deliveries, as Standard Webhooks
+// and Svix read it: the event is failed at once, not retried, and the
+// endpoint is paused with the reason, which staff see; the pause is
+// audited as the system's and logged. Resuming it sends the events that
+// waited.
+func TestWebhookGoneStopsAndPauses(t *testing.T) {
+	s := startWithWebhooks(t)
+	var requests atomic.Int64
+	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		requests.Add(1)
+		w.WriteHeader(http.StatusGone)
+	}))
+	defer gone.Close()
+	id, _ := s.addEndpoint(t, gone.URL, "pet.created")
+	if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/test", s.token, nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("test: %d %s", r.StatusCode, r.Body)
+	}
+	ep := waitPaused(t, s, id)
+	if !strings.Contains(ep.PausedReason, "the endpoint answered 410 Gone") || ep.FailingSince == "" {
+		t.Errorf("endpoint %+v, want paused for the 410", ep)
+	}
+	key := s.NewKey(t, apikeys.NewKey{Name: "hooks", Plan: "enterprise"})
+	s.CreatePet(t, key, map[string]any{"name": "Unheard", "categoryId": 1})
+	time.Sleep(3 * time.Second) // past the first retry's 2 s, give or take a fifth
+	if n := requests.Load(); n != 1 {
+		t.Errorf("the receiver got %d requests, want 1: a 410 is not retried, a paused endpoint gets nothing", n)
+	}
+	var test struct {
+		Status   string `db:"status"`
+		Attempts int    `db:"attempts"`
+	}
+	if err := s.App.DB().NewQuery("SELECT status, attempts FROM webhook_events WHERE type = 'webhook.test'").One(&test); err != nil ||
+		test.Status != "failed" || test.Attempts != 1 {
+		t.Errorf("the test event %+v (%v), want failed after one attempt", test, err)
+	}
+	rows := auditRowsWhere(t, s, audit.WebhookField, id)
+	if len(rows) != 3 || rows[2].Action != string(audit.WebhookPaused) || rows[2].Actor != audit.ActorSystem ||
+		rows[2].Details != `{"failing_since":"`+ep.FailingSince+`","reason":"`+ep.PausedReason+`"}` {
+		t.Errorf("audit records %+v, want webhook.paused by system with the reason", rows)
+	}
+	r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id+"/attempts", s.token, nil)
+	var attempts struct{ Items []webhooks.Attempt }
+	if json.Unmarshal(r.Body, &attempts) != nil || len(attempts.Items) != 1 || attempts.Items[0].Status != http.StatusGone ||
+		attempts.Items[0].EventStatus != "failed" {
+		t.Errorf("attempts %s", r.Body)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var n int
+		if err := s.App.AuxDB().NewQuery("SELECT COUNT(*) FROM _logs WHERE message = 'Webhooks: an endpoint is paused'" +
+			" AND json_extract(data, '$.endpoint') = {:id}").Bind(map[string]any{"id": id}).Row(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d log lines of the pause, want 1", n)
+		}
+	}
+}
+
+// A receiver that answers "HTTP/1.1 200 OK" and an endless header line
+// fails the attempt, whose history says why; the event is retried.
+func TestWebhookEndlessHeaderFailsTheAttempt(t *testing.T) {
+	s := startWithWebhooks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nX-Endless: ")
+				chunk := []byte(strings.Repeat("a", 64<<10))
+				for range 1 << 14 { // 1 GiB at most
+					if _, err := conn.Write(chunk); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	id, _ := s.addEndpoint(t, "http://"+ln.Addr().String()+"/hook", "pet.created")
+	if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/test", s.token, nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("test: %d %s", r.StatusCode, r.Body)
+	}
+	var attempts struct{ Items []webhooks.Attempt }
+	for deadline := time.Now().Add(10 * time.Second); len(attempts.Items) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no attempt recorded")
+		}
+		r := s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id+"/attempts", s.token, nil)
+		if err := json.Unmarshal(r.Body, &attempts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := attempts.Items[0]
+	if a.Status != 0 || a.Error != "the answer's status line and headers are longer than 64 KiB" || a.EventStatus != "pending" {
+		t.Errorf("attempt %+v, want no status, the head's limit as the error, the event pending", a)
+	}
+}
+
+// An endpoint URL's mistakes read as sentences, with the member named; the
+// guard refuses an IPv4 loopback written as IPv6 (translated) when an
+// endpoint is created on a server without --webhooks-allow-private.
+func TestWebhookURLErrorsReadAsSentences(t *testing.T) {
+	s := start(t)
+	for _, tc := range []struct {
+		body map[string]any
+		msg  string
+	}{
+		{map[string]any{"url": "http://[::ffff:0:127.0.0.1]:8080/hook", "events": []string{"pet.created"}},
+			"The URL's host is, or resolves to, a loopback, private, link-local, CGNAT, metadata, documentation or reserved address, " +
+				"or this host's own; serve --webhooks-allow-private allows those."},
+		{map[string]any{"url": "http://[::127.0.0.1]/", "events": []string{"pet.created"}}, "The URL's host is, or resolves to,"},
+		{map[string]any{"url": "http://192.0.2.10/", "events": []string{"pet.created"}}, "The URL's host is, or resolves to,"},
+		{map[string]any{"url": "gopher://93.184.215.14/", "events": []string{"pet.created"}}, "The URL's scheme must be http or https."},
+		{map[string]any{"events": []string{"pet.created"}}, "A url is required: the endpoint's http or https URL."},
+		{map[string]any{"url": "https://93.184.215.14/" + strings.Repeat("a", 2048), "events": []string{"pet.created"}}, "The url is longer than 2048 characters."},
+		{map[string]any{"url": "https://93.184.215.14/", "events": []string{}}, "At least one event type is required in events: pet.created,"},
+		{map[string]any{"url": "https://93.184.215.14/", "events": []string{"pet.eaten"}}, `"pet.eaten" in events is no event type; the types are pet.created,`},
+		{map[string]any{"url": "https://93.184.215.14/", "events": []string{"pet.created"}, "description": strings.Repeat("d", 201)},
+			"The description is longer than 200 characters."},
+	} {
+		r := s.Do(t, http.MethodPost, "/api/petstore/webhooks", s.token, tc.body)
+		var body struct {
+			Message string
+			Data    map[string]struct{ Code, Message string }
+		}
+		if r.StatusCode != http.StatusBadRequest || json.Unmarshal(r.Body, &body) != nil || !strings.HasPrefix(body.Message, tc.msg) {
+			t.Errorf("%v: %d %s, want 400 %q", tc.body, r.StatusCode, r.Body, tc.msg)
+			continue
+		}
+		for member, e := range body.Data {
+			if e.Message != body.Message || !strings.HasPrefix(e.Code, "validation_invalid_") || !strings.Contains(body.Message, member) &&
+				!strings.Contains(body.Message, "URL") {
+				t.Errorf("%v: member %s %+v, message %q", tc.body, member, e, body.Message)
+			}
+		}
+	}
+	if n := s.CountRecords(t, webhooks.EndpointsCollection); n != 0 {
+		t.Errorf("%d endpoints created", n)
+	}
+}
+
+// One endpoint's pending and failed counts are the list's, in its GET and
+// in a PATCH's answer.
+func TestWebhookOneEndpointsCountsAsInTheList(t *testing.T) {
+	s := startWithWebhooks(t)
+	r := s.Do(t, http.MethodPost, "/api/petstore/webhooks", s.token,
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"pet.created"}, "paused": true})
+	var created struct{ ID string }
+	if r.StatusCode != http.StatusCreated || json.Unmarshal(r.Body, &created) != nil {
+		t.Fatalf("add: %d %s", r.StatusCode, r.Body)
+	}
+	id := created.ID
+	for range 3 { // paused: they wait, as written
+		if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/test", s.token, nil); r.StatusCode != http.StatusAccepted {
+			t.Fatalf("test: %d %s", r.StatusCode, r.Body)
+		}
+	}
+	if _, err := s.App.DB().NewQuery("UPDATE webhook_events SET status = 'failed' WHERE rowid = (SELECT MIN(rowid) FROM webhook_events)").Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Items []webhooks.Endpoint }
+	s.Do(t, http.MethodGet, "/api/petstore/webhooks", s.token, nil).JSON(t, &list)
+	if len(list.Items) != 1 || list.Items[0].Pending != 2 || list.Items[0].Failed != 1 {
+		t.Fatalf("list %+v, want 2 pending and 1 failed", list.Items)
+	}
+	var one, patched webhooks.Endpoint
+	s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id, s.token, nil).JSON(t, &one)
+	s.Do(t, http.MethodPatch, "/api/petstore/webhooks/"+id, s.token, map[string]any{"description": "counted"}).JSON(t, &patched)
+	for name, ep := range map[string]webhooks.Endpoint{"GET": one, "PATCH": patched} {
+		if ep.Pending != 2 || ep.Failed != 1 {
+			t.Errorf("%s: pending %d, failed %d, want the list's 2 and 1", name, ep.Pending, ep.Failed)
+		}
+	}
+}
+
+// URLs and descriptions made of characters that JSON escapes ("&", "<")
+// and long values are audited within the details' limit, not refused with
+// a 500: an endpoint with 800 "&" is created, one with 500 "&" and a
+// description of 200 "<" is deleted, a change between two 2,000-character
+// URLs is recorded with both cut.
+func TestWebhookAuditOfLongValues(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	id, _ := s.addEndpoint(t, rcv.URL+"/?"+strings.Repeat("&", 800), "pet.created")
+	r := s.Do(t, http.MethodPost, "/api/petstore/webhooks", s.token, map[string]any{
+		"url": rcv.URL + "/?" + strings.Repeat("&", 500), "events": []string{"pet.created"}, "description": strings.Repeat("<", 200)})
+	var second struct{ ID string }
+	if r.StatusCode != http.StatusCreated || json.Unmarshal(r.Body, &second) != nil {
+		t.Fatalf("add: %d %s", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodDelete, "/api/petstore/webhooks/"+second.ID, s.token, nil); r.StatusCode != http.StatusNoContent {
+		t.Errorf("delete: %d %s", r.StatusCode, r.Body)
+	}
+	long := func(c string) string { return rcv.URL + "/" + strings.Repeat(c, 2000-len(rcv.URL)) }
+	for _, u := range []string{long("a"), long("b")} {
+		if r := s.Do(t, http.MethodPatch, "/api/petstore/webhooks/"+id, s.token, map[string]any{"url": u, "description": u[:200]}); r.StatusCode != http.StatusOK {
+			t.Fatalf("change: %d %s", r.StatusCode, r.Body)
+		}
+	}
+	rows := auditRowsWhere(t, s, audit.WebhookField, id)
+	if len(rows) != 3 {
+		t.Fatalf("%d audit records, want created and two changes", len(rows))
+	}
+	var change struct{ URL, Description struct{ Old, New string } }
+	if err := json.Unmarshal([]byte(rows[2].Details), &change); err != nil || len(rows[2].Details) > 4096 ||
+		!strings.HasSuffix(change.URL.Old, " bytes cut]") || !strings.HasPrefix(change.URL.New, long("b")[:1000]) ||
+		change.Description.New != long("b")[:200] {
+		t.Errorf("the change's details (%d bytes): %.300s…", len(rows[2].Details), rows[2].Details)
+	}
+	if deleted := auditRowsWhere(t, s, audit.WebhookField, second.ID); len(deleted) != 2 ||
+		!strings.Contains(deleted[1].Details, strings.Repeat("<", 200)) || !strings.Contains(deleted[1].Details, strings.Repeat("&", 500)) {
+		t.Errorf("the deletion's records %+v", deleted)
 	}
 }

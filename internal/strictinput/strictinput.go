@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/pocketbase/pocketbase/apis"
 )
@@ -247,4 +248,12 @@ func Integer(raw []byte, largest int64) (n int64, integer, inRange bool) {
 		return 0, true, false
 	}
 	return n, true, true
+}
+
+// Unprintable reports whether r would change how the text around it prints
+// rather than print itself: a control character (NUL, ESC, newline ...), a
+// line or paragraph separator, or a bidirectional control (U+202E and the
+// like). Names that staff and clients give hold none.
+func Unprintable(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
 }

@@ -36,9 +36,41 @@ type Client struct {
 type clientConn struct {
 	key  string // scheme://host:port
 	conn net.Conn
+	head *headLimit // between br and conn: bounds what an answer's head reads
 	br   *bufio.Reader
 	bw   *bufio.Writer
 	used time.Time // the end of its last exchange
+}
+
+// headLimit reads from a connection, at most left bytes while an answer's
+// head (its status line and headers, informational answers included) is
+// read: net/http's ReadResponse keeps a header line whole in memory however
+// long it is, so an endless one would take the process's memory. Its
+// buffered reader reads a little past the head, which counts against the
+// limit too.
+type headLimit struct {
+	conn    net.Conn
+	reading bool // an answer's head is being read
+	left    int
+}
+
+// ErrAnswerHeadTooLong is the error of an answer whose status line and
+// headers are longer than answerHeadLimit.
+var ErrAnswerHeadTooLong = errors.New("the answer's status line and headers are longer than 64 KiB")
+
+func (h *headLimit) Read(p []byte) (int, error) {
+	if !h.reading {
+		return h.conn.Read(p)
+	}
+	if h.left <= 0 {
+		return 0, ErrAnswerHeadTooLong
+	}
+	if len(p) > h.left {
+		p = p[:h.left]
+	}
+	n, err := h.conn.Read(p)
+	h.left -= n
+	return n, err
 }
 
 // The connection's rules.
@@ -47,6 +79,9 @@ const (
 	dialTimeout = 5 * time.Second
 	// idleTimeout is how long an unused connection is kept.
 	idleTimeout = time.Minute
+	// answerHeadLimit bounds an answer's status line and headers; the
+	// attempt's Timeout bounds the time they take, with the rest.
+	answerHeadLimit = 64 << 10
 )
 
 // NewClient is a client of deliveries to the targets t allows.
@@ -120,10 +155,7 @@ func (c *Client) exchange(ctx context.Context, target *url.URL, header http.Head
 	if err := cc.bw.Flush(); err != nil {
 		return 0, nil, ctxErr(ctx, err)
 	}
-	resp, err := http.ReadResponse(cc.br, req)
-	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-		resp, err = http.ReadResponse(cc.br, req) // an informational answer: the final one follows
-	}
+	resp, err := readHead(cc, req)
 	if err != nil {
 		return 0, nil, ctxErr(ctx, err)
 	}
@@ -138,6 +170,18 @@ func (c *Client) exchange(ctx context.Context, target *url.URL, header http.Head
 		answer = answer[:limit]
 	}
 	return resp.StatusCode, answer, nil
+}
+
+// readHead reads the final answer's status line and headers, after any
+// informational answers, all of them through cc's head limit.
+func readHead(cc *clientConn, req *http.Request) (*http.Response, error) {
+	cc.head.reading, cc.head.left = true, answerHeadLimit
+	defer func() { cc.head.reading = false }()
+	resp, err := http.ReadResponse(cc.br, req)
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		resp, err = http.ReadResponse(cc.br, req) // an informational answer: the final one follows
+	}
+	return resp, err
 }
 
 // ctxErr is ctx's error once it has ended (what interrupted err), else err.
@@ -183,6 +227,7 @@ func (c *Client) connect(ctx context.Context, target *url.URL, deadline time.Tim
 		}
 		conn = tc
 	}
-	c.conn = &clientConn{key: key, conn: conn, br: bufio.NewReader(conn), bw: bufio.NewWriter(conn), used: time.Now()}
+	head := &headLimit{conn: conn}
+	c.conn = &clientConn{key: key, conn: conn, head: head, br: bufio.NewReader(head), bw: bufio.NewWriter(conn), used: time.Now()}
 	return c.conn, nil
 }

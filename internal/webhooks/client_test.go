@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -173,5 +174,95 @@ func TestClientStopsWithItsContext(t *testing.T) {
 	}
 	if took := time.Since(began); took > 5*time.Second {
 		t.Errorf("took %v", took)
+	}
+}
+
+// A receiver that answers "HTTP/1.1 200 OK" and then one endless header
+// line (1 GiB of it) costs the sender no more than the head's limit: the
+// attempt fails with that reason, the process's heap stays under 100 MB
+// all along, and the connection is dropped, so the next delivery opens
+// another.
+func TestClientBoundsTheAnswersHead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted, written atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n := accepted.Add(1)
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					if n > 1 {
+						_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+						continue
+					}
+					_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nX-Endless: ")
+					chunk := []byte(strings.Repeat("a", 64<<10))
+					for range (1 << 30) / len(chunk) {
+						m, err := conn.Write(chunk)
+						written.Add(int64(m))
+						if err != nil {
+							return
+						}
+					}
+					return
+				}
+			}()
+		}
+	}()
+
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	c := webhooks.NewClient(webhooks.Targets{AllowPrivate: true})
+	defer c.Close()
+	began := time.Now()
+	status, _, err := post(t, c, context.Background(), "http://"+ln.Addr().String()+"/", 1024)
+	took := time.Since(began)
+	close(stop)
+	<-sampled
+	if !errors.Is(err, webhooks.ErrAnswerHeadTooLong) || status != 0 ||
+		err.Error() != "the answer's status line and headers are longer than 64 KiB" {
+		t.Errorf("%d %v, want the head's limit as the reason", status, err)
+	}
+	if p := peak.Load(); p > 100<<20 {
+		t.Errorf("heap in use peaked at %d MB, want under 100 MB", p>>20)
+	}
+	t.Logf("failed after %v; the receiver wrote %d KiB; heap in use peaked at %d MB", took, written.Load()>>10, peak.Load()>>20)
+
+	status, answer, err := post(t, c, context.Background(), "http://"+ln.Addr().String()+"/", 1024)
+	if err != nil || status != http.StatusOK || answer != "ok" {
+		t.Fatalf("the next delivery: %d %q %v", status, answer, err)
+	}
+	if n := accepted.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: the endless answer's is dropped", n)
 	}
 }

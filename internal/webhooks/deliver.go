@@ -103,6 +103,12 @@ func StartDeliverer(app core.App, outbox *Outbox, cfg Config) (*Deliverer, error
 		app: app, outbox: outbox, cfg: cfg, owner: security.RandomString(16),
 		sending: map[string]bool{}, clients: map[string]*Client{}, stop: make(chan struct{}),
 	}
+	if !cfg.Targets.AllowPrivate {
+		// This host's addresses are read at start, once, for every check.
+		if _, err := hostAddresses(); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.stmts.prepare(app); err != nil {
 		return nil, err
 	}
@@ -471,6 +477,12 @@ func (d *Deliverer) step(to *target, done []event, results []result, next int) (
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	if n := len(results); n > 0 && !results[n-1].delivered() {
+		// The endpoint may be paused now: new events leave it out from here.
+		if err := d.outbox.Refresh(); err != nil {
+			d.cfg.Log.Error("Webhooks: could not read the endpoints", "error", err)
+		}
+	}
 	for i, r := range results {
 		if d.cfg.Observer != nil {
 			d.cfg.Observer.ObserveWebhookAttempt(outcomes[i], r.latency)
@@ -519,7 +531,7 @@ func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []
 		attempts := ev.Attempts + 1
 		status, next := "failed", ev.NextAttempt
 		outcomes[i] = "failed"
-		if attempts < MaxAttempts {
+		if attempts < MaxAttempts && !r.gone() {
 			status, outcomes[i] = "pending", "retried"
 			next = dateString(now.Add(jitter(retryAfter[attempts-1])))
 		}
@@ -551,7 +563,7 @@ func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []
 	if len(results) == 0 {
 		return nil
 	}
-	return d.endpointAfter(tx, to.record, results[len(results)-1].delivered(), now)
+	return d.endpointAfter(tx, to.record, results[len(results)-1], now)
 }
 
 // idsJSON is the JSON array of evs' ids.
@@ -584,6 +596,11 @@ type result struct {
 }
 
 func (r result) delivered() bool { return r.err == nil && r.status >= 200 && r.status < 300 }
+
+// gone reports whether the endpoint answered 410 Gone: as Standard Webhooks
+// and Svix read it, the receiver wants no more deliveries, so the event is
+// not retried and the endpoint is paused.
+func (r result) gone() bool { return r.status == http.StatusGone }
 
 // post sends batch's events in order, until one fails or the deliverer
 // stops; it extends the batch's lease (its first event's, pending until
@@ -645,37 +662,50 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// endpointAfter keeps the endpoint's failing_since, and pauses it once it
-// has failed for PauseAfter in a row.
-func (d *Deliverer) endpointAfter(tx core.App, endpoint *core.Record, delivered bool, now time.Time) error {
+// endpointAfter keeps the endpoint's failing_since after its last attempt,
+// and pauses it once it has failed for PauseAfter in a row, or at once when
+// it answered 410 Gone.
+func (d *Deliverer) endpointAfter(tx core.App, endpoint *core.Record, last result, now time.Time) error {
 	db := tx.NonconcurrentDB()
 	since := endpoint.GetDateTime("failing_since").Time()
+	stamp := now.UTC().Format(time.RFC3339)
 	switch {
-	case delivered && since.IsZero():
+	case last.delivered() && since.IsZero():
 		return nil
-	case delivered:
+	case last.delivered():
 		_, err := db.NewQuery("UPDATE " + EndpointsCollection + " SET failing_since = '' WHERE id = {:id}").
 			Bind(dbx.Params{"id": endpoint.Id}).Execute()
 		return err
+	case last.gone():
+		if since.IsZero() {
+			since = now
+		}
+		return d.pause(tx, endpoint, since, "Paused at "+stamp+": the endpoint answered 410 Gone, which asks for no more deliveries.")
 	case since.IsZero():
 		_, err := db.NewQuery("UPDATE " + EndpointsCollection + " SET failing_since = {:now} WHERE id = {:id} AND failing_since = ''").
 			Bind(dbx.Params{"id": endpoint.Id, "now": dateString(now)}).Execute()
 		return err
 	case now.Sub(since) >= PauseAfter:
-		reason := fmt.Sprintf("Paused at %s: every delivery failed since %s.", now.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339))
-		res, err := db.NewQuery("UPDATE " + EndpointsCollection + " SET paused = TRUE, paused_reason = {:reason} WHERE id = {:id} AND paused = FALSE").
-			Bind(dbx.Params{"id": endpoint.Id, "reason": reason}).Execute()
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return nil // paused meanwhile, or deleted
-		}
-		d.cfg.Log.Warn("Webhooks: an endpoint is paused", "endpoint", endpoint.Id, "reason", reason)
-		return audit.Write(tx, audit.Entry{Action: audit.WebhookPaused, Webhook: endpoint.Id, By: audit.System,
-			Details: map[string]any{"reason": reason, "failing_since": since.UTC().Format(time.RFC3339)}})
+		return d.pause(tx, endpoint, since, "Paused at "+stamp+": every delivery failed since "+since.UTC().Format(time.RFC3339)+".")
 	}
 	return nil
+}
+
+// pause pauses the endpoint, failing since since, for reason, which staff
+// see: logged, and audited as the system's in tx.
+func (d *Deliverer) pause(tx core.App, endpoint *core.Record, since time.Time, reason string) error {
+	res, err := tx.NonconcurrentDB().NewQuery("UPDATE " + EndpointsCollection + " SET paused = TRUE, paused_reason = {:reason}," +
+		" failing_since = {:since} WHERE id = {:id} AND paused = FALSE").
+		Bind(dbx.Params{"id": endpoint.Id, "reason": reason, "since": dateString(since)}).Execute()
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return nil // paused meanwhile, or deleted
+	}
+	d.cfg.Log.Warn("Webhooks: an endpoint is paused", "endpoint", endpoint.Id, "reason", reason)
+	return audit.Write(tx, audit.Entry{Action: audit.WebhookPaused, Webhook: endpoint.Id, By: audit.System,
+		Details: map[string]any{"reason": reason, "failing_since": since.UTC().Format(time.RFC3339)}})
 }
 
 // Prune deletes the attempts, and the events delivered or failed, older

@@ -39,7 +39,8 @@ type Input struct {
 	Paused      *bool   `json:"paused"`
 }
 
-// InputError is a mistake in staff's input: its message says which.
+// InputError is a mistake in staff's input: Field is its JSON member, and
+// Message a sentence that names it, to show as it is.
 type InputError struct{ Field, Message string }
 
 func (e *InputError) Error() string { return e.Field + ": " + e.Message }
@@ -50,17 +51,17 @@ var ErrNotFound = errors.New("webhooks: no such endpoint or event")
 func (in Input) apply(ctx context.Context, r *core.Record, t Targets, creating bool) error {
 	if in.URL != nil || creating {
 		if in.URL == nil {
-			return &InputError{"url", "is required"}
+			return &InputError{"url", "a url is required: the endpoint's http or https URL"}
 		}
 		u := strings.TrimSpace(*in.URL)
 		if len(u) > 2048 {
-			return &InputError{"url", "is longer than 2048 characters"}
+			return &InputError{"url", "the url is longer than 2048 characters"}
 		}
 		if err := t.CheckURL(ctx, u); err != nil {
 			msg := err.Error()
 			if errors.Is(err, ErrForbiddenTarget) {
-				msg = "its host is, or resolves to, a loopback, private, link-local, CGNAT or metadata address; " +
-					"serve --webhooks-allow-private allows those"
+				msg = "the URL's host is, or resolves to, a loopback, private, link-local, CGNAT, metadata, documentation " +
+					"or reserved address, or this host's own; serve --webhooks-allow-private allows those"
 			}
 			return &InputError{"url", msg}
 		}
@@ -68,12 +69,12 @@ func (in Input) apply(ctx context.Context, r *core.Record, t Targets, creating b
 	}
 	if in.Events != nil || creating {
 		if in.Events == nil || len(*in.Events) == 0 {
-			return &InputError{"events", "name at least one event type: " + typeNames()}
+			return &InputError{"events", "at least one event type is required in events: " + typeNames()}
 		}
 		var events []Type
 		for _, t := range *in.Events {
 			if !slices.Contains(Types, t) {
-				return &InputError{"events", fmt.Sprintf("%q is no event type; the types are %s", t, typeNames())}
+				return &InputError{"events", fmt.Sprintf("%q in events is no event type; the types are %s", t, typeNames())}
 			}
 			if !slices.Contains(events, t) {
 				events = append(events, t)
@@ -83,7 +84,7 @@ func (in Input) apply(ctx context.Context, r *core.Record, t Targets, creating b
 	}
 	if in.Description != nil {
 		if len(*in.Description) > 200 {
-			return &InputError{"description", "is longer than 200 characters"}
+			return &InputError{"description", "the description is longer than 200 characters"}
 		}
 		r.Set("description", *in.Description)
 	}
@@ -257,20 +258,45 @@ func List(app core.App) ([]Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	list := make([]Endpoint, len(records))
+	for i, r := range records {
+		list[i] = view(r)
+	}
+	return list, countEvents(app, list, "")
+}
+
+// Get is one endpoint, its counts as in the list.
+func Get(app core.App, id string) (Endpoint, error) {
+	r, err := find(app, id)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	list := []Endpoint{view(r)}
+	if err := countEvents(app, list, id); err != nil {
+		return Endpoint{}, err
+	}
+	return list[0], nil
+}
+
+// countEvents sets the pending and failed counts of list's endpoints: those
+// of the one endpoint id, or of all of them when id is empty.
+func countEvents(app core.App, list []Endpoint, id string) error {
 	var counts []struct {
 		Endpoint string `db:"endpoint"`
 		Status   string `db:"status"`
 		N        int64  `db:"n"`
 	}
-	if err := app.ConcurrentDB().NewQuery("SELECT endpoint, status, COUNT(*) AS n FROM " + EventsCollection +
-		" WHERE status IN ('pending', 'failed') GROUP BY endpoint, status").All(&counts); err != nil {
-		return nil, err
+	where := "status IN ('pending', 'failed')"
+	if id != "" {
+		where += " AND endpoint = {:endpoint}"
 	}
-	list := make([]Endpoint, len(records))
-	for i, r := range records {
-		list[i] = view(r)
+	if err := app.ConcurrentDB().NewQuery("SELECT endpoint, status, COUNT(*) AS n FROM " + EventsCollection +
+		" WHERE " + where + " GROUP BY endpoint, status").Bind(dbx.Params{"endpoint": id}).All(&counts); err != nil {
+		return err
+	}
+	for i := range list {
 		for _, c := range counts {
-			if c.Endpoint != r.Id {
+			if c.Endpoint != list[i].ID {
 				continue
 			}
 			if c.Status == "pending" {
@@ -280,16 +306,7 @@ func List(app core.App) ([]Endpoint, error) {
 			}
 		}
 	}
-	return list, nil
-}
-
-// Get is one endpoint.
-func Get(app core.App, id string) (Endpoint, error) {
-	r, err := find(app, id)
-	if err != nil {
-		return Endpoint{}, err
-	}
-	return view(r), nil
+	return nil
 }
 
 func rfc3339(r *core.Record, field string) string {

@@ -7,30 +7,44 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 )
 
 // ErrForbiddenTarget is the error of a target that is not reachable without
 // `serve --webhooks-allow-private`: an address that is loopback, private,
-// link-local, shared (CGNAT), a cloud's metadata service, or not unicast.
-var ErrForbiddenTarget = errors.New("webhooks: the target is a loopback, private, link-local, CGNAT or metadata address")
+// link-local, shared (CGNAT), a cloud's metadata service, reserved for
+// documentation or other uses, not unicast, or one of this host's own.
+var ErrForbiddenTarget = errors.New("webhooks: the target is a loopback, private, link-local, CGNAT, metadata, documentation or reserved address, or this host's own")
 
 // forbiddenPrefixes are the ranges beyond netip's own tests (IsLoopback,
 // IsPrivate, IsLinkLocalUnicast, ...) that a public endpoint never is.
 // AWS's IPv6 metadata (fd00:ec2::254) is unique local, which IsPrivate covers.
+// An IPv4 address written as IPv6 (mapped, compatible or translated) is
+// refused whatever it embeds: a public endpoint is written as IPv4, and the
+// resolver's IPv4 answers are checked as IPv4.
 var forbiddenPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),  // CGNAT (Alibaba's metadata, 100.100.100.200, among them)
-	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and the broadcast address
-	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64: may reach any of the above
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local NAT64
-	netip.MustParsePrefix("2002::/16"),      // 6to4: embeds an IPv4 address
-	netip.MustParsePrefix("2001:db8::/32"),  // documentation
-	netip.MustParsePrefix("100::/64"),       // discard
-	netip.MustParsePrefix("2001::/32"),      // Teredo: embeds an IPv4 address
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated): [::127.0.0.1]
+	netip.MustParsePrefix("::ffff:0:0/96"),   // IPv4-mapped: [::ffff:127.0.0.1]
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated (SIIT): [::ffff:0:127.0.0.1]
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
+	netip.MustParsePrefix("3fff::/20"),       // documentation
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // CGNAT (Alibaba's metadata, 100.100.100.200, among them)
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the broadcast address
+	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64: may reach any of the above
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local NAT64
+	netip.MustParsePrefix("2002::/16"),       // 6to4: embeds an IPv4 address
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("100::/64"),        // discard
+	netip.MustParsePrefix("2001::/32"),       // Teredo: embeds an IPv4 address
 }
 
 // forbiddenNames are host names of metadata services, refused before any
@@ -38,10 +52,11 @@ var forbiddenPrefixes = []netip.Prefix{
 var forbiddenNames = []string{"localhost", "metadata", "metadata.google.internal", "metadata.goog", "instance-data"}
 
 // Forbidden reports whether addr may not be reached without
-// --webhooks-allow-private.
+// --webhooks-allow-private, wherever petstore runs: Targets refuse this
+// host's own addresses too. An address with a zone ([2001:db8::1%eth0]) is
+// refused: no prefix contains it, and a public endpoint has none.
 func Forbidden(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
+	if !addr.IsValid() || addr.Zone() != "" || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
 		addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() {
 		return true
 	}
@@ -61,6 +76,25 @@ func defaultResolver(ctx context.Context, host string) ([]netip.Addr, error) {
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 }
 
+// hostAddresses are this host's own interface addresses, read once: an
+// endpoint at one of them is the service itself, or a neighbour on the
+// host, whatever range the address is in.
+var hostAddresses = sync.OnceValues(func() ([]netip.Addr, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: read this host's addresses: %w", err)
+	}
+	var own []netip.Addr
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				own = append(own, ip.Unmap())
+			}
+		}
+	}
+	return own, nil
+})
+
 // Targets decides which URLs an endpoint may have and which addresses a
 // delivery may connect to.
 type Targets struct {
@@ -70,6 +104,38 @@ type Targets struct {
 	AllowPrivate bool
 	// Resolve looks host names up; nil: the system's resolver.
 	Resolve Resolver
+
+	hostAddrs func() ([]netip.Addr, error) // nil: hostAddresses
+}
+
+// forbidden reports whether addr may not be reached: Forbidden, or one of
+// this host's own addresses. If those cannot be read, nothing may.
+func (t Targets) forbidden(addr netip.Addr) (bool, error) {
+	if Forbidden(addr) {
+		return true, nil
+	}
+	own := t.hostAddrs
+	if own == nil {
+		own = hostAddresses
+	}
+	addrs, err := own()
+	if err != nil {
+		return true, err
+	}
+	return slices.Contains(addrs, addr), nil
+}
+
+// checkAddr is the error of addr as a target: ErrForbiddenTarget, or why
+// it cannot be told.
+func (t Targets) checkAddr(addr netip.Addr) error {
+	no, err := t.forbidden(addr)
+	if err != nil {
+		return err
+	}
+	if no {
+		return ErrForbiddenTarget
+	}
+	return nil
 }
 
 func (t Targets) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
@@ -85,7 +151,7 @@ func (t Targets) resolve(ctx context.Context, host string) ([]netip.Addr, error)
 func (t Targets) CheckURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return errors.New("not a URL")
+		return errors.New("the URL cannot be parsed")
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return errors.New("the URL's scheme must be http or https")
@@ -104,10 +170,7 @@ func (t Targets) CheckURL(ctx context.Context, raw string) error {
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 	if addr, err := netip.ParseAddr(host); err == nil {
-		if Forbidden(addr) {
-			return ErrForbiddenTarget
-		}
-		return nil
+		return t.checkAddr(addr)
 	}
 	for _, name := range forbiddenNames {
 		if host == name || strings.HasSuffix(host, "."+name) {
@@ -116,11 +179,13 @@ func (t Targets) CheckURL(ctx context.Context, raw string) error {
 	}
 	addrs, err := t.resolve(ctx, host)
 	if err != nil {
-		return fmt.Errorf("the host %s does not resolve: %w", host, err)
+		return fmt.Errorf("the URL's host %s does not resolve: %w", host, err)
 	}
 	for _, a := range addrs {
-		if Forbidden(a) {
-			return ErrForbiddenTarget
+		// The resolver may give an IPv4 answer in its mapped form; it is
+		// dialed, and so checked, as IPv4.
+		if err := t.checkAddr(a.Unmap()); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -138,8 +203,8 @@ func (t Targets) control(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("webhooks: dial %s: %w", address, err)
 	}
-	if Forbidden(ap.Addr()) {
-		return fmt.Errorf("%w: %s", ErrForbiddenTarget, ap.Addr())
+	if err := t.checkAddr(ap.Addr()); err != nil {
+		return fmt.Errorf("%w: %s", err, ap.Addr())
 	}
 	return nil
 }

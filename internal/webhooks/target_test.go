@@ -186,3 +186,85 @@ func TestDialTimeCheckRefusesBeforeConnecting(t *testing.T) {
 		t.Errorf("allowed: the listener accepted %d connections, want 1", accepted.Load())
 	}
 }
+
+// The ranges a public endpoint never is, beyond loopback, private and the
+// rest: IPv4 written as IPv6 (compatible, mapped, translated), site-local,
+// the documentation ranges, and this host's own addresses (here a public
+// one, as a server's may be). Each is refused as an endpoint's URL and,
+// given by a name's lookup, at dial time before connecting; the addresses
+// next to each range are accepted.
+func TestGuardRefusesTheRemainingRanges(t *testing.T) {
+	own := netip.MustParseAddr("93.184.215.99")
+	ownV6 := netip.MustParseAddr("2606:2800:21f:cb07::99")
+	var looked netip.Addr
+	targets := webhooks.WithHostAddrs(webhooks.Targets{Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+		if host != "target.test" {
+			return nil, errors.New("no such host")
+		}
+		return []netip.Addr{looked}, nil
+	}}, own, ownV6)
+	client := webhooks.NewClient(targets)
+	defer client.Close()
+	target, _ := url.Parse("http://target.test:9/hook")
+	for _, tc := range []struct {
+		host   string
+		refuse bool
+	}{
+		{"[::127.0.0.1]", true}, {"[::7f00:1]", true}, {"[::8.8.8.8]", true}, {"[::]", true},
+		{"[::ffff:127.0.0.1]", true}, {"[::ffff:8.8.8.8]", true}, {"[::ffff:0:127.0.0.1]", true}, {"[::ffff:0:7f00:1]", true},
+		{"[::ffff:0:8.8.8.8]", true},
+		{"[fec0::1]", true}, {"[feff:ffff::1]", true},
+		{"192.0.2.1", true}, {"192.0.2.255", true}, {"198.51.100.7", true}, {"203.0.113.200", true},
+		{"[2001:db8::1]", true}, {"[2001:db8:ffff::1]", true}, {"[3fff::1]", true}, {"[3fff:fff:ffff::1]", true},
+		{"93.184.215.99", true}, {"[2606:2800:21f:cb07::99]", true},
+		{"[2001:db8::1%25eth0]", true}, {"[2606:4700::1111%25eth0]", true},
+		{"192.0.3.1", false}, {"198.51.101.1", false}, {"203.0.114.1", false}, {"[2001:db9::1]", false},
+		{"[3fff:1000::1]", false}, {"93.184.215.98", false}, {"8.8.8.8", false}, {"[2606:4700::1111]", false},
+	} {
+		err := targets.CheckURL(context.Background(), "http://"+tc.host+"/hook")
+		if tc.refuse != (err != nil) || (tc.refuse && !errors.Is(err, webhooks.ErrForbiddenTarget)) {
+			t.Errorf("%s: CheckURL %v, want refused %v", tc.host, err, tc.refuse)
+		}
+		if !tc.refuse {
+			continue // nothing is sent beyond this machine
+		}
+		looked = netip.MustParseAddr(strings.Replace(strings.Trim(tc.host, "[]"), "%25", "%", 1))
+		if looked.Is4In6() {
+			continue // a lookup's mapped answer is its IPv4, dialed as such: checked below as IPv4
+		}
+		status, _, err := client.Post(context.Background(), target, http.Header{}, "{}", 1024)
+		if !errors.Is(err, webhooks.ErrForbiddenTarget) {
+			t.Errorf("%s by a lookup: %d %v, want refused before connecting", tc.host, status, err)
+		}
+	}
+	// A lookup's mapped IPv4 answer is judged by its IPv4.
+	for _, a := range []string{"::ffff:127.0.0.1", "::ffff:192.0.2.1", "::ffff:93.184.215.99"} {
+		looked = netip.MustParseAddr(a)
+		if err := targets.CheckURL(context.Background(), "http://target.test/"); !errors.Is(err, webhooks.ErrForbiddenTarget) {
+			t.Errorf("target.test at %s: %v, want refused", a, err)
+		}
+	}
+	looked = netip.MustParseAddr("::ffff:8.8.8.8")
+	if err := targets.CheckURL(context.Background(), "http://target.test/"); err != nil {
+		t.Errorf("target.test at ::ffff:8.8.8.8: %v, want accepted (it is 8.8.8.8)", err)
+	}
+
+	// The real host's interface addresses, as read at start, are refused.
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		host := n.IP.String()
+		if n.IP.To4() == nil {
+			host = "[" + host + "]"
+		}
+		if err := (webhooks.Targets{}).CheckURL(context.Background(), "http://"+host+"/"); !errors.Is(err, webhooks.ErrForbiddenTarget) {
+			t.Errorf("this host's %s: %v, want refused", host, err)
+		}
+	}
+}

@@ -533,7 +533,7 @@ type NewPet struct {
 	// `0.7e1` are the same integer, as in JSON Schema); a fractional part is refused.
 	CategoryId int64 `json:"categoryId"`
 
-	// Name The animal's name; surrounding spaces are trimmed, and what remains must not be empty or hold control characters.
+	// Name The animal's name; surrounding spaces are trimmed, and what remains must not be empty or hold control or text-direction characters (newline, U+202E and the like).
 	Name string `json:"name"`
 
 	// Status Availability status.
@@ -802,8 +802,8 @@ type ClientInterface interface {
 	//
 	// To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 	// every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-	// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+	// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+	// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
 	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -821,8 +821,8 @@ type ClientInterface interface {
 	//
 	// To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 	// every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-	// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+	// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+	// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
 	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -872,8 +872,8 @@ func (c *Client) ListPets(ctx context.Context, params *ListPetsParams, reqEditor
 //
 // To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 // every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
 // answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -901,8 +901,8 @@ func (c *Client) CreatePetWithBody(ctx context.Context, params *CreatePetParams,
 //
 // To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 // every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
 // answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -1173,8 +1173,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 	// every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-	// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+	// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+	// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
 	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -1192,8 +1192,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 	// every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-	// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-	// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+	// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+	// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 	// and adds nothing. A retry sent while the first request is still being processed waits for
 	// it and gets its answer. The same key with another body is refused with `422`. Other
 	// answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -1892,8 +1892,8 @@ func (c *ClientWithResponses) ListPetsWithResponse(ctx context.Context, params *
 //
 // To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 // every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
 // answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same
@@ -1917,8 +1917,8 @@ func (c *ClientWithResponses) CreatePetWithBodyWithResponse(ctx context.Context,
 //
 // To retry safely, send an `Idempotency-Key` (a new one per animal to add, the same one on
 // every retry of that add). The first final answer to a key, `201` or a `400` for the body,
-// is remembered for 24 hours per API key: a retry with the same key and the same body bytes
-// gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
+// is remembered for 24 hours per API key: a retry with the same key and the same body (the
+// same JSON object: member order and white space do not matter) gets it again, with the same status, body and `Location`, plus `Idempotent-Replayed: true`,
 // and adds nothing. A retry sent while the first request is still being processed waits for
 // it and gets its answer. The same key with another body is refused with `422`. Other
 // answers (`401`, `403`, `413`, `415`, `429`, `5xx`) are not remembered: retry them with the same

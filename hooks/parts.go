@@ -1,0 +1,191 @@
+package hooks
+
+import (
+	"database/sql"
+	"fmt"
+	"path/filepath"
+
+	"github.com/pocketbase/dbx"
+	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/api"
+	"petstore/internal/apikeys"
+	"petstore/internal/database"
+	"petstore/internal/dataversion"
+	"petstore/internal/metrics"
+	"petstore/internal/pets"
+	"petstore/internal/requestlog"
+	"petstore/internal/usage"
+	"petstore/internal/webhooks"
+	"petstore/limits"
+)
+
+// serviceParts are the parts serve runs, and what each made for the parts
+// after it and for the routes.
+type serviceParts struct {
+	app  core.App
+	opts Options
+	s    *Service
+
+	metrics   *metrics.Metrics // nil: no --metrics-addr
+	reads     *sql.DB          // PocketBase's read pool
+	history   *usage.Recorder
+	limiter   *limits.Limiter
+	version   *dataversion.Watch
+	keys      *apikeys.Finder
+	petReads  *pets.Reads
+	petWriter *pets.Writer
+	reqlog    *requestlog.Logger
+}
+
+// list is the one list of the parts, in the order they start; they stop in
+// reverse, after the server has stopped serving, each before the parts it
+// was built on. A new part is one entry at its place in the list, with its
+// start below: before the parts that use it, after those it uses. A part
+// that must run before PocketBase's bootstrap opens the database (a cluster
+// node deciding whether this process may write) is early and comes first.
+func (p *serviceParts) list() []part {
+	return []part{
+		{name: "connection bounds", start: p.startConnLimits},
+		{name: "usage history", start: p.startUsage},
+		{name: "rate limiter", start: p.startLimiter},
+		{name: "data version watch", start: p.startReads},
+		{name: "checkpointer", start: p.startCheckpointer},
+		{name: "webhooks outbox", start: p.startOutbox},
+		{name: "pets writer", start: p.startPetWriter},
+		{name: "request log", start: p.startRequestLog},
+		{name: "metrics listener", start: p.startMetrics},
+		{name: "webhooks deliverer", start: p.startDeliverer},
+	}
+}
+
+// startConnLimits makes the public listener's connection bounds.
+func (p *serviceParts) startConnLimits() (func() error, error) {
+	conns, err := newConnLimiter(p.opts.Server, len(p.app.Settings().TrustedProxy.Headers) > 0, p.s.log)
+	p.s.conns = conns
+	return nil, err
+}
+
+func (p *serviceParts) startUsage() (func() error, error) {
+	history, err := usage.Start(p.app, 0, p.s.log)
+	if err != nil {
+		return nil, err
+	}
+	p.history = history
+	return history.Close, nil
+}
+
+func (p *serviceParts) startLimiter() (func() error, error) {
+	limiter, err := limits.New(p.opts.Limits, keyLedger{p.app, p.history, p.s}, p.s.log)
+	if err != nil {
+		return nil, err
+	}
+	p.limiter = limiter
+	return limiter.Close, nil
+}
+
+// startReads prepares the reads every /v1 request makes (its API key, the
+// pets) on PocketBase's read pool, kept at the pool's data version.
+func (p *serviceParts) startReads() (func() error, error) {
+	reads, ok := p.app.ConcurrentDB().(*dbx.DB)
+	if !ok {
+		return nil, fmt.Errorf("the app's read pool is a %T, not a *dbx.DB", p.app.ConcurrentDB())
+	}
+	p.reads = reads.DB()
+	version, err := dataversion.NewWatch(p.reads)
+	if err != nil {
+		return nil, err
+	}
+	p.version = version
+	if p.keys, err = apikeys.NewFinder(p.reads); err == nil {
+		p.petReads, err = pets.PrepareReads(p.reads, api.EncodeJSON)
+	}
+	if err != nil {
+		version.Close()
+		return nil, err
+	}
+	return version.Close, nil
+}
+
+func (p *serviceParts) startCheckpointer() (func() error, error) {
+	checkpointer, err := database.StartCheckpointer(filepath.Join(p.app.DataDir(), database.DataFile), p.s.log)
+	if err != nil {
+		return nil, err
+	}
+	return checkpointer.Stop, nil
+}
+
+// startOutbox keeps the webhooks' subscriptions at the data version the
+// /v1 reads watch, and prepares the outbox's inserts, which the pets writer
+// uses until it stops.
+func (p *serviceParts) startOutbox() (func() error, error) {
+	if err := p.s.outbox.Watch(p.version.Version); err != nil {
+		return nil, err
+	}
+	return p.s.outbox.Close, nil
+}
+
+// startPetWriter starts the writer of /v1's creates, which writes their
+// webhook events in the same transactions.
+func (p *serviceParts) startPetWriter() (func() error, error) {
+	events, err := newPetEvents(p.app, p.s.log)
+	if err != nil {
+		return nil, err
+	}
+	writer, err := pets.StartWriter(p.app)
+	if err != nil {
+		return nil, err
+	}
+	writer.OnCreated(events.created)
+	outbox := p.s.outbox
+	writer.OnInserted(func(tx core.App, rows []pets.Row) error {
+		if !outbox.Subscribed(webhooks.PetCreated) {
+			return nil
+		}
+		events := make([]webhooks.Event, len(rows))
+		for i, row := range rows {
+			events[i] = webhooks.Event{Type: webhooks.PetCreated, Data: row.Pet}
+		}
+		return outbox.Write(tx, events...)
+	})
+	if p.metrics != nil {
+		writer.OnCommitted(p.metrics.ObservePetsCommit)
+	}
+	p.petWriter = writer
+	return func() error { writer.Stop(); return nil }, nil
+}
+
+func (p *serviceParts) startRequestLog() (func() error, error) {
+	reqlog, err := requestlog.Start(p.app, requestlog.Config{
+		Mode: p.opts.RequestLog, Console: p.s.log, AccessLog: p.opts.AccessLog, SlowRequest: p.opts.SlowRequest,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.reqlog = reqlog
+	return func() error { reqlog.Stop(); return nil }, nil
+}
+
+// startMetrics serves the metrics on --metrics-addr, when it is set.
+func (p *serviceParts) startMetrics() (func() error, error) {
+	if p.metrics == nil {
+		return nil, nil
+	}
+	stop, err := startMetrics(p.app, p.opts.MetricsAddr, p.metrics, p.reads, p.limiter, p.reqlog, p.s.conns, p.s.log)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", p.opts.MetricsAddr, err)
+	}
+	return stop, nil
+}
+
+func (p *serviceParts) startDeliverer() (func() error, error) {
+	cfg := webhooks.Config{Targets: webhooks.Targets{AllowPrivate: p.opts.WebhooksAllowPrivate}, Log: p.s.log}
+	if p.metrics != nil {
+		cfg.Observer = p.metrics
+	}
+	deliverer, err := webhooks.StartDeliverer(p.app, p.s.outbox, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { deliverer.Stop(); return nil }, nil
+}
