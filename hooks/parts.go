@@ -36,6 +36,8 @@ type serviceParts struct {
 	petReads  *pets.Reads
 	petWriter *pets.Writer
 	reqlog    *requestlog.Logger
+
+	clusterTerm int64 // the term this node leads, in cluster mode
 }
 
 // list is the one list of the parts, in the order they start; they stop in
@@ -46,6 +48,7 @@ type serviceParts struct {
 // node deciding whether this process may write) is early and comes first.
 func (p *serviceParts) list() []part {
 	return []part{
+		{name: "cluster node", early: true, start: p.startCluster},
 		{name: "connection bounds", start: p.startConnLimits},
 		{name: "usage history", start: p.startUsage},
 		{name: "rate limiter", start: p.startLimiter},

@@ -46,7 +46,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Name, "cluster-name", DefaultName,
 		"cluster mode: the cluster's name, the prefix of its keys in etcd and of its replica's path")
 	fs.StringVar(&c.NodeName, "node-name", host,
-		"cluster mode: this node's name, unique in the cluster (default the host name)")
+		"cluster mode: this node's name, unique in the cluster")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", "",
 		"cluster mode: the URL at which the other nodes and the load balancer reach this node's --http (http://10.0.0.1:8090; default http:// and --http when it names a host)")
 	fs.StringVar(&c.ReplicaURL, "replica-url", "",
@@ -69,9 +69,9 @@ func (c Config) Endpoints() []string {
 	return endpoints
 }
 
-// Validate checks every value and fills in --advertise-url from httpAddr,
-// serve's --http, when it is empty. Its error names the flag.
-func (c *Config) Validate(httpAddr string) error {
+// Validate checks every value, and that --advertise-url is given or can be
+// made of httpAddr, serve's --http. Its error names the flag.
+func (c Config) Validate(httpAddr string) error {
 	endpoints := c.Endpoints()
 	if len(endpoints) == 0 {
 		return fmt.Errorf("--cluster-etcd %q names no endpoint: give etcd's client URLs, comma-separated", c.Etcd)
@@ -87,15 +87,12 @@ func (c *Config) Validate(httpAddr string) error {
 	if err := checkName(c.NodeName); err != nil {
 		return fmt.Errorf("--node-name %q %v", c.NodeName, err)
 	}
-	if c.AdvertiseURL == "" {
-		host, _, err := net.SplitHostPort(httpAddr)
-		if err != nil || host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
-			return fmt.Errorf("--advertise-url is needed: --http %q names no address the other nodes can reach", httpAddr)
-		}
-		c.AdvertiseURL = "http://" + httpAddr
+	advertise, err := c.advertise(httpAddr)
+	if err != nil {
+		return err
 	}
-	if err := checkHTTPURL(c.AdvertiseURL); err != nil {
-		return fmt.Errorf("--advertise-url %q %v", c.AdvertiseURL, err)
+	if err := checkHTTPURL(advertise); err != nil {
+		return fmt.Errorf("--advertise-url %q %v", advertise, err)
 	}
 	if c.ReplicaURL == "" {
 		return fmt.Errorf("--replica-url is needed in cluster mode: the followers restore the leader's data from it")
@@ -107,6 +104,19 @@ func (c *Config) Validate(httpAddr string) error {
 		return fmt.Errorf("--cluster-ttl %s is out of bounds: whole seconds from %s to %s", c.TTL, MinTTL, MaxTTL)
 	}
 	return nil
+}
+
+// advertise is --advertise-url, or http:// and httpAddr when that names a
+// host the other nodes can reach.
+func (c Config) advertise(httpAddr string) (string, error) {
+	if c.AdvertiseURL != "" {
+		return c.AdvertiseURL, nil
+	}
+	host, _, err := net.SplitHostPort(httpAddr)
+	if ip := net.ParseIP(host); err != nil || host == "" || ip != nil && ip.IsUnspecified() {
+		return "", fmt.Errorf("--advertise-url is needed: --http %q names no address the other nodes can reach", httpAddr)
+	}
+	return "http://" + httpAddr, nil
 }
 
 func checkHTTPURL(s string) error {

@@ -178,19 +178,17 @@ func (d *Data) Shipping() (status replica.Status, ok bool) {
 	return r.Status(), true
 }
 
-// Close stops following, or ships what is left and stops shipping: call it
-// once PocketBase has closed the database.
-func (d *Data) Close(ctx context.Context) error {
+// Close stops following. The replicator is left running: its file
+// descriptor holds the process's SQLite locks while PocketBase has the
+// database open, so it ends with the process, once the handover's Sync has
+// shipped everything.
+func (d *Data) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var errs []error
-	if d.follower != nil {
-		errs = append(errs, d.follower.Close())
-		d.follower = nil
+	if d.follower == nil {
+		return nil
 	}
-	if d.replicator != nil {
-		errs = append(errs, d.replicator.Close(ctx))
-		d.replicator = nil
-	}
-	return errors.Join(errs...)
+	err := d.follower.Close()
+	d.follower = nil
+	return err
 }

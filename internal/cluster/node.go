@@ -141,6 +141,9 @@ func New(cfg Config, log *slog.Logger, opts Options) (*Node, error) {
 	return n, nil
 }
 
+// Name is the node's name (--node-name).
+func (n *Node) Name() string { return n.cfg.NodeName }
+
 // Close ends the node's connection to etcd; its lease, if not revoked by
 // Resign, ends within the TTL.
 func (n *Node) Close() error {

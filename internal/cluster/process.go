@@ -37,7 +37,10 @@ type Process struct {
 
 // Start makes the node of cfg (validated) and starts it: the gate on
 // httpAddr, the election, and the following of the data in dataDir.
-func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger) (*Process, error) {
+func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger) (p *Process, err error) {
+	if cfg.AdvertiseURL, err = cfg.advertise(httpAddr); err != nil {
+		return nil, err
+	}
 	root, err := replica.ParseURL(cfg.ReplicaURL)
 	if err != nil {
 		return nil, fmt.Errorf("--replica-url: %w", err)
@@ -46,7 +49,7 @@ func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger) (*Process, er
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), gateDone: make(chan struct{})}
+	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), gateDone: make(chan struct{})}
 	p.Data = NewData(root, cfg.Name, dataDir, log)
 	p.Node, err = New(cfg, log, Options{
 		Eligible:      func() error { return p.Data.Eligible(p.Node.Status().Served) },
@@ -125,12 +128,11 @@ func (p *Process) Handover(ctx context.Context) error {
 	return errors.Join(syncErr, p.Node.Resign(ctx))
 }
 
-// Close stops the node: call it once PocketBase has closed the database.
-func (p *Process) Close(ctx context.Context) error {
+// Close stops the node and the following of its data.
+func (p *Process) Close() error {
 	p.cancel()
 	_ = p.gate.Close()
-	err := p.Data.Close(ctx)
-	return errors.Join(err, p.Node.Close())
+	return errors.Join(p.Data.Close(), p.Node.Close())
 }
 
 // restart replaces the process by a fresh one with the same arguments and

@@ -36,7 +36,7 @@ func TestProcessServesTheGateThenHandsItsListenerToTheLeader(t *testing.T) {
 			t.Logf("log:\n%s", logs.String())
 		}
 	}()
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	t.Cleanup(func() { _ = p.Close() })
 	// The gate answers at once, before the node leads.
 	if resp := get(t, "http://"+addr+"/healthz"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("/healthz from the gate: %d", resp.StatusCode)
