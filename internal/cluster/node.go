@@ -495,6 +495,7 @@ func (n *Node) campaign(ctx context.Context, election *concurrency.Election) err
 		<-ctx.Done()
 		return ctx.Err()
 	}
+	n.log.Info("Cluster: campaigning", "caughtUp", said != "")
 	return election.Campaign(ctx, n.leaderValue(0))
 }
 
