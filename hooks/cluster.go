@@ -2,11 +2,13 @@ package hooks
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"petstore/internal/api"
 	"petstore/internal/audit"
@@ -41,7 +43,18 @@ func (p *serviceParts) startCluster() (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A follower's figures (its role, its lag) are served from its start;
+	// the metrics part serves the same registry once this node leads.
+	stopMetrics := func() error { return nil }
+	if p.metrics != nil {
+		p.metrics.Register(clusterCollectors(process)...)
+		if stopMetrics, err = serveMetrics(p.opts.MetricsAddr, p.metrics, log); err != nil {
+			_ = process.Close()
+			return nil, fmt.Errorf("--metrics-addr %s: %w", p.opts.MetricsAddr, err)
+		}
+	}
 	term, listener, err := process.WaitElected(context.Background())
+	_ = stopMetrics()
 	if err != nil {
 		_ = process.Close()
 		return nil, err
@@ -94,6 +107,47 @@ func writeClusterAudit(app core.App, action audit.Action, node string, term int6
 		return audit.Write(tx, audit.Entry{Action: action, By: audit.System,
 			Details: map[string]any{"term": term, "node": node, "reason": reason}})
 	})
+}
+
+// clusterCollectors are cluster mode's figures (internal/metrics lists
+// them).
+func clusterCollectors(process *cluster.Process) []prometheus.Collector {
+	status := process.Node.Status
+	cs := []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_cluster_term", Help: "The term this node leads; 0 when it does not lead."},
+			func() float64 { return float64(status().Term) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_cluster_leader_term", Help: "The term of the leader this node knows; 0 when it knows none."},
+			func() float64 {
+				if l := status().Leader; l != nil {
+					return float64(l.Term)
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "petstore_cluster_elections_total", Help: "Leader changes this node has seen."},
+			func() float64 { return float64(status().Elections) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_cluster_lag_seconds", Help: "How long the oldest transaction this follower has not applied has been in the replica."},
+			func() float64 { return process.Data.Lag().Seconds }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_cluster_lag_transactions", Help: "Transactions in the replica this follower has not applied."},
+			func() float64 { return float64(process.Data.Lag().Transactions) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_cluster_replica_up", Help: "On the leader: 1 while its data ships to the replica, 0 while the replica's storage fails."},
+			func() float64 {
+				if s, ok := process.Data.Shipping(); ok && s.Err == nil {
+					return 1
+				}
+				return 0
+			}),
+	}
+	for _, role := range []cluster.Role{cluster.Candidate, cluster.Follower, cluster.Leader} {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "petstore_cluster_role", Help: "1 for this node's role in the cluster, 0 for the others.", ConstLabels: prometheus.Labels{"role": string(role)},
+		}, func() float64 {
+			if status().Role == role {
+				return 1
+			}
+			return 0
+		}))
+	}
+	return cs
 }
 
 // clusterHealth is what /readyz says of the node.

@@ -14,6 +14,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/database"
+	"petstore/internal/replica"
 	"petstore/internal/datadir"
 	"petstore/internal/version"
 )
@@ -93,6 +94,17 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 	}
 	dbPath := filepath.Join(dir, database.DataFile)
 
+	if !cfg.Serving {
+		// A cluster follower's copy changes only by what the leader ships:
+		// a command's write there would be overwritten, or break the copy.
+		following, err := replica.Following(dir)
+		if err != nil {
+			return err
+		}
+		if following {
+			return fmt.Errorf("%s is a cluster follower's copy of the leader's data: run this command with the leader's --dir, on the leader's machine (any node's /readyz names the leader)", dir)
+		}
+	}
 	if cfg.Serving {
 		if err := beforeOpen(); err != nil {
 			return err

@@ -371,6 +371,10 @@ func TestClusterLeaderKilledUnderLoad(t *testing.T) {
 	if len(entries) == 0 {
 		t.Error("no file in the old leader's set-aside directory")
 	}
+	// The CLI refuses a follower's copy.
+	if _, stderr, err := realserver.Keys(bin, leader.dir, "list"); err == nil || !strings.Contains(stderr, "follower's copy") {
+		t.Errorf("keys list on a follower's --dir: error %v, stderr %q", err, stderr)
+	}
 }
 
 func TestClusterHandoverOnSIGTERM(t *testing.T) {
