@@ -14,8 +14,8 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/database"
-	"petstore/internal/replica"
 	"petstore/internal/datadir"
+	"petstore/internal/replica"
 	"petstore/internal/version"
 )
 
