@@ -130,6 +130,7 @@ func (f *flagValues) options(serving bool, stdout, stderr io.Writer) (hooks.Opti
 	}
 	startup := f.startup
 	startup.Serving = serving
+	startup.Cluster = serving && opts.Cluster.Enabled()
 	opts.Startup = &startup
 	return opts, opts.Check()
 }
