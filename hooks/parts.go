@@ -141,7 +141,16 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 	}
 	writer.OnCreated(events.created)
 	outbox := p.s.outbox
+	mayWrite := func() bool { return true }
+	if p.s.cluster != nil {
+		mayWrite = p.s.cluster.Node.MayWrite
+	}
 	writer.OnInserted(func(tx core.App, rows []pets.Row) error {
+		// The last moment before the commit: a cluster node whose fence
+		// closed while the creates waited commits none of them.
+		if !mayWrite() {
+			return api.ErrNotLeader
+		}
 		if !outbox.Subscribed(webhooks.PetCreated) {
 			return nil
 		}

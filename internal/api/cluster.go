@@ -1,11 +1,26 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 )
+
+// ErrNotLeader is the error of a write that a cluster node's fence refused
+// at its commit (RefuseWrites refuses most before they start).
+var ErrNotLeader = &Error{Code: CodeNotLeader, Status: http.StatusServiceUnavailable,
+	Message: "This node no longer leads the cluster; retry, and the new leader answers."}
+
+// writeFailed is the answer to a create the pets writer did not commit: a
+// refusal of the fence says when to retry.
+func writeFailed(e *core.RequestEvent, err error) error {
+	if errors.Is(err, ErrNotLeader) {
+		e.Response.Header().Set("Retry-After", "1")
+	}
+	return err
+}
 
 // RefuseWritesID is the id of RefuseWrites' middleware.
 const RefuseWritesID = "petstoreRefuseWrites"
@@ -28,8 +43,7 @@ func RefuseWrites(mayWrite func() bool) *hook.Handler[*core.RequestEvent] {
 				return e.Next()
 			}
 			e.Response.Header().Set("Retry-After", "1")
-			writeError(e.Response, newError(http.StatusServiceUnavailable, CodeNotLeader,
-				"This node no longer leads the cluster; retry, and the new leader answers."))
+			writeError(e.Response, ErrNotLeader)
 			return nil
 		},
 	}
