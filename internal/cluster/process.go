@@ -138,8 +138,17 @@ func (p *Process) Close() error {
 // restart replaces the process by a fresh one with the same arguments and
 // environment, once a leader has lost its lease: its fence is closed, and
 // PocketBase, which holds the database open for writing, cannot become a
-// follower in place.
+// follower in place. What it acknowledged and has not shipped yet is
+// shipped first, for at most restartSyncTimeout, to its own term's path:
+// a node that promotes later applies it, and one that has promoted already
+// no longer follows that term, so nothing is shipped over a new leader's
+// writes.
 func (p *Process) restart(term int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), restartSyncTimeout)
+	if err := p.Data.Sync(ctx); err != nil {
+		p.log.Error("Cluster: could not ship the last transactions before restarting", "term", term, "error", err.Error())
+	}
+	cancel()
 	p.log.Warn("Cluster: restarting as a follower", "term", term)
 	exe, err := os.Executable()
 	if err == nil {
@@ -148,6 +157,10 @@ func (p *Process) restart(term int64) {
 	p.log.Error("Cluster: cannot restart; exiting", "error", err.Error())
 	os.Exit(1)
 }
+
+// restartSyncTimeout bounds the shipping of a leader's last transactions
+// before it restarts as a follower.
+const restartSyncTimeout = 2 * time.Second
 
 // handoffListener is the listener the gate serves on until the node leads;
 // then the gate lets it go, open, for PocketBase.

@@ -34,15 +34,17 @@ type clusterNode struct {
 // testCluster is three etcd members and three petstore nodes with a file://
 // replica, all on loopback.
 type testCluster struct {
-	t     *testing.T
+	etcd  *etcdtest.Cluster
 	nodes []*clusterNode
 }
 
-func startCluster(t *testing.T, n int) *testCluster {
+// startCluster starts etcd and makes n nodes with more serve flags args;
+// the nodes start with startLeaderAndFollowers.
+func startCluster(t *testing.T, n int, args ...string) *testCluster {
 	t.Helper()
 	etcd := etcdtest.Start(t, 3)
 	replica := "file://" + t.TempDir()
-	c := &testCluster{t: t}
+	c := &testCluster{etcd: etcd}
 	for i := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -53,6 +55,7 @@ func startCluster(t *testing.T, n int) *testCluster {
 		node := &clusterNode{name: fmt.Sprintf("n%d", i), dir: t.TempDir(), addr: addr}
 		node.args = []string{"serve", "--http", addr, "--dir", node.dir,
 			"--cluster-etcd", strings.Join(etcd.Endpoints(), ","), "--node-name", node.name, "--replica-url", replica}
+		node.args = append(node.args, args...)
 		c.nodes = append(c.nodes, node)
 		t.Cleanup(node.kill)
 	}
@@ -439,6 +442,126 @@ func TestClusterHandoverOnSIGTERM(t *testing.T) {
 	if lost != 0 {
 		t.Errorf("%d acknowledged creates lost in a handover", lost)
 	}
+}
+
+func TestClusterQuorumLostStopsWrites(t *testing.T) {
+	const ttl = 5 * time.Second // the default
+	c := startCluster(t, 3)
+	key := startLeaderAndFollowers(t, c)
+	w := startWriters(key, c.nodes, 8)
+	time.Sleep(2 * time.Second)
+	lost := time.Now()
+	c.etcd.Members[1].Stop()
+	c.etcd.Members[2].Stop()
+	// No node acknowledges a create from the TTL plus 2 s on.
+	quiet := lost.Add(ttl + 2*time.Second)
+	time.Sleep(time.Until(quiet) + 3*time.Second)
+	w.mu.Lock()
+	for _, a := range w.acks {
+		if a.at.After(quiet) {
+			t.Errorf("a create acknowledged %s after etcd lost its quorum (TTL %s)", a.at.Sub(lost), ttl)
+			break
+		}
+	}
+	stopped := 0
+	for _, a := range w.acks {
+		if a.at.After(lost) {
+			stopped = max(stopped, int(a.at.Sub(lost)/time.Millisecond))
+		}
+	}
+	w.mu.Unlock()
+	t.Logf("the last create acknowledged %d ms after etcd lost its quorum", stopped)
+
+	back := time.Now()
+	c.etcd.Members[1].Restart(t)
+	c.etcd.Members[2].Restart(t)
+	var leader *clusterNode
+	waitUntil(t, 60*time.Second, "a leader once the quorum is back", func() bool {
+		for _, n := range c.nodes {
+			if n.leads() {
+				leader = n
+				return true
+			}
+		}
+		return false
+	})
+	first, ok := time.Time{}, false
+	waitUntil(t, 20*time.Second, "a create acknowledged once the quorum is back", func() bool {
+		first, ok = w.firstAckAfter(back)
+		return ok
+	})
+	w.halt()
+	t.Logf("quorum back to a leader's first 201: %s", first.Sub(back))
+	present, missing := checkAcknowledged(t, leader, key, w.acks, lost.Add(-time.Second))
+	t.Logf("%d creates acknowledged: %d present, %d missing (acknowledged within 1 s before the quorum was lost, or after)", len(w.acks), present, missing)
+}
+
+func TestClusterPausedLeaderIsFenced(t *testing.T) {
+	const ttl = 2 * time.Second
+	c := startCluster(t, 3, "--cluster-ttl", ttl.String())
+	key := startLeaderAndFollowers(t, c)
+	old := c.nodes[0]
+	time.Sleep(2 * time.Second) // the key is shipped (within 1 s)
+	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	var next *clusterNode
+	waitUntil(t, 3*ttl+10*time.Second, "a follower leads", func() bool {
+		for _, n := range c.nodes[1:] {
+			if n.leads() {
+				next = n
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(time.Until(paused.Add(3 * ttl)))
+	// Creates sent to the paused node wait in its listen queue, to be read
+	// the moment it resumes, before it hears from etcd.
+	type answer struct {
+		status int
+		body   []byte
+	}
+	answers := make(chan answer, 16)
+	for i := range 16 {
+		go func() {
+			client := &http.Client{Timeout: 20 * time.Second}
+			req, _ := http.NewRequest(http.MethodPost, old.url()+"/v1/pets", strings.NewReader(fmt.Sprintf(`{"name":"paused-%d","categoryId":1}`, i)))
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				answers <- answer{}
+				return
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers <- answer{resp.StatusCode, data}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := old.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	var acks []ack
+	outcomes := map[int]int{}
+	for range 16 {
+		a := <-answers
+		outcomes[a.status]++
+		if a.status == http.StatusCreated {
+			var pet struct{ ID int64 }
+			_ = json.Unmarshal(a.body, &pet)
+			acks = append(acks, ack{id: pet.ID, body: a.body})
+		}
+	}
+	t.Logf("answers of the resumed former leader, by status (0: no answer): %v", outcomes)
+	// Every 201 it gave is the new leader's, byte for byte.
+	present, missing := checkAcknowledged(t, next, key, acks, time.Now().Add(time.Hour))
+	if missing != 0 || present != len(acks) {
+		t.Errorf("%d of the former leader's 201s are not on the new leader", len(acks)-present)
+	}
+	waitUntil(t, 20*time.Second, "the former leader follows", old.follows)
 }
 
 // lockedBuffer is an output buffer that goroutines share.
