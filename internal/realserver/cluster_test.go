@@ -444,6 +444,50 @@ func TestClusterHandoverOnSIGTERM(t *testing.T) {
 	}
 }
 
+func TestClusterRollingRestartLosesNothing(t *testing.T) {
+	c := startCluster(t, 3)
+	key := startLeaderAndFollowers(t, c)
+	w := startWriters(key, c.nodes, 8)
+	time.Sleep(2 * time.Second)
+	// Each node in turn: SIGTERM, wait for its exit, start it again, wait
+	// until it follows and campaigns (caught up) before the next.
+	began := time.Now()
+	for _, n := range c.nodes {
+		leading := n.leads()
+		if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-n.exited:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not exit after SIGTERM", n.name)
+		}
+		n.start(t)
+		waitUntil(t, 30*time.Second, n.name+" follows again", n.follows)
+		waitUntil(t, 30*time.Second, n.name+" has caught up", func() bool {
+			return strings.Count(n.output.String(), "Cluster: campaigning") >= 1
+		})
+		t.Logf("restarted %s (leader: %t)", n.name, leading)
+	}
+	time.Sleep(2 * time.Second)
+	w.halt()
+	var leader *clusterNode
+	waitUntil(t, 10*time.Second, "a leader", func() bool {
+		for _, n := range c.nodes {
+			if n.leads() {
+				leader = n
+				return true
+			}
+		}
+		return false
+	})
+	present, lost := checkAcknowledged(t, leader, key, w.acks, time.Now())
+	t.Logf("%d creates acknowledged: %d present, %d lost; the longest time without a 201: %s", len(w.acks), present, lost, w.longestGap(began))
+	if lost != 0 {
+		t.Errorf("a rolling restart lost %d acknowledged creates", lost)
+	}
+}
+
 func TestClusterQuorumLostStopsWrites(t *testing.T) {
 	const ttl = 5 * time.Second // the default
 	c := startCluster(t, 3)
