@@ -380,6 +380,57 @@ func TestClusterLeaderKilledUnderLoad(t *testing.T) {
 	}
 }
 
+// TestClusterBehindCaddy runs deploy/Caddyfile as written in front of the
+// three nodes: its active health checks on /readyz send traffic to the
+// leader alone, and to the next one after a failover.
+func TestClusterBehindCaddy(t *testing.T) {
+	if _, err := exec.LookPath("caddy"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("caddy is not installed (CI installs Debian's caddy): %v", err)
+		}
+		t.Skipf("install Debian's caddy to run this test: %v", err)
+	}
+	c := startCluster(t, 3)
+	key := startLeaderAndFollowers(t, c)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := ln.Addr().String()
+	ln.Close()
+	var upstreams []string
+	for _, n := range c.nodes {
+		upstreams = append(upstreams, n.addr)
+	}
+	startCaddy(t, listen, upstreams)
+	caddy := &clusterNode{name: "caddy", addr: listen}
+
+	w := startWriters(key, []*clusterNode{caddy}, 8)
+	time.Sleep(2 * time.Second)
+	killed := time.Now()
+	c.nodes[0].kill()
+	var first time.Time
+	waitUntil(t, 30*time.Second, "a create acknowledged through Caddy after the kill", func() bool {
+		var ok bool
+		first, ok = w.firstAckAfter(killed)
+		return ok
+	})
+	time.Sleep(time.Second)
+	w.halt()
+	t.Logf("through Caddy (health checks every 5 s): SIGKILL of the leader to the first 201: %s", first.Sub(killed))
+	var next *clusterNode
+	for _, n := range c.nodes[1:] {
+		if n.leads() {
+			next = n
+		}
+	}
+	if next == nil {
+		t.Fatal("no node leads")
+	}
+	present, lost := checkAcknowledged(t, next, key, w.acks, killed.Add(-time.Second))
+	t.Logf("%d creates acknowledged through Caddy: %d present, %d lost (within 1 s before the kill)", len(w.acks), present, lost)
+}
+
 func TestClusterHandoverOnSIGTERM(t *testing.T) {
 	c := startCluster(t, 3)
 	key := startLeaderAndFollowers(t, c)
