@@ -168,8 +168,8 @@ func (n *Node) Status() Status {
 func (n *Node) MayWrite() bool { return n.fence.open() }
 
 // Serving records that the elected node serves: it is the leader, its term
-// the one the followers follow, and its fence opens. The term key changes only while this
-// node's election key is the one of its term.
+// the one the followers follow, and its fence opens. The term key changes
+// only while this node's election key is the one of its term.
 func (n *Node) Serving(ctx context.Context) error {
 	n.mu.Lock()
 	election, term := n.election, n.status.Term
