@@ -76,6 +76,7 @@ func main() {
 
 	err = execute(app, signals)
 	switch {
+	case errors.Is(err, hooks.ErrStopped): // a cluster follower's SIGTERM
 	case err != nil && !errors.Is(err, keys.Err()): // keys prints its own
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)

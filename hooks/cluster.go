@@ -2,8 +2,12 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
@@ -22,6 +26,10 @@ const handoverHookPriority = shutdownHookPriority - 1
 // handoverTimeout bounds the handover: shipping the last transactions and
 // resigning.
 const handoverTimeout = 5 * time.Second
+
+// ErrStopped is serve's error when a cluster node was stopped before it
+// served: a clean stop.
+var ErrStopped = errors.New("stopped before serving")
 
 // startCluster runs this process as a cluster node (serve --cluster-etcd),
 // before the bootstrap opens the data directory: it listens on --http with
@@ -53,10 +61,18 @@ func (p *serviceParts) startCluster() (func() error, error) {
 			return nil, fmt.Errorf("--metrics-addr %s: %w", p.opts.MetricsAddr, err)
 		}
 	}
-	term, listener, err := process.WaitElected(context.Background())
+	// A follower stopped (SIGTERM, Ctrl-C) leaves the cluster at once:
+	// it has nothing to drain.
+	stopped, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	term, listener, err := process.WaitElected(stopped)
+	stop()
 	_ = stopMetrics()
 	if err != nil {
 		_ = process.Close()
+		if stopped.Err() != nil {
+			log.Info("Cluster: stopped as a follower")
+			return nil, ErrStopped
+		}
 		return nil, err
 	}
 	p.s.cluster, p.s.listener, p.clusterTerm = process, listener, term

@@ -144,8 +144,22 @@ func New(cfg Config, log *slog.Logger, opts Options) (*Node, error) {
 // Name is the node's name (--node-name).
 func (n *Node) Name() string { return n.cfg.NodeName }
 
+// Leave revokes the session's lease: the node's registration and its place
+// in the election go at once, rather than a TTL later.
+func (n *Node) Leave(ctx context.Context) error {
+	n.fence.close()
+	n.mu.Lock()
+	lease := n.lease
+	n.mu.Unlock()
+	if lease == 0 {
+		return nil
+	}
+	_, err := n.client.Revoke(ctx, clientv3.LeaseID(lease))
+	return err
+}
+
 // Close ends the node's connection to etcd; its lease, if not revoked by
-// Resign, ends within the TTL.
+// Resign or Leave, ends within the TTL.
 func (n *Node) Close() error {
 	n.fence.close()
 	return n.client.Close()

@@ -128,10 +128,14 @@ func (p *Process) Handover(ctx context.Context) error {
 	return errors.Join(syncErr, p.Node.Resign(ctx))
 }
 
-// Close stops the node and the following of its data.
+// Close stops the node and the following of its data, and leaves the
+// cluster (Leave).
 func (p *Process) Close() error {
 	p.cancel()
 	_ = p.gate.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = p.Node.Leave(ctx) // revoked already after a handover
 	return errors.Join(p.Data.Close(), p.Node.Close())
 }
 
@@ -184,8 +188,16 @@ func (l *handoffListener) Accept() (net.Conn, error) {
 	return conn, err
 }
 
-// Close leaves the listener open: PocketBase closes it.
-func (l *handoffListener) Close() error { return nil }
+// Close closes the listener while the gate has it; once handed over, it
+// leaves it open: PocketBase closes it.
+func (l *handoffListener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.detached {
+		return nil
+	}
+	return l.TCPListener.Close()
+}
 
 // detach ends the gate's Accept and waits until the gate no longer
 // accepts (gateDone), then clears the deadline that ended it.
