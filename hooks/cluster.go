@@ -98,7 +98,10 @@ func serveCluster(se *core.ServeEvent, process *cluster.Process, log *slog.Logge
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), handoverTimeout)
 			defer cancel()
-			if err := process.Handover(ctx); err != nil {
+			// An empty transaction waits for the one write connection:
+			// every write that passed the fence has committed by then.
+			settle := func() error { return te.App.RunInTransaction(func(core.App) error { return nil }) }
+			if err := process.Handover(ctx, settle); err != nil {
 				log.Error("Cluster: the handover failed; a follower takes over once the lease ends", "error", err)
 			}
 			return te.Next()

@@ -116,11 +116,15 @@ func (p *Process) Serving(ctx context.Context) {
 	}
 }
 
-// Handover hands the leadership over on SIGTERM: writes stop at once, the
-// last transaction is shipped, and the node resigns, so that a follower
-// promotes with everything.
-func (p *Process) Handover(ctx context.Context) error {
+// Handover hands the leadership over on SIGTERM: writes stop at once,
+// settle waits for the writes that passed the fence before and are still
+// committing, the last transaction is shipped, and the node resigns, so
+// that a follower promotes with everything.
+func (p *Process) Handover(ctx context.Context, settle func() error) error {
 	p.Node.fence.close()
+	if err := settle(); err != nil {
+		p.log.Error("Cluster: could not wait for the writes in flight before the handover", "error", err.Error())
+	}
 	syncErr := p.Data.Sync(ctx)
 	if syncErr != nil {
 		p.log.Error("Cluster: the last transactions could not be shipped before the handover", "error", syncErr.Error())
