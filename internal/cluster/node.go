@@ -271,7 +271,7 @@ func (n *Node) Run(ctx context.Context) error {
 		if errors.Is(err, ErrNameTaken) {
 			return err
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || n.isResigned() {
 			return nil
 		}
 		n.setEtcdError(err)
@@ -366,10 +366,10 @@ func (n *Node) runSession(ctx context.Context) error {
 		n.opts.OnElected(term)
 	}
 	reason := n.lead(ctx, session, sessionLost)
-	if ctx.Err() != nil {
-		// The node is being stopped (Close, or Resign's handover): the
-		// process ends, it does not rejoin.
-		n.fence.close()
+	if ctx.Err() != nil || n.isResigned() {
+		// The node is being stopped (Close), or handed over (Resign,
+		// which revoked the lease): the process ends, it does not rejoin.
+		n.leaveRole()
 		return nil
 	}
 	n.stepDown(term, reason)
@@ -401,14 +401,19 @@ func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLo
 	}
 }
 
-// stepDown closes the fence at once, then gives up term.
-func (n *Node) stepDown(term int64, reason error) {
+// leaveRole closes the fence at once, then gives up the term.
+func (n *Node) leaveRole() {
 	n.fence.close()
 	n.mu.Lock()
 	n.election = nil
 	n.status.Term = 0
 	n.status.Role = Candidate
 	n.mu.Unlock()
+}
+
+// stepDown gives up term, whose lease is lost.
+func (n *Node) stepDown(term int64, reason error) {
+	n.leaveRole()
 	n.log.Warn("Cluster: stepped down; writes stopped", "term", term, "reason", reason.Error())
 	if n.opts.OnSteppedDown != nil {
 		n.opts.OnSteppedDown(term)

@@ -477,8 +477,8 @@ func TestClusterHandoverOnSIGTERM(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the old leader did not exit after SIGTERM")
 	}
-	if !strings.Contains(leader.output.String(), "resigned the leadership") {
-		t.Errorf("the old leader did not resign:\n%s", leader.output.String())
+	if out := leader.output.String(); !strings.Contains(out, "resigned the leadership") || strings.Contains(out, "restarting as a follower") {
+		t.Errorf("the old leader did not resign and exit:\n%s", out)
 	}
 	var next *clusterNode
 	waitUntil(t, 5*time.Second, "a new leader", func() bool {
