@@ -57,6 +57,10 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	serve.BoolVar(&o.WebhooksAllowPrivate, "webhooks-allow-private", false,
 		"let webhook endpoints be loopback, private, link-local, CGNAT, metadata, documentation or reserved addresses, or this host's own (a receiver on this machine or network)")
 
+	// Backups.
+	serve.BoolVar(&o.AllowBackupRestore, "allow-backup-restore", false,
+		"let backups be uploaded and restored through the dashboard and PocketBase's API (a restore replaces every key, plan and pet; the audit trail is carried across)")
+
 	// Rate limits.
 	root.StringVar(&o.Limits.RedisURL, "ratelimit-redis", "",
 		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; Redis Cluster: redis+cluster://NODE:6379?addr=NODE2:6379; rediss:// and rediss+cluster:// with TLS, tls_ca_file=PEM for a CA of your own)")
@@ -70,12 +74,18 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	// The public listener.
 	root.DurationVar(&o.Server.ReadHeaderTimeout, "read-header-timeout", hooks.DefaultReadHeaderTimeout,
 		"close connections whose request headers take longer than this to arrive")
+	root.DurationVar(&o.Server.BodyTimeout, "body-timeout", hooks.DefaultBodyTimeout,
+		"close a connection whose request body has not all arrived this long after its headers")
 	root.DurationVar(&o.Server.IdleTimeout, "idle-timeout", hooks.DefaultIdleTimeout,
 		"close keep-alive connections that wait longer than this for their next request")
 	root.IntVar(&o.Server.MaxConnsPerAddress, "max-conns-per-address", hooks.DefaultMaxConnsPerAddress,
 		"connections one client network (an IPv4 address, an IPv6 /64) may hold open; more are closed at once")
+	root.IntVar(&o.Server.MaxConnsPerNetwork, "max-conns-per-network", 0,
+		"connections the clients of one wider network (an IPv4 /24, an IPv6 /48) may hold open together; more are closed at once (0: an eighth of --max-conns)")
+	root.StringVar(&o.Server.TrustedProxyHeaders, "trusted-proxy-headers", "",
+		"the headers that give the client's address behind the proxies, comma-separated (X-Forwarded-For): set as PocketBase's trusted proxy headers at each start; none: the dashboard's setting")
 	root.StringVar(&o.Server.ProxyAddresses, "proxy-addresses", "",
-		"the reverse proxies' addresses or networks, comma-separated (127.0.0.1,10.0.0.0/8): --max-conns-per-address does not bound them")
+		"the reverse proxies' addresses or networks, comma-separated (127.0.0.1,10.0.0.0/8): --max-conns-per-address does not bound them, and the trusted proxy headers are believed from them alone")
 	root.IntVar(&o.Server.MaxConns, "max-conns", 0,
 		"connections open in all; more are closed at once (0: 3/4 of the open files limit, at most 10000)")
 	root.DurationVar(&o.Server.ShutdownTimeout, "shutdown-timeout", hooks.DefaultShutdownTimeout,
@@ -85,7 +95,7 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	root.StringVar(&f.requestLog, "request-log", string(requestlog.Bounded),
 		"which requests go to PocketBase's logs, /v1's and the rest alike: bounded (every error, and 100 successes a second with a row counting the rest), all, or errors (4xx and 5xx) only")
 	root.DurationVar(&o.AuditRetention, "audit-retention", hooks.DefaultAuditRetention,
-		"how long the audit trail of key and webhook endpoint changes keeps a record (0: forever)")
+		"how long the audit trail of key, webhook endpoint and category changes keeps a record (0: forever)")
 	root.DurationVar(&o.WebhooksRetention, "webhooks-retention", webhooks.DefaultRetention,
 		"how long webhook delivery attempts, and events delivered or failed, are kept (0: forever)")
 	root.BoolVar(&o.AccessLog, "access-log", false, "log one console line per /v1 request")

@@ -228,6 +228,10 @@ func TestErrorsCarryTheCatalogue(t *testing.T) {
 	if !errors.As(err, &e) || e.StatusCode != 400 || e.Code != client.CodeInvalidRequest || e.Message == "" {
 		t.Fatalf("blank name: %v", err)
 	}
+	// The error names the request, as the service's log does.
+	if len(e.RequestID) != 32 || !strings.HasSuffix(e.Error(), "(request "+e.RequestID+")") {
+		t.Errorf("blank name: RequestID %q, %q", e.RequestID, e.Error())
+	}
 	_, err = c.GetPet(ctx, 100000000000000)
 	if !errors.As(err, &e) || e.Code != client.CodeNotFound {
 		t.Fatalf("unknown pet: %v", err)

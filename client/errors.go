@@ -35,13 +35,21 @@ type Error struct {
 	// API key lacks ("pets:write"), from the answer's WWW-Authenticate;
 	// empty otherwise. Staff give a key its scopes.
 	Scope string
+	// RequestID names the request in the service's logs (the answer's
+	// Request-Id): quote it when reporting a problem. Empty when the answer
+	// is not the service's.
+	RequestID string
 }
 
 func (e *Error) Error() string {
-	if e.Code == "" {
-		return "petstore: " + e.Message
+	id := ""
+	if e.RequestID != "" {
+		id = " (request " + e.RequestID + ")"
 	}
-	return fmt.Sprintf("petstore: %d %s: %s", e.StatusCode, e.Code, e.Message)
+	if e.Code == "" {
+		return "petstore: " + e.Message + id
+	}
+	return fmt.Sprintf("petstore: %d %s: %s%s", e.StatusCode, e.Code, e.Message, id)
 }
 
 // ErrorCode is the code of an Error body, one of the service's catalogue
@@ -70,7 +78,8 @@ func (c *Client) errorFrom(resp *http.Response, body []byte, rl RateLimit) *Erro
 	var shaped gen.Error
 	if isJSON(resp.Header) && json.Unmarshal(body, &shaped) == nil &&
 		shaped.Code != "" && shaped.Message != "" && shaped.Status == resp.StatusCode {
-		e := &Error{StatusCode: resp.StatusCode, Code: ErrorCode(shaped.Code), Message: shaped.Message, RateLimit: rl}
+		e := &Error{StatusCode: resp.StatusCode, Code: ErrorCode(shaped.Code), Message: shaped.Message, RateLimit: rl,
+			RequestID: resp.Header.Get("Request-Id")}
 		e.RetryAfter, _ = retryAfter(resp, time.Now())
 		if e.Code == CodeInsufficientScope {
 			e.Scope = challengeParam(resp.Header.Get("WWW-Authenticate"), "scope")
@@ -113,7 +122,7 @@ func (c *Client) notTheAPI(resp *http.Response, body []byte, rl RateLimit) *Erro
 	if wrongBase(resp.StatusCode) {
 		fmt.Fprintf(&b, "; is %s the API's base URL?", strings.TrimSuffix(c.base, "/"))
 	}
-	e := &Error{StatusCode: resp.StatusCode, Message: b.String(), RateLimit: rl}
+	e := &Error{StatusCode: resp.StatusCode, Message: b.String(), RateLimit: rl, RequestID: resp.Header.Get("Request-Id")}
 	e.RetryAfter, _ = retryAfter(resp, time.Now())
 	return e
 }

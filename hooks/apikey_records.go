@@ -11,12 +11,19 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/requestid"
 )
 
 // errCreateKeyInDashboard answers the dashboard's "New record" on api_keys:
 // only a key's hash is stored, so a key made there would be one nobody has.
 const errCreateKeyInDashboard = "API keys are issued on the staff page, /staff/, or on the command line with " +
 	"'petstore keys create', which show the new key once. The dashboard cannot: only a key's hash is stored."
+
+// errDeleteKey answers a deletion of a key through the records API (the
+// dashboard, the batch API): a key is revoked, never deleted, so that its
+// history stays readable beside the trail.
+const errDeleteKey = "API keys are not deleted: revoke the key on the staff page (/staff/) or with 'petstore keys revoke ID'. " +
+	"A revoked key stays, with its history in the audit trail."
 
 // bindAPIKeyRecordHooks keeps the dashboard (PocketBase's records API) from
 // making or breaking keys, and every save of a key within the rules.
@@ -31,12 +38,17 @@ const errCreateKeyInDashboard = "API keys are issued on the staff page, /staff/,
 // staff typed. Lifting a ban and changing an expiry are explicit acts
 // (apikeys.Unban, apikeys.Change: the staff page or the `keys` command). A
 // save that would clear `revoked` is refused, whatever sent it: revocation
-// is final.
+// is final. Nor is a key deleted there. A plan's change there is audited
+// (plan.changed) and evented, with the quotas before and after.
 func bindAPIKeyRecordHooks(app core.App) {
-	app.OnRecordCreateRequest(apikeys.Collection).BindFunc(func(e *core.RecordRequestEvent) error {
+	keys, plans := collectionTags(apikeys.Collection), collectionTags(apikeys.PlansCollection)
+	app.OnRecordCreateRequest(keys...).BindFunc(func(e *core.RecordRequestEvent) error {
 		return e.BadRequestError(errCreateKeyInDashboard, nil)
 	})
-	app.OnRecordUpdateRequest(apikeys.Collection).BindFunc(func(e *core.RecordRequestEvent) error {
+	app.OnRecordDeleteRequest(keys...).BindFunc(func(e *core.RecordRequestEvent) error {
+		return e.ForbiddenError(errDeleteKey, nil)
+	})
+	app.OnRecordUpdateRequest(keys...).BindFunc(func(e *core.RecordRequestEvent) error {
 		k := &apikeys.APIKey{Record: e.Record}
 		// The form's `updated` as sent (the request info holds the record's
 		// own: an autodate field keeps its value). The body rereads.
@@ -61,26 +73,33 @@ func bindAPIKeyRecordHooks(app core.App) {
 		}
 		// The save and its audit records in one transaction.
 		before := k.Stored()
-		by := audit.Actor{Address: e.RealIP()}
-		if e.Auth != nil {
-			by.ID, by.Email = e.Auth.Id, e.Auth.Email()
-		}
 		return e.App.RunInTransaction(func(tx core.App) error {
 			e.App = tx
 			if err := e.Next(); err != nil {
 				return err
 			}
-			return apikeys.WriteAudit(tx, before, k, by)
+			return apikeys.WriteAudit(tx, before, k, requestActor(e.RequestEvent))
+		})
+	})
+	app.OnRecordUpdateRequest(plans...).BindFunc(func(e *core.RecordRequestEvent) error {
+		after := &apikeys.Plan{Record: e.Record}
+		before := &apikeys.Plan{Record: e.Record.Original()}
+		return e.App.RunInTransaction(func(tx core.App) error {
+			e.App = tx
+			if err := e.Next(); err != nil {
+				return err
+			}
+			return apikeys.WritePlanAudit(tx, before, after, requestActor(e.RequestEvent))
 		})
 	})
 	// Every save, the dashboard's and the service's alike.
-	app.OnRecordValidate(apikeys.Collection).BindFunc(func(e *core.RecordEvent) error {
+	app.OnRecordValidate(keys...).BindFunc(func(e *core.RecordEvent) error {
 		if err := apikeys.CheckRecord(e.App, &apikeys.APIKey{Record: e.Record}); err != nil {
 			return asFieldError(err)
 		}
 		return e.Next()
 	})
-	app.OnRecordValidate(apikeys.PlansCollection).BindFunc(func(e *core.RecordEvent) error {
+	app.OnRecordValidate(plans...).BindFunc(func(e *core.RecordEvent) error {
 		if err := apikeys.CheckPlan(e.App, &apikeys.Plan{Record: e.Record}); err != nil {
 			return asFieldError(err)
 		}
@@ -101,4 +120,14 @@ func asFieldError(err error) error {
 		data = validation.Errors{field: validation.NewError("validation_api_key_rule", err.Error())}
 	}
 	return router.NewBadRequestError(err.Error(), data)
+}
+
+// requestActor is who sent e: the superuser signed in, from the client's
+// address.
+func requestActor(e *core.RequestEvent) audit.Actor {
+	by := audit.Actor{Address: e.RealIP(), RequestID: requestid.From(e.Request.Context())}
+	if e.Auth != nil {
+		by.ID, by.Email = e.Auth.Id, e.Auth.Email()
+	}
+	return by
 }

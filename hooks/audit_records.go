@@ -19,38 +19,26 @@ const DefaultAuditRetention = 365 * 24 * time.Hour
 // records API, superusers included.
 var errAuditAppendOnly = errors.New("the audit trail is append-only: the service writes it, nobody changes or deletes a record")
 
-// errAuditCollectionFixed answers a change or deletion of the audit_log
-// collection itself through the collections API (the dashboard).
-var errAuditCollectionFixed = errors.New("the audit trail's collection cannot be changed or deleted: its records are kept for the retention period (--audit-retention)")
-
 // bindAuditRecords keeps audit_log append-only, and logs and counts each
-// record once its transaction commits (counted gets its action). The records API may only
-// read it (superusers); a save or delete of an existing record is refused
-// whatever sends it, and the collections API neither changes nor deletes
-// the collection. Records older than retention are pruned daily (0 keeps
-// them forever), by a statement of its own, which no record hook sees.
+// record once its transaction commits (counted gets its action). The
+// records API may only read it (superusers); a save or delete of an
+// existing record is refused whatever sends it (the collection itself is
+// fixed: collections_fixed.go). Records older than retention are pruned
+// daily (0 keeps them forever), by a statement of its own, which no record
+// hook sees; a backup restore's carry (backups.go) writes by statements too.
 func bindAuditRecords(app core.App, log *slog.Logger, retention time.Duration, counted func(audit.Action)) {
+	trail := collectionTags(audit.Collection)
 	refuse := func(e *core.RecordRequestEvent) error { return e.ForbiddenError(errAuditAppendOnly.Error(), nil) }
-	app.OnRecordCreateRequest(audit.Collection).BindFunc(refuse)
-	app.OnRecordUpdateRequest(audit.Collection).BindFunc(refuse)
-	app.OnRecordDeleteRequest(audit.Collection).BindFunc(refuse)
-	app.OnRecordUpdate(audit.Collection).BindFunc(func(e *core.RecordEvent) error { return errAuditAppendOnly })
-	app.OnRecordDelete(audit.Collection).BindFunc(func(e *core.RecordEvent) error { return errAuditAppendOnly })
-	refuseCollection := func(e *core.CollectionRequestEvent) error {
-		// By id: an update request may have renamed the collection it loaded.
-		trail, err := e.App.FindCachedCollectionByNameOrId(audit.Collection)
-		if err == nil && e.Collection.Id == trail.Id {
-			return e.ForbiddenError(errAuditCollectionFixed.Error(), nil)
-		}
-		return e.Next()
-	}
-	app.OnCollectionUpdateRequest().BindFunc(refuseCollection)
-	app.OnCollectionDeleteRequest().BindFunc(refuseCollection)
+	app.OnRecordCreateRequest(trail...).BindFunc(refuse)
+	app.OnRecordUpdateRequest(trail...).BindFunc(refuse)
+	app.OnRecordDeleteRequest(trail...).BindFunc(refuse)
+	app.OnRecordUpdate(trail...).BindFunc(func(e *core.RecordEvent) error { return errAuditAppendOnly })
+	app.OnRecordDelete(trail...).BindFunc(func(e *core.RecordEvent) error { return errAuditAppendOnly })
 
 	// Logged once the change's transaction commits. Not an after-create
 	// hook: petstore binds none, so that pets' events know when somebody
 	// listens (pet_events.go).
-	app.OnRecordCreateExecute(audit.Collection).BindFunc(func(e *core.RecordEvent) error {
+	app.OnRecordCreateExecute(trail...).BindFunc(func(e *core.RecordEvent) error {
 		if err := e.Next(); err != nil {
 			return err
 		}
@@ -61,9 +49,12 @@ func bindAuditRecords(app core.App, log *slog.Logger, retention time.Duration, c
 			if id := r.GetString(audit.WebhookField); id != "" {
 				about = []any{"webhook", id}
 			}
+			if number := r.GetString(audit.CategoryField); number != "" {
+				about = []any{"category", number}
+			}
 			log.Info("Audit: "+action, append(about, "actor", r.GetString(audit.ActorField),
 				"actorEmail", r.GetString(audit.ActorEmailField), "address", r.GetString(audit.AddressField),
-				"details", r.Get(audit.DetailsField))...)
+				"requestId", r.GetString(audit.RequestIDField), "details", audit.ForLog([]byte(r.GetString(audit.DetailsField))))...)
 			counted(audit.Action(action))
 		}
 		if tx := e.App.TxInfo(); tx != nil {

@@ -21,7 +21,7 @@ import (
 )
 
 // startMetrics serves m at GET /metrics on addr, a listener of its own (never
-// the public one), with the figures read at each scrape: pets, keys by state,
+// the public one), with the figures read at each scrape: pets, categories, keys by state,
 // the databases' files, the limiter's Redis, realtime subscribers, the
 // request log's rows, the public listener's connections. It returns the
 // listener's stop.
@@ -30,6 +30,11 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 	m.Register(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_pets", Help: "Pets stored."},
 			countRows(reads, "SELECT COUNT(*) FROM pets", log)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_categories", Help: "Categories named."},
+			countRows(reads, "SELECT COUNT(*) FROM categories", log)),
+		// idx_pets_category serves the distinct numbers in order.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_categories_unnamed", Help: "Numbers pets carry as categoryId that no category names."},
+			countRows(reads, "SELECT COUNT(DISTINCT categoryId) FROM pets p WHERE NOT EXISTS (SELECT 1 FROM categories c WHERE c.number = p.categoryId)", log)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_webhook_outbox_pending", Help: "Webhook events not delivered yet (all instances)."},
 			countRows(reads, "SELECT COUNT(*) FROM webhook_endpoints e JOIN webhook_events v ON v.endpoint = e.id AND v.status = 'pending'", log)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_idempotency_keys", Help: "Idempotency-Keys remembered."},
@@ -55,7 +60,7 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 			Name: "petstore_http_connections_open", Help: "Connections open on the public listener.",
 		}, func() float64 { return float64(conns.Open()) }),
 	)
-	for _, reason := range []string{connlimit.PerAddress, connlimit.Global} {
+	for _, reason := range connlimit.Reasons {
 		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "petstore_http_connections_refused_total", Help: "Connections the public listener closed as soon as accepted, by the bound they were over.",
 			ConstLabels: prometheus.Labels{"reason": reason},
@@ -97,9 +102,14 @@ func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (func() err
 	if err != nil {
 		return nil, err
 	}
+	// Scrapers are few and quick: the listener holds a few connections,
+	// each for a short while, so that a flood of it leaves the process its
+	// descriptors (the public listener's bounds keep room for these).
+	ln = connlimit.New(connlimit.Config{Global: metricsMaxConns, PerAddress: metricsMaxConns / 4, Listener: "metrics listener"}, log).Wrap(ln)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
 	go func() {
 		if err := server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("The metrics listener stopped", "address", addr, "error", err)
@@ -108,6 +118,10 @@ func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (func() err
 	log.Info("Serving metrics", "address", "http://"+ln.Addr().String()+"/metrics")
 	return server.Close, nil
 }
+
+// metricsMaxConns bounds the metrics listener's connections: a few
+// Prometheus servers, each with a keep-alive connection or two.
+const metricsMaxConns = 32
 
 // countRows reads a count at each scrape; a failure logs and reads as 0.
 func countRows(db *sql.DB, query string, log *slog.Logger) func() float64 {

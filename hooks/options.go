@@ -53,6 +53,9 @@ type Options struct {
 	// link-local, CGNAT, metadata, documentation or reserved addresses, or this
 	// host's own (serve --webhooks-allow-private).
 	WebhooksAllowPrivate bool
+	// AllowBackupRestore lets backups be uploaded and restored through
+	// PocketBase's API and dashboard (serve --allow-backup-restore).
+	AllowBackupRestore bool
 	// WebhooksRetention is how long webhook attempts, and events delivered
 	// or failed, are kept; 0: forever.
 	WebhooksRetention time.Duration
@@ -99,13 +102,14 @@ func (o Options) Check() error {
 	if _, err := connlimit.ParseAddresses(o.Server.ProxyAddresses); err != nil {
 		return invalid("proxy-addresses", o.Server.ProxyAddresses, err)
 	}
-	for flag, n := range map[string]int{"max-conns": o.Server.MaxConns, "max-conns-per-address": o.Server.MaxConnsPerAddress} {
+	for flag, n := range map[string]int{"max-conns": o.Server.MaxConns, "max-conns-per-address": o.Server.MaxConnsPerAddress,
+		"max-conns-per-network": o.Server.MaxConnsPerNetwork} {
 		if n < 0 {
 			return invalid(flag, fmt.Sprint(n), fmt.Errorf("a bound is positive, or 0 for the default"))
 		}
 	}
 	for flag, d := range map[string]time.Duration{
-		"read-header-timeout": o.Server.ReadHeaderTimeout, "idle-timeout": o.Server.IdleTimeout,
+		"read-header-timeout": o.Server.ReadHeaderTimeout, "idle-timeout": o.Server.IdleTimeout, "body-timeout": o.Server.BodyTimeout,
 		"shutdown-timeout": o.Server.ShutdownTimeout, "drain-delay": o.Server.DrainDelay,
 		"slow-request": o.SlowRequest, "audit-retention": o.AuditRetention, "webhooks-retention": o.WebhooksRetention,
 	} {

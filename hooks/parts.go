@@ -10,6 +10,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
+	"petstore/internal/categories"
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
 	"petstore/internal/metrics"
@@ -37,6 +38,8 @@ type serviceParts struct {
 	petWriter *pets.Writer
 	reqlog    *requestlog.Logger
 
+	categoryReads *categories.Reads // /v1's list of categories
+
 	clusterTerm int64 // the term this node leads, in cluster mode
 }
 
@@ -62,8 +65,12 @@ func (p *serviceParts) list() []part {
 	}
 }
 
-// startConnLimits makes the public listener's connection bounds.
+// startConnLimits applies the declared proxy headers, then makes the public
+// listener's connection bounds, which depend on them.
 func (p *serviceParts) startConnLimits() (func() error, error) {
+	if err := applyTrustedProxyHeaders(p.app, p.opts.Server, p.s.log); err != nil {
+		return nil, err
+	}
 	conns, err := newConnLimiter(p.opts.Server, len(p.app.Settings().TrustedProxy.Headers) > 0, p.s.log)
 	p.s.conns = conns
 	return nil, err
@@ -88,7 +95,7 @@ func (p *serviceParts) startLimiter() (func() error, error) {
 }
 
 // startReads prepares the reads every /v1 request makes (its API key, the
-// pets) on PocketBase's read pool, kept at the pool's data version.
+// pets, the categories) on PocketBase's read pool, kept at the pool's data version.
 func (p *serviceParts) startReads() (func() error, error) {
 	reads, ok := p.app.ConcurrentDB().(*dbx.DB)
 	if !ok {
@@ -102,6 +109,9 @@ func (p *serviceParts) startReads() (func() error, error) {
 	p.version = version
 	if p.keys, err = apikeys.NewFinder(p.reads); err == nil {
 		p.petReads, err = pets.PrepareReads(p.reads, api.EncodeJSON)
+	}
+	if err == nil {
+		p.categoryReads, err = categories.PrepareReads(p.reads, api.EncodeJSON)
 	}
 	if err != nil {
 		version.Close()

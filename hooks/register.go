@@ -18,12 +18,16 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/audit"
+	"petstore/internal/categories"
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/guestlimit"
+	"petstore/internal/hiddenfields"
 	"petstore/internal/idempotency"
 	"petstore/internal/metrics"
+	"petstore/internal/proxytrust"
+	"petstore/internal/requestid"
 	"petstore/internal/staff"
 	"petstore/internal/webhooks"
 	pbpublic "petstore/pb_public"
@@ -71,8 +75,11 @@ func Register(app core.App, opts Options) *Service {
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
+	categories.Bind(app)
 	bindAPIKeyRecordHooks(app)
-	bindCollectionsImportGuard(app)
+	bindFixedCollections(app)
+	hiddenfields.Bind(app)
+	bindBackups(app, opts.AllowBackupRestore, s.log)
 	bindAuditRecords(app, s.log, opts.AuditRetention, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))
@@ -117,6 +124,15 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	targets := webhooks.Targets{AllowPrivate: opts.WebhooksAllowPrivate}
 	dayQuota := &dayQuotaEvents{app: app, outbox: s.outbox, log: s.log}
 	documents := api.NewDocuments(base)
+	// With proxies named, their client-address headers are believed from
+	// them alone; without, from any peer, as PocketBase does (the start
+	// warns). A request's id is taken from the named proxies alone.
+	parsed, _ := connlimit.ParseAddresses(opts.Server.ProxyAddresses) // checked by Options.Check
+	proxies := proxytrust.Proxies(parsed)
+	if len(proxies) > 0 {
+		se.Router.Bind(proxies.Middleware())
+	}
+	se.Router.Bind(requestid.Middleware(proxies.Has))
 	// Outside /v1, the bounded request log takes PocketBase's activity
 	// logger's place, and guests are limited per client network; /v1 logs
 	// and limits its own.
@@ -124,7 +140,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	v1 := se.Router.Group("/v1")
 	v1.Unbind(guestlimit.MiddlewareID)
 	api.AddRoutes(v1, api.Deps{
-		Limiter: p.limiter, Keys: p.keys, Version: p.version, Pets: p.petReads, PetWriter: p.petWriter,
+		Limiter: p.limiter, Keys: p.keys, Version: p.version, Pets: p.petReads, PetWriter: p.petWriter, Categories: p.categoryReads,
 		RequestLog: p.reqlog, Usage: p.history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
 		DayQuotaReached: dayQuota.reached,
 	})
@@ -148,7 +164,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 		return err
 	}
 	// The handler exists only once the mux is built, in Next.
-	se.Server.Handler = api.GuardServer(se.Server.Handler)
+	se.Server.Handler = connlimit.BodyDeadline(orDefault(opts.Server.BodyTimeout, DefaultBodyTimeout), api.GuardServer(se.Server.Handler))
 	if s.cluster != nil {
 		promoted(app, s.cluster, p.clusterTerm, s.log)
 	}

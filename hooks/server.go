@@ -2,16 +2,21 @@ package hooks
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/connlimit"
+	"petstore/internal/logging"
 )
 
 // ServerConfig sets the HTTP server limits PocketBase leaves open-ended.
@@ -19,6 +24,9 @@ type ServerConfig struct {
 	// ReadHeaderTimeout closes connections whose request headers have not all
 	// arrived in time (slowloris). PocketBase's own is 1 minute.
 	ReadHeaderTimeout time.Duration
+	// BodyTimeout is how long a request's body may take to arrive after its
+	// headers (connlimit.BodyDeadline).
+	BodyTimeout time.Duration
 	// ShutdownTimeout is how long SIGTERM lets in-flight requests finish.
 	// PocketBase's own is 1 second.
 	ShutdownTimeout time.Duration
@@ -34,6 +42,15 @@ type ServerConfig struct {
 	// IPv4 address, an IPv6 /64) holds open on the public listener;
 	// ProxyAddresses are not bound by it.
 	MaxConnsPerAddress int
+	// MaxConnsPerNetwork bounds the connections the clients of one wider
+	// network (an IPv4 /24, an IPv6 /48) hold open together on the public
+	// listener; 0: an eighth of MaxConns (connlimit.DefaultPerNetwork).
+	// ProxyAddresses are not bound by it.
+	MaxConnsPerNetwork int
+	// TrustedProxyHeaders, when set, replaces PocketBase's trusted client
+	// address headers (Settings, Application, User IP proxy headers) at
+	// each start: comma-separated header names, X-Forwarded-For.
+	TrustedProxyHeaders string
 	// ProxyAddresses lists the reverse proxies' own addresses and networks,
 	// comma-separated: every client's connection comes from them.
 	ProxyAddresses string
@@ -45,7 +62,10 @@ type ServerConfig struct {
 // Defaults of ServerConfig.
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultShutdownTimeout   = 10 * time.Second
+	// DefaultBodyTimeout lets a body of 64 KiB (/v1's bound) arrive at 1 KiB
+	// a second, and a dashboard's upload of megabytes at a slow link's pace.
+	DefaultBodyTimeout     = time.Minute
+	DefaultShutdownTimeout = 10 * time.Second
 	// DefaultIdleTimeout outlasts the upstream idle timeouts of the usual
 	// proxies and load balancers (nginx's keepalive_timeout and AWS ALB's,
 	// 60 s), so that the proxy, not the server, closes an idle connection
@@ -140,8 +160,9 @@ func bindServer(app core.App, cfg ServerConfig, https bool, service *Service) {
 			// exit 0 instead of restarting.
 			if s := server.Load(); s != nil && !te.IsRestart {
 				service.draining.Store(true)
+				_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) // nothing to do about a failure at a stop
 				started := time.Now()
-				service.log.Info("petstore stopping", "drainDelay", cfg.DrainDelay.String())
+				service.log.Info("petstore stopping", "drain_delay_ms", logging.Milliseconds(cfg.DrainDelay))
 				time.Sleep(cfg.DrainDelay)
 				timeout := orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -150,7 +171,7 @@ func bindServer(app core.App, cfg ServerConfig, https bool, service *Service) {
 					service.log.Warn("Requests still running at the end of the shutdown bound are cut off",
 						"shutdownTimeout", timeout.String(), "error", err)
 				}
-				service.log.Info("petstore stopped serving", "drained", time.Since(started).Round(time.Millisecond).String())
+				service.log.Info("petstore stopped serving", "drained_ms", logging.Milliseconds(time.Since(started)))
 			}
 			return te.Next()
 		},
@@ -162,6 +183,36 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// applyTrustedProxyHeaders saves cfg.TrustedProxyHeaders, when set, as
+// PocketBase's trusted proxy headers: a flag or variable declares them for
+// every start, where the dashboard's setting lasts until changed. It warns
+// when proxies are named and no header is trusted: every client behind them
+// would then count as the proxy's one address.
+func applyTrustedProxyHeaders(app core.App, cfg ServerConfig, log *slog.Logger) error {
+	if cfg.TrustedProxyHeaders != "" {
+		var headers []string
+		for h := range strings.SplitSeq(cfg.TrustedProxyHeaders, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				headers = append(headers, h)
+			}
+		}
+		settings := app.Settings()
+		if !slices.Equal(settings.TrustedProxy.Headers, headers) {
+			settings.TrustedProxy.Headers = headers
+			if err := app.Save(settings); err != nil {
+				return fmt.Errorf("--trusted-proxy-headers: %w", err)
+			}
+			log.Info("Trusted proxy headers set from --trusted-proxy-headers", "headers", headers)
+		}
+	}
+	if cfg.ProxyAddresses != "" && len(app.Settings().TrustedProxy.Headers) == 0 {
+		log.Warn("--proxy-addresses names proxies but no header gives the client's address (--trusted-proxy-headers, or the dashboard's "+
+			"Settings, Application, User IP proxy headers): every client behind them counts as the proxy's address in the rate limits",
+			"proxyAddresses", cfg.ProxyAddresses)
+	}
+	return nil
 }
 
 // newConnLimiter raises the process's descriptor limit, logs it, and makes
@@ -180,7 +231,7 @@ func newConnLimiter(cfg ServerConfig, proxied bool, log *slog.Logger) (*connlimi
 	case soft != 0:
 		log.Warn("Could not raise the open files limit to its hard limit", "soft", soft, "hard", hard, "error", err)
 	}
-	bounds := connlimit.Config{Global: cfg.MaxConns, PerAddress: cfg.MaxConnsPerAddress, Exempt: exempt}
+	bounds := connlimit.Config{Global: cfg.MaxConns, PerAddress: cfg.MaxConnsPerAddress, PerNetwork: cfg.MaxConnsPerNetwork, Exempt: exempt}
 	if bounds.Global == 0 {
 		bounds.Global = DefaultMaxConns(soft)
 	} else if soft != 0 && uint64(bounds.Global) >= soft {
@@ -190,11 +241,15 @@ func newConnLimiter(cfg ServerConfig, proxied bool, log *slog.Logger) (*connlimi
 	if bounds.PerAddress == 0 {
 		bounds.PerAddress = DefaultMaxConnsPerAddress
 	}
+	if bounds.PerNetwork == 0 {
+		bounds.PerNetwork = connlimit.DefaultPerNetwork(bounds.Global)
+	}
 	if proxied && len(exempt) == 0 {
-		log.Warn("Trusted proxy headers are set but --proxy-addresses is empty: the proxy's connections are bound like one client's",
+		log.Warn("Trusted proxy headers are set but --proxy-addresses is empty: the proxy's connections are bound like one client's, "+
+			"and the headers are believed from any peer; name the proxies to believe them from those alone",
 			"maxConnsPerAddress", bounds.PerAddress)
 	}
-	log.Info("Connection bounds", "maxConns", bounds.Global, "maxConnsPerAddress", bounds.PerAddress,
-		"proxyAddresses", cfg.ProxyAddresses, "idleTimeout", orDefault(cfg.IdleTimeout, DefaultIdleTimeout).String())
+	log.Info("Connection bounds", "maxConns", bounds.Global, "maxConnsPerAddress", bounds.PerAddress, "maxConnsPerNetwork", bounds.PerNetwork,
+		"proxyAddresses", cfg.ProxyAddresses, "idle_timeout_ms", logging.Milliseconds(orDefault(cfg.IdleTimeout, DefaultIdleTimeout)))
 	return connlimit.New(bounds, log), nil
 }

@@ -3,18 +3,15 @@ package hooks
 import (
 	"errors"
 	"log/slog"
-	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
-	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/categories"
 	"petstore/internal/pets"
 	"petstore/internal/webhooks"
 )
@@ -28,24 +25,25 @@ var errWebhooksStaffAPI = errors.New("webhook endpoints are added, changed and d
 // history through the records API, superusers included.
 var errWebhookHistoryServiceOnly = errors.New("webhook events and delivery attempts are written by the service only: resend a failed event on the staff page (/staff/); --webhooks-retention prunes them")
 
-// errWebhookCollectionsFixed answers a change, emptying or deletion of a
-// webhooks' collection through the collections API (the dashboard).
-var errWebhookCollectionsFixed = errors.New("the webhooks' collections cannot be changed, emptied or deleted in the dashboard: delete endpoints on the staff page (/staff/), which records it in the audit trail")
-
 // auditEvents are the audit actions that are webhook events too, by the
 // event's type.
 var auditEvents = map[audit.Action]webhooks.Type{
-	audit.KeyCreated: webhooks.KeyCreated,
-	audit.KeyRolled:  webhooks.KeyRolled,
-	audit.KeyRevoked: webhooks.KeyRevoked,
-	audit.KeyBanned:  webhooks.KeyBanned,
+	audit.KeyCreated:  webhooks.KeyCreated,
+	audit.KeyRolled:   webhooks.KeyRolled,
+	audit.KeyRevoked:  webhooks.KeyRevoked,
+	audit.KeyBanned:   webhooks.KeyBanned,
+	audit.PlanChanged: webhooks.PlanChanged,
+
+	audit.CategoryCreated: webhooks.CategoryCreated,
+	audit.CategoryRenamed: webhooks.CategoryRenamed,
+	audit.CategoryDeleted: webhooks.CategoryDeleted,
 }
 
 // bindWebhookEvents writes the webhook events of changes made outside the
 // pets writer into the outbox, in their transactions: the pets created as
-// records (the dashboard, the records API), and the key changes, which
-// every path (staff API, dashboard, keys command, limiter) writes to the
-// audit trail in its transaction. It also keeps the webhooks' collections
+// records (the dashboard, the records API), and the key and category
+// changes, which every path (staff API, dashboard, keys and categories
+// commands, limiter) writes to the audit trail in its transaction. It also keeps the webhooks' collections
 // out of the records API's writes, and the secrets out of its answers.
 func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 	// A record's save runs in a transaction only when its caller opened
@@ -71,7 +69,7 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 			Status: e.Record.GetString("status")}
 		return outbox.Write(e.App, webhooks.Event{Type: webhooks.PetCreated, Data: pet})
 	})
-	app.OnRecordCreateExecute(audit.Collection).BindFunc(func(e *core.RecordEvent) error {
+	app.OnRecordCreateExecute(collectionTags(audit.Collection)...).BindFunc(func(e *core.RecordEvent) error {
 		if err := e.Next(); err != nil {
 			return err
 		}
@@ -79,7 +77,16 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 		if !ok || !outbox.Subscribed(t) {
 			return nil
 		}
-		data, err := keyData(e.App, e.Record.GetString(audit.KeyField))
+		var data any
+		var err error
+		switch {
+		case t == webhooks.PlanChanged:
+			data, err = planData(e.App, e.Record)
+		case e.Record.GetString(audit.CategoryField) != "":
+			data, err = categories.EventOf(e.Record)
+		default:
+			data, err = keyData(e.App, e.Record.GetString(audit.KeyField))
+		}
 		if err != nil {
 			return err
 		}
@@ -90,7 +97,7 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 	// superusers, when the enrichment's last step (after every handler's
 	// Next) unhides them: every answer, realtime message and dashboard
 	// view drops them again here, after that step.
-	app.OnRecordEnrich(webhooks.EndpointsCollection).BindFunc(func(e *core.RecordEnrichEvent) error {
+	app.OnRecordEnrich(collectionTags(webhooks.EndpointsCollection)...).BindFunc(func(e *core.RecordEnrichEvent) error {
 		r := e.Record // the event moves on to the next record in Next
 		if err := e.Next(); err != nil {
 			return err
@@ -109,7 +116,7 @@ var webhookCollections = []string{webhooks.EndpointsCollection, webhooks.EventsC
 // change through the staff API alone, which audits each change, and the
 // outbox and the delivery history are the service's (its writes are SQL
 // statements and the cascade of an endpoint's deletion, which no request
-// hook sees). Nor do the collections change, empty or go in the dashboard.
+// hook sees). The collections themselves are fixed (collections_fixed.go).
 func bindWebhookRefusals(app core.App) {
 	for _, c := range webhookCollections {
 		err := errWebhookHistoryServiceOnly
@@ -117,50 +124,10 @@ func bindWebhookRefusals(app core.App) {
 			err = errWebhooksStaffAPI
 		}
 		refuse := func(e *core.RecordRequestEvent) error { return e.ForbiddenError(err.Error(), nil) }
-		app.OnRecordCreateRequest(c).BindFunc(refuse)
-		app.OnRecordUpdateRequest(c).BindFunc(refuse)
-		app.OnRecordDeleteRequest(c).BindFunc(refuse)
+		app.OnRecordCreateRequest(collectionTags(c)...).BindFunc(refuse)
+		app.OnRecordUpdateRequest(collectionTags(c)...).BindFunc(refuse)
+		app.OnRecordDeleteRequest(collectionTags(c)...).BindFunc(refuse)
 	}
-	refuseCollection := func(e *core.CollectionRequestEvent) error {
-		// By id: an update request may have renamed the collection it loaded.
-		if isWebhookCollection(e.App, e.Collection.Id) {
-			return e.ForbiddenError(errWebhookCollectionsFixed.Error(), nil)
-		}
-		return e.Next()
-	}
-	app.OnCollectionUpdateRequest().BindFunc(refuseCollection)
-	app.OnCollectionDeleteRequest().BindFunc(refuseCollection)
-	// The truncate route has no request hook; its record deletes are the
-	// model's, which the cascade of an endpoint's deletion uses too.
-	app.OnServe().BindFunc(func(se *core.ServeEvent) error {
-		se.Router.Bind(&hook.Handler[*core.RequestEvent]{
-			Id:       "petstoreWebhookTruncateGuard",
-			Priority: truncateGuardPriority,
-			Func: func(e *core.RequestEvent) error {
-				if e.Request.Method == http.MethodDelete && e.Request.Pattern == truncatePattern &&
-					isWebhookCollection(e.App, e.Request.PathValue("collection")) {
-					return e.ForbiddenError(errWebhookCollectionsFixed.Error(), nil)
-				}
-				return e.Next()
-			},
-		})
-		return se.Next()
-	})
-}
-
-// truncateGuardPriority runs the guard after the superuser's token is
-// loaded and the body bounded; on /v1 it passes every request by
-// (internal/api's middleware_order.go lists the chain).
-const truncateGuardPriority = apis.DefaultBodyLimitMiddlewarePriority + 1
-
-// truncatePattern is the route of PocketBase's "truncate collection".
-const truncatePattern = "DELETE /api/collections/{collection}/truncate"
-
-// isWebhookCollection tells whether nameOrID is one of the webhooks'
-// collections.
-func isWebhookCollection(app core.App, nameOrID string) bool {
-	c, err := app.FindCachedCollectionByNameOrId(nameOrID)
-	return err == nil && slices.Contains(webhookCollections, c.Name)
 }
 
 // keyEvent is a key event's data: never the key, its hash or prefix.
@@ -182,6 +149,33 @@ func keyData(app core.App, id string) (keyEvent, error) {
 		plan = p.GetString("name")
 	}
 	return keyEvent{ID: r.Id, Name: k.Name(), Plan: plan, State: k.State(time.Now())}, nil
+}
+
+// planEvent is plan.changed's data: the plan as it is now, and the changes
+// as the audit record holds them.
+type planEvent struct {
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	PerMinute int64          `json:"perMinute"`
+	PerDay    int64          `json:"perDay"`
+	Changes   map[string]any `json:"changes"`
+}
+
+// planData is the data of the plan.changed event that record tells of.
+func planData(app core.App, record *core.Record) (planEvent, error) {
+	var details map[string]any
+	if err := record.UnmarshalJSONField(audit.DetailsField, &details); err != nil {
+		return planEvent{}, err
+	}
+	about, _ := details["plan"].(map[string]any)
+	id, _ := about["id"].(string)
+	r, err := app.FindRecordById(apikeys.PlansCollection, id)
+	if err != nil {
+		return planEvent{}, err
+	}
+	p := &apikeys.Plan{Record: r}
+	delete(details, "plan")
+	return planEvent{ID: p.Id, Name: p.Name(), PerMinute: p.PerMinute(), PerDay: p.PerDay(), Changes: details}, nil
 }
 
 // dayQuotaEvents writes key.day_quota_reached once per key and UTC day:

@@ -8,14 +8,17 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
+	"petstore/internal/requestid"
 	"petstore/limits"
 )
 
 // exposedHeaders are the /v1 response headers that browsers may read across
 // origins (CORS itself is PocketBase's, configured by `serve --origins`):
-// without them a web client could not page, follow Location or back off.
+// without them a web client could not page, follow Location, back off or
+// name its request.
 var exposedHeaders = strings.Join(append([]string{
-	"Link", "Location", "Idempotent-Replayed", "Deprecation", "Sunset", "WWW-Authenticate", "Allow", "ETag",
+	"Link", "Location", "Idempotent-Replayed", "Deprecation", "Sunset", stabilityHeader, "WWW-Authenticate", "Allow", "ETag",
+	requestid.ResponseHeader, requestid.Header,
 }, limits.HeaderNames...), ", ")
 
 func exposeHeaders() *hook.Handler[*core.RequestEvent] {

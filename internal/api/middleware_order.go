@@ -7,11 +7,14 @@ import "github.com/pocketbase/pocketbase/apis"
 // route's, each in the order bound). Each is placed against PocketBase's own
 // (apis.Default*Priority), which run in the same chain:
 //
+//	-100001 the trusted proxy headers removed unless from --proxy-addresses
+//	        (internal/proxytrust; bound only when proxies are named)
+//	-100000 the request's id (internal/requestid)
 //	-99999  PocketBase's www redirect
 //	-2010 observeRequests
 //	-2001 sentURL                 (catch-all route)
 //	-2000 errorBody, outer layer
-//	-1999 exposeHeaders, deprecated (getPet)
+//	-1999 exposeHeaders, deprecated (getPet), stability (beta operations)
 //	-1042 preflightHeaders, preflightAllows (known paths)
 //	-1041   PocketBase's CORS (answers every OPTIONS)
 //	-1040 requestLog              (replaces PocketBase's activity logger)
@@ -26,7 +29,9 @@ import "github.com/pocketbase/pocketbase/apis"
 //	-1001   the throttle of PocketBase's auth routes (hooks; passes /v1 by)
 //	-1000   PocketBase's rate limiter (off unless configured)
 //	 -990 BodyLimit               (64 KiB; replaces PocketBase's 32 MB)
-//	 -989   the webhook collections' truncate guard (hooks; passes /v1 by)
+//	 -989   the fixed collections' truncate guard (hooks; passes /v1 by)
+//	 -989   the dashboard search's rewrite (hiddenfields; passes /v1 by)
+//	 -989   the backups' guard (hooks; passes /v1 by)
 //	    0 requireKey              (operations)
 //	    1 removedAfter            (getPet)
 //
@@ -46,6 +51,7 @@ const (
 	// Headers on every answer, errors included: before anything can answer.
 	exposeHeadersPriority = errorBodyOuterPriority + 1
 	deprecatedPriority    = errorBodyOuterPriority + 1
+	stabilityPriority     = errorBodyOuterPriority + 1
 	// Just before PocketBase's CORS, which answers OPTIONS itself.
 	preflightPriority = apis.DefaultCorsMiddlewarePriority - 1
 	// Inside PocketBase's activity logger (the request log records the

@@ -110,6 +110,7 @@ func TestMiddlewareOrder(t *testing.T) {
 
 	// Every group middleware, in order, with PocketBase's around them.
 	outer := []string{
+		"global:petstoreRequestID",
 		"global:" + apis.DefaultWWWRedirectMiddlewareId,
 		"v1:petstoreObserveRequests",
 		"v1:petstoreErrorBodyOuter",
@@ -130,7 +131,9 @@ func TestMiddlewareOrder(t *testing.T) {
 		"global:petstoreAuthThrottle",
 		"global:" + apis.DefaultRateLimitMiddlewareId,
 		"v1:" + apis.DefaultBodyLimitMiddlewareId, // 64 KiB, in place of PocketBase's 32 MB
-		"global:petstoreWebhookTruncateGuard",
+		"global:petstoreTruncateGuard",
+		"global:petstoreDashboardSearch",
+		"global:petstoreBackupsGuard",
 	}
 	join := func(parts ...[]string) []string { return slices.Concat(parts...) }
 
@@ -146,8 +149,12 @@ func TestMiddlewareOrder(t *testing.T) {
 			[]string{"v1:petstorePreflightHeaders"}, inner,
 			[]string{"route:petstoreRequireScope"}, limit,
 			[]string{"route:petstoreRequireKey"})},
+		{"listCategories", http.MethodGet, "/v1/categories", join(outer,
+			[]string{"route:petstoreStability", "v1:petstorePreflightHeaders"}, inner,
+			[]string{"route:petstoreRequireScope"}, limit,
+			[]string{"route:petstoreRequireKey"})},
 		{"unknown path", http.MethodGet, "/v1/nothing", join(
-			[]string{"global:" + apis.DefaultWWWRedirectMiddlewareId, "v1:petstoreObserveRequests", "route:petstoreSentURL", "v1:petstoreErrorBodyOuter", "v1:petstoreExposeHeaders",
+			[]string{"global:petstoreRequestID", "global:" + apis.DefaultWWWRedirectMiddlewareId, "v1:petstoreObserveRequests", "route:petstoreSentURL", "v1:petstoreErrorBodyOuter", "v1:petstoreExposeHeaders",
 				"v1:petstorePreflightHeaders", "route:petstorePreflightAllows"}, inner, limit)},
 		// PocketBase's CORS answers every OPTIONS itself: the preflight
 		// middlewares run just before it.

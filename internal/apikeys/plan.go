@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/audit"
 )
 
 // PlansCollection is the name of the collection of plans, which staff edit
@@ -15,10 +17,35 @@ const PlansCollection = "plans"
 
 // The fields of plans that keys depend on.
 const (
-	planNameField      = "name"
-	planPerMinuteField = "per_minute"
-	planPerDayField    = "per_day"
+	planNameField       = "name"
+	planPerMinuteField  = "per_minute"
+	planPerDayField     = "per_day"
+	planBanAfterField   = "ban_after"
+	planBanMinutesField = "ban_minutes"
 )
+
+// planAuditedFields are the fields of a plan whose changes plan.changed
+// records.
+var planAuditedFields = []string{planNameField, planPerMinuteField, planPerDayField, planBanAfterField, planBanMinutesField}
+
+// WritePlanAudit writes, with tx (the transaction that saved after from
+// before), a plan.changed record with the old and new values of the fields
+// that changed (every key on the plan follows its quotas), and nothing when
+// none did. Its details name the plan by id and by name.
+func WritePlanAudit(tx core.App, before, after *Plan, by audit.Actor) error {
+	details := map[string]any{}
+	for _, field := range planAuditedFields {
+		old, new := before.GetString(field), after.GetString(field)
+		if old != new {
+			details[field] = map[string]any{"old": old, "new": new}
+		}
+	}
+	if len(details) == 0 {
+		return nil
+	}
+	details["plan"] = map[string]any{"id": after.Id, "name": after.Name()}
+	return audit.Write(tx, audit.Entry{Action: audit.PlanChanged, By: by, Details: details})
+}
 
 // Plan is a record of the plans collection.
 type Plan struct {

@@ -263,6 +263,11 @@ const findKeySQL = `SELECT k.id, k.revoked <> '' AS revoked, k.expires, k.banned
 	FROM api_keys k JOIN plans p ON p.id = k.plan
 	WHERE k.key_hash = :hash OR (k.previous_hash = :hash AND k.previous_until > :now) LIMIT 1`
 
+// revokedAgainSQL selects the keys that the audit trail says were revoked
+// and that are not (a restored backup's, older than the revocation).
+const revokedAgainSQL = `SELECT id FROM api_keys WHERE revoked = ''
+	AND id IN (SELECT [[key]] FROM audit_log WHERE action = {:revoked})`
+
 // countByStateSQL counts keys by State's rules, in State's order.
 const countByStateSQL = `SELECT CASE
 	WHEN revoked <> '' THEN 'revoked'

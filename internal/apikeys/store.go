@@ -258,6 +258,32 @@ func Revoke(app core.App, id string, by audit.Actor) error {
 	return err
 }
 
+// RevokeAgain revokes, with app, every key that the audit trail says was
+// revoked and that is not, and returns their ids: after a backup restore,
+// the keys revoked since the backup was made, or whose revocation a forged
+// backup undid. Revocation is final, whatever a backup holds. The trail
+// already holds each revocation, so no record is written.
+func RevokeAgain(app core.App) ([]string, error) {
+	var ids []string
+	if err := app.DB().NewQuery(revokedAgainSQL).Bind(dbx.Params{"revoked": string(audit.KeyRevoked)}).Column(&ids); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	_, err := app.DB().Update(Collection, dbx.Params{RevokedField: RevokedValue}, dbx.In("id", anySlice(ids)...)).Execute()
+	return ids, err
+}
+
+// anySlice is ids as []any, for dbx.In.
+func anySlice(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
+
 // Roll gives the key with the given record id a new secret and returns it.
 // Everything else stays: plan, quotas, counts, ban. The previous secret keeps
 // working for grace (none when 0); a roll during a grace period ends that

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -74,6 +75,22 @@ type Config struct {
 	Router func(*router.Router[*core.RequestEvent])
 	// MetricsAddr is serve --metrics-addr; empty: no metrics.
 	MetricsAddr string
+	// AllowBackupRestore is serve --allow-backup-restore.
+	AllowBackupRestore bool
+	// Console receives the service's console log (hooks.Options.Console);
+	// nil: none.
+	Console slog.Handler
+	// AccessLog logs one console line per /v1 request (serve --access-log).
+	AccessLog bool
+}
+
+// Slow skips a test that takes seconds by design (floods, bursts, timers,
+// shutdowns) under -short, the fast loop; `go test ./...` runs it.
+func Slow(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a slow test")
+	}
 }
 
 // Start serves a new app on dir (a fresh temporary one when empty) with the
@@ -100,7 +117,8 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	}
 	service := hooks.Register(app, hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
 		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL, AuditRetention: cfg.AuditRetention,
-		MetricsAddr: cfg.MetricsAddr, WebhooksAllowPrivate: cfg.WebhooksAllowPrivate})
+		MetricsAddr: cfg.MetricsAddr, WebhooksAllowPrivate: cfg.WebhooksAllowPrivate, AllowBackupRestore: cfg.AllowBackupRestore,
+		Console: cfg.Console, AccessLog: cfg.AccessLog})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 // twice and exit.
 func TestBackupRestoreRestartsTheService(t *testing.T) {
 	metricsAddr := freeAddr(t)
-	dir, p := serveBinary(t, "--metrics-addr", metricsAddr)
+	dir, p := serveBinary(t, "--metrics-addr", metricsAddr, "--allow-backup-restore")
 	key, keyID := createKey(t, dir, "--plan", "business")
 	ctx := context.Background()
 
@@ -103,6 +104,26 @@ func TestBackupRestoreRestartsTheService(t *testing.T) {
 		if strings.Contains(p.Output(), failure) {
 			t.Errorf("the output has %q:\n%s", failure, p.Output())
 		}
+	}
+	// The backup was made before its own backup.created record was
+	// written: the trail from before the restore brings that record, and
+	// the restore's, into the older database.
+	var actions []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		status, body := staff(http.MethodGet, "/api/collections/audit_log/records?perPage=100&sort=created", "")
+		var page struct{ Items []struct{ Action string } }
+		if status == http.StatusOK && json.Unmarshal(body, &page) == nil {
+			actions = actions[:0]
+			for _, r := range page.Items {
+				actions = append(actions, r.Action)
+			}
+		}
+		if slices.Contains(actions, "backup.restored") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if got := strings.Join(actions, ","); got != "key.created,backup.created,backup.restored" {
+		t.Errorf("the trail after restoring an older backup: %s, want key.created,backup.created,backup.restored", got)
 	}
 	checkEveryPartBack(t, p, metricsAddr, key, keyID, staff)
 	// The restarted service stops cleanly.

@@ -240,11 +240,18 @@ func (l *Logger) SiteMiddleware() *hook.Handler[*core.RequestEvent] {
 		Func: func(e *core.RequestEvent) error {
 			started := time.Now()
 			err := e.Next()
+			if err == nil && e.Status() < 400 && healthChecks[e.Request.URL.Path] {
+				return nil // a load balancer's probes would be most rows
+			}
 			l.row(e, err, started)
 			return err
 		},
 	}
 }
+
+// healthChecks are the paths of the health checks, whose answers get no
+// row unless they fail.
+var healthChecks = map[string]bool{"/api/health": true, "/healthz": true, "/readyz": true}
 
 // row queues the request's row, if it gets one: refusals are coalesced per
 // client network and minute, successes bounded per second (Bounded).
@@ -352,6 +359,20 @@ func requestEntry(e *core.RequestEvent, err error, started time.Time) (entry, bo
 		message = method + " " + unescaped
 	}
 	return entry{level: level, message: message, data: data, created: time.Now()}, true
+}
+
+// statusOf is the status of the request's answer: the one written, or,
+// when an error is still to be written by an outer layer, the error's
+// (PocketBase's answer to an error that is not an ApiError is a 400).
+func statusOf(e *core.RequestEvent, err error) int {
+	if status := e.Status(); status != 0 || err == nil {
+		return status
+	}
+	var apiErr *router.ApiError
+	if errors.As(err, &apiErr) {
+		return apiErr.Status
+	}
+	return 400
 }
 
 func (l *Logger) enqueue(en entry) {

@@ -257,6 +257,7 @@ func TestWebhookStaffRoutes(t *testing.T) {
 // A key that uses up its day's quota is told of once, however many requests
 // it sends after.
 func TestWebhookDayQuotaReachedOnce(t *testing.T) {
+	apptest.Slow(t)
 	s := startWithWebhooks(t)
 	rcv := newHookReceiver(t)
 	s.addEndpoint(t, rcv.URL, "key.day_quota_reached")
@@ -350,6 +351,7 @@ func TestWebhookKeyBanned(t *testing.T) {
 // Events created while the first one waits for its retry go with it, in
 // order, in one batch.
 func TestWebhookHistoryOfABatch(t *testing.T) {
+	apptest.Slow(t)
 	s := startWithWebhooks(t)
 	rcv := newHookReceiver(t)
 	var calls sync.Mutex
@@ -672,5 +674,29 @@ func TestWebhookAuditOfLongValues(t *testing.T) {
 	if deleted := auditRowsWhere(t, s, audit.WebhookField, second.ID); len(deleted) != 2 ||
 		!strings.Contains(deleted[1].Details, strings.Repeat("<", 200)) || !strings.Contains(deleted[1].Details, strings.Repeat("&", 500)) {
 		t.Errorf("the deletion's records %+v", deleted)
+	}
+}
+
+// A plan's change in the dashboard is a plan.changed event: the plan as it
+// is now and what changed, old and new.
+func TestWebhookPlanChanged(t *testing.T) {
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	s.addEndpoint(t, rcv.URL, "plan.changed")
+	plan := planID(t, s, "free")
+	if r := s.Do(t, http.MethodPatch, "/api/collections/plans/records/"+plan, s.token, map[string]any{"per_minute": 1000000, "per_day": 1000000000}); r.StatusCode != http.StatusOK {
+		t.Fatalf("the plan's change: %d %s", r.StatusCode, r.Body)
+	}
+	got := rcv.waitFor(t, "plan.changed")
+	var data struct {
+		ID, Name  string
+		PerMinute int64
+		Changes   map[string]struct{ Old, New string }
+	}
+	if err := json.Unmarshal(got[0].Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	if data.ID != plan || data.Name != "free" || data.PerMinute != 1000000 || data.Changes["per_minute"].New != "1000000" || data.Changes["per_minute"].Old == "" {
+		t.Errorf("data %s", got[0].Data)
 	}
 }

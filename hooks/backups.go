@@ -1,0 +1,212 @@
+package hooks
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
+
+	"petstore/internal/apikeys"
+	"petstore/internal/audit"
+	"petstore/internal/requestid"
+)
+
+// errBackupRestoreOff answers an upload or a restore of a backup through
+// PocketBase's API (the dashboard's Settings, Backups) without
+// --allow-backup-restore.
+const errBackupRestoreOff = "uploading and restoring backups is off: a restore replaces every key, plan and pet with the backup's. " +
+	"Start petstore with --allow-backup-restore (PETSTORE_ALLOW_BACKUP_RESTORE=true) to allow it (docs/operations.md, \"Backups\")"
+
+// The routes of PocketBase's backups API.
+const (
+	backupCreatePattern   = "POST /api/backups"
+	backupUploadPattern   = "POST /api/backups/upload"
+	backupDownloadPattern = "GET /api/backups/{key}"
+	backupDeletePattern   = "DELETE /api/backups/{key}"
+	backupRestorePattern  = "POST /api/backups/{key}/restore"
+)
+
+// autoBackupPrefix starts the names of the backups PocketBase's cron makes
+// (Settings, Backups, auto backups).
+const autoBackupPrefix = "@auto_pb_backup_"
+
+// backupGuard audits every backup's creation, download, upload, restore and
+// deletion (a backup holds every key's hash and the whole trail), and lets
+// uploads and restores through only when allowed. A restore carries the
+// audit trail across itself (audit.CarryAcrossRestore), so that no backup,
+// older or edited, takes a record away, and revokes again the keys the trail
+// says were revoked.
+type backupGuard struct {
+	allowRestore bool
+	log          *slog.Logger
+	// creating is who asked for the backup the API is creating: the API
+	// creates one at a time, in the request.
+	creating   atomic.Pointer[audit.Actor]
+	createLock sync.Mutex
+	restoring  sync.Map // backup name → the audit.Actor who asked for its restore
+}
+
+// bindBackups binds the backup guard: uploads and restores through the API
+// only when allowRestore says so (serve --allow-backup-restore).
+func bindBackups(app core.App, allowRestore bool, log *slog.Logger) {
+	g := &backupGuard{allowRestore: allowRestore, log: log}
+	app.OnServe().BindFunc(func(se *core.ServeEvent) error {
+		if err := g.carryTrail(se.App); err != nil {
+			return err
+		}
+		se.Router.Bind(&hook.Handler[*core.RequestEvent]{
+			Id:       "petstoreBackupsGuard",
+			Priority: truncateGuardPriority,
+			Func:     g.guard,
+		})
+		return se.Next()
+	})
+	app.OnBackupCreate().BindFunc(g.created)
+	app.OnBackupRestore().BindFunc(g.restore)
+	// Before PocketBase deletes its temporary directory, where a restore
+	// left the database it replaced.
+	app.OnBootstrap().BindFunc(func(e *core.BootstrapEvent) error {
+		if err := audit.KeepTrailOfRestore(e.App.DataDir()); err != nil {
+			return fmt.Errorf("could not keep the audit trail from before the backup restore: %w", err)
+		}
+		return e.Next()
+	})
+}
+
+// guard refuses or audits the backups API's requests.
+func (g *backupGuard) guard(e *core.RequestEvent) error {
+	key := e.Request.PathValue("key")
+	switch e.Request.Pattern {
+	case backupCreatePattern:
+		g.createLock.Lock()
+		defer g.createLock.Unlock()
+		by := requestActor(e)
+		g.creating.Store(&by)
+		defer g.creating.Store(nil)
+		return e.Next()
+	case backupRestorePattern:
+		if !g.allowRestore {
+			return e.ForbiddenError(errBackupRestoreOff, nil)
+		}
+		by := requestActor(e)
+		g.restoring.Store(key, by)
+		g.log.Warn("Backup restore requested: the service restarts with the backup's data", "backup", key, "actor", by.ID, "actorEmail", by.Email)
+		err := e.Next()
+		if err != nil {
+			g.restoring.Delete(key)
+		}
+		return err
+	case backupUploadPattern:
+		if !g.allowRestore {
+			return e.ForbiddenError(errBackupRestoreOff, nil)
+		}
+		if err := e.Next(); err != nil {
+			return err
+		}
+		name := ""
+		if f := e.Request.MultipartForm; f != nil && len(f.File["file"]) > 0 {
+			name = f.File["file"][0].Filename
+		}
+		g.write(e.App, audit.BackupUploaded, name, requestActor(e))
+		return nil
+	case backupDeletePattern:
+		if err := e.Next(); err != nil {
+			return err
+		}
+		g.write(e.App, audit.BackupDeleted, key, requestActor(e))
+		return nil
+	case backupDownloadPattern:
+		if err := e.Next(); err != nil {
+			return err
+		}
+		if status := e.Status(); status != http.StatusOK && status != http.StatusPartialContent {
+			return nil
+		}
+		// The download route takes a superuser's file token, not the
+		// Authorization header.
+		by := audit.Actor{Address: e.RealIP(), RequestID: requestid.From(e.Request.Context())}
+		if r, err := e.App.FindAuthRecordByToken(e.Request.URL.Query().Get("token"), core.TokenTypeFile); err == nil {
+			by.ID, by.Email = r.Id, r.Email()
+		}
+		g.write(e.App, audit.BackupDownloaded, key, by)
+		return nil
+	}
+	return e.Next()
+}
+
+// created audits a backup once made: the API's for the superuser who asked,
+// the auto backups' for the system.
+func (g *backupGuard) created(e *core.BackupEvent) error {
+	if err := e.Next(); err != nil {
+		return err
+	}
+	by := audit.System
+	if creating := g.creating.Load(); creating != nil && !strings.HasPrefix(e.Name, autoBackupPrefix) {
+		by = *creating
+	}
+	g.write(e.App, audit.BackupCreated, e.Name, by)
+	return nil
+}
+
+// restore notes the restore about to happen for the next start, which
+// carries the trail across it (carryTrail).
+func (g *backupGuard) restore(e *core.BackupEvent) error {
+	by := audit.System
+	if v, ok := g.restoring.LoadAndDelete(e.Name); ok {
+		by = v.(audit.Actor)
+	}
+	if err := audit.MarkRestore(e.App.DataDir(), audit.Restore{Backup: e.Name, By: by, Requested: time.Now().UTC()}); err != nil {
+		return fmt.Errorf("could not note the restore for the audit trail: %w", err)
+	}
+	err := e.Next() // on success, the process is replaced and Next does not return
+	audit.UnmarkRestore(e.App.DataDir())
+	return err
+}
+
+// carryTrail carries the trail from before a restore into the restored
+// database, revokes again the keys revoked there, and records the restore,
+// in one transaction; nothing when no restore happened. Until it succeeds,
+// serve does not start, and each start tries again.
+func (g *backupGuard) carryTrail(app core.App) error {
+	var carried *audit.Carried
+	err := app.RunInTransaction(func(tx core.App) error {
+		var err error
+		if carried, err = audit.CarryAcrossRestore(tx); err != nil || carried == nil {
+			return err
+		}
+		revoked, err := apikeys.RevokeAgain(tx)
+		if err != nil {
+			return err
+		}
+		// Counts, not ids: the details are bounded, and each key revoked
+		// again has its key.revoked record in the trail.
+		return audit.Write(tx, audit.Entry{Action: audit.BackupRestored, By: carried.By, Details: map[string]any{
+			"backup": carried.Backup, "requested": carried.Requested, "carried": carried.Records, "revokedAgain": len(revoked),
+		}})
+	})
+	if err != nil {
+		return fmt.Errorf("could not carry the audit trail from before the backup restore into the restored database: %w; "+
+			"each start tries again. To give up the trail from before the restore, remove %s", err, audit.CarryDir(app.DataDir()))
+	}
+	if carried == nil {
+		return nil
+	}
+	if err := audit.DoneCarrying(app.DataDir()); err != nil {
+		g.log.Error("Could not remove the audit trail kept from before the backup restore", "error", err)
+	}
+	return nil
+}
+
+// write audits an action on the backup named name, once it is done (its
+// answer written): a failure is logged.
+func (g *backupGuard) write(app core.App, action audit.Action, name string, by audit.Actor) {
+	if err := audit.Write(app, audit.Entry{Action: action, By: by, Details: map[string]any{"backup": name}}); err != nil {
+		g.log.Error("Could not audit "+string(action), "backup", name, "error", err)
+	}
+}

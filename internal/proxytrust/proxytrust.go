@@ -1,0 +1,63 @@
+// Package proxytrust believes the client-address headers that PocketBase's
+// settings trust (Settings, Application, User IP proxy headers) only from the
+// reverse proxies that --proxy-addresses names: from any other peer they are
+// removed before anything reads the client's address, which is then the
+// connection's. Without it, any client could name its own address in
+// X-Forwarded-For and escape every per-network limit.
+package proxytrust
+
+import (
+	"net"
+	"net/netip"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
+)
+
+// MiddlewareID is the middleware's id.
+const MiddlewareID = "petstoreProxyTrust"
+
+// Priority runs it before anything of PocketBase's or petstore's, the www
+// redirect (-99999) included.
+const Priority = -100001
+
+// Proxies are the reverse proxies' own addresses and networks
+// (--proxy-addresses).
+type Proxies []netip.Prefix
+
+// Middleware removes the trusted proxy headers from requests whose peer is
+// not one of p.
+func (p Proxies) Middleware() *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       MiddlewareID,
+		Priority: Priority,
+		Func: func(e *core.RequestEvent) error {
+			headers := e.App.Settings().TrustedProxy.Headers
+			if len(headers) > 0 && !p.Has(e.Request.RemoteAddr) {
+				for _, h := range headers {
+					e.Request.Header.Del(h)
+				}
+			}
+			return e.Next()
+		},
+	}
+}
+
+// Has reports whether the peer address remoteAddr (host:port) is one of p.
+func (p Proxies) Has(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap().WithZone("")
+	for _, prefix := range p {
+		if prefix.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
