@@ -682,3 +682,36 @@ func TestEarlierTermIsKeptUntilTheNewOneShips(t *testing.T) {
 		t.Errorf("promoted after term 2 shipped: %d pets, want term 2's 3", len(got))
 	}
 }
+
+// BenchmarkCommitThenSync is what a create acknowledged only once shipped
+// adds: one commit, then Sync to a file replica, one after the other.
+//
+//	go test -run '^$' -bench CommitThenSync -count 3 ./internal/replica/
+func BenchmarkCommitThenSync(b *testing.B) {
+	dir := b.TempDir()
+	db, err := database.Connect(filepath.Join(dir, database.DataFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.DB().Exec(`CREATE TABLE pets (id INTEGER PRIMARY KEY, name TEXT NOT NULL, body BLOB NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	root, err := ParseURL("file://" + b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := StartReplicating(b.Context(), filepath.Join(dir, database.DataFile), root, "petstore", 1, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	for b.Loop() {
+		if _, err := db.DB().Exec(`INSERT INTO pets (name, body) VALUES ('Rex', randomblob(200))`); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Sync(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
