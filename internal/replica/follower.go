@@ -56,8 +56,10 @@ type Lag struct {
 	// the term followed has shipped nothing yet.
 	Term int64
 
-	// Applied is the last transaction applied to the copy (0: nothing yet);
-	// Shipped the last one in the replica at CheckedAt.
+	// Applied is the last transaction applied to the copy; Shipped the
+	// last one in the replica at CheckedAt. Applied 0 means no copy: such a
+	// node has nothing to promote (ErrNothingShipped) even when Shipped is
+	// 0 too, and is no candidate while another node holds a copy.
 	Applied, Shipped uint64
 
 	// Transactions is Shipped - Applied. Seconds is how long the oldest
@@ -430,14 +432,19 @@ func (f *Follower) Lag() Lag {
 	return f.lag
 }
 
+// ErrNothingShipped is Promote's answer when the follower has no copy and
+// the term has shipped nothing: a new node that joined a term whose leader
+// was lost before its first snapshot. Its data directory is empty; only
+// the very first leader of a cluster starts from an empty database.
+var ErrNothingShipped = errors.New("the term has shipped nothing, and this node holds no copy of an earlier term")
+
 // Promote applies every transaction the term shipped (or, if it shipped
 // nothing, the earlier term whose copy dbPath holds) and stops following.
-// When it returns nil, dbPath is a complete, closed database (or absent if
-// no term ever shipped anything: the very first leader then creates it),
-// without the follower's files beside it, and the Follower is done. Call it
-// once the term's leader is gone: what the leader ships later is not
-// applied. On error the Follower goes on following. Promote and Close are
-// not called at the same time.
+// When it returns nil, dbPath is a complete, closed database, without the
+// follower's files beside it, and the Follower is done. Call it once the
+// term's leader is gone: what the leader ships later is not applied. On
+// error (ErrNothingShipped among them) the Follower goes on following.
+// Promote and Close are not called at the same time.
 func (f *Follower) Promote(ctx context.Context) error {
 	f.stop()
 	f.mu.Lock()
@@ -474,7 +481,8 @@ func (f *Follower) Promote(ctx context.Context) error {
 		}
 		_, statErr := os.Stat(f.dbPath)
 		if last == 0 && errors.Is(statErr, os.ErrNotExist) {
-			break // nothing ever shipped
+			f.start()
+			return ErrNothingShipped
 		}
 		// With Litestream stopped, a copy at the replica's last transaction
 		// has every file applied whole: a file applied in part when it

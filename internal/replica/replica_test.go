@@ -715,3 +715,22 @@ func BenchmarkCommitThenSync(b *testing.B) {
 		}
 	}
 }
+
+// TestNothingToPromote: a new node following a term that has shipped
+// nothing has no copy to promote, and says so rather than leaving an empty
+// database to start from.
+func TestNothingToPromote(t *testing.T) {
+	root := fileRoot(t, t.TempDir())
+	dir := t.TempDir()
+	f := startFollowing(t, root, 8, dir)
+	waitFor(t, 5*time.Second, "a first lag", func() bool { return !f.Lag().CheckedAt.IsZero() })
+	if l := f.Lag(); l.Applied != 0 || l.Shipped != 0 || l.Err != nil {
+		t.Errorf("lag %+v", l)
+	}
+	if err := f.Promote(t.Context()); !errors.Is(err, ErrNothingShipped) {
+		t.Fatalf("Promote: %v, want ErrNothingShipped", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, database.DataFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("data.db after Promote: %v", err)
+	}
+}
