@@ -444,7 +444,9 @@ var ErrNothingShipped = errors.New("the term has shipped nothing, and this node 
 // follower's files beside it, and the Follower is done. Call it once the
 // term's leader is gone: what the leader ships later is not applied. On
 // error (ErrNothingShipped among them) the Follower goes on following.
-// Promote and Close are not called at the same time.
+// A replica that cannot be restored fails Promote at once; one that answers
+// slowly holds it until ctx ends. Promote and Close are not called at the
+// same time.
 func (f *Follower) Promote(ctx context.Context) error {
 	f.stop()
 	f.mu.Lock()
@@ -507,6 +509,9 @@ func (f *Follower) Promote(ctx context.Context) error {
 // catchUp follows src until the copy has applied transaction last, then
 // stops Litestream.
 func (f *Follower) catchUp(ctx context.Context, src *source, last ltx.TXID) error {
+	f.mu.Lock()
+	f.lag.Err = nil // follow reports its failures here
+	f.mu.Unlock()
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); f.follow(followCtx, src, promoteFollowInterval) }()
@@ -516,6 +521,9 @@ func (f *Follower) catchUp(ctx context.Context, src *source, last ltx.TXID) erro
 	for {
 		if applied, err := litestream.ReadTXIDFile(f.dbPath); err == nil && applied >= last {
 			return nil
+		}
+		if err := f.Lag().Err; err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():

@@ -734,3 +734,41 @@ func TestNothingToPromote(t *testing.T) {
 		t.Errorf("data.db after Promote: %v", err)
 	}
 }
+
+// TestPromoteFailsOnADamagedReplica: a replica whose files cannot be
+// restored fails Promote at once, saying why, rather than holding it until
+// its deadline.
+func TestPromoteFailsOnADamagedReplica(t *testing.T) {
+	rootDir := t.TempDir()
+	root := fileRoot(t, rootDir)
+	leader := openStore(t, t.TempDir())
+	r := startReplicating(t, leader, root, 6)
+	leader.write(t, 10)
+	if err := r.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	leader.close(t)
+	if err := r.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	damaged := 0
+	err := filepath.WalkDir(filepath.Join(rootDir, "petstore", "terms", "6"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".ltx") {
+			damaged++
+			return os.WriteFile(p, []byte("not an LTX file, but long enough to pass for one's header at a glance: 100 bytes......"), 0o600)
+		}
+		return err
+	})
+	if err != nil || damaged == 0 {
+		t.Fatalf("damaged %d files: %v", damaged, err)
+	}
+	f := startFollowing(t, root, 6, t.TempDir())
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = f.Promote(ctx)
+	t.Logf("Promote: %v after %v", err, time.Since(start))
+	if err == nil || errors.Is(err, ErrNothingShipped) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Promote of a damaged replica: %v, want the restore's error", err)
+	}
+}
