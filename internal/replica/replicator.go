@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,9 +19,12 @@ import (
 // still answers: with nothing to ship, no upload would tell.
 const probeEvery = 5 * time.Second
 
-// maxBackoff bounds the wait between attempts to ship while the storage
-// fails.
-const maxBackoff = 5 * time.Second
+// While the storage fails, attempts to ship are retryFirst apart at first,
+// then twice as far each time, up to retryMax.
+const (
+	retryFirst = 500 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
 
 // Replicator ships the leader's database to its term's replica.
 type Replicator struct {
@@ -92,8 +96,8 @@ func StartReplicating(ctx context.Context, dbPath string, root Root, cluster str
 	db.SetMetaPath(metaPath)
 	db.MonitorInterval = MonitorInterval
 	replica := litestream.NewReplicaWithClient(db, client)
-	replica.SyncInterval = SyncInterval
-	// The Replicator uploads (ship), so that Status knows every failure.
+	// The Replicator uploads each copy as soon as Litestream makes it
+	// (run), and Status knows every failure.
 	replica.MonitorEnabled = false
 	if fc, ok := client.(*file.ReplicaClient); ok {
 		fc.Replica = replica // the replica's files take the database's owner and mode
@@ -139,37 +143,33 @@ func holdsTransactions(ctx context.Context, client litestream.ReplicaClient) (bo
 	return false, nil
 }
 
-// run uploads what Litestream copied from the WAL every SyncInterval,
-// waiting longer while the storage fails.
+// run uploads each copy Litestream makes of the WAL as soon as it is made,
+// waiting longer between attempts while the storage fails.
 func (r *Replicator) run(ctx context.Context) {
 	defer close(r.done)
-	wait := SyncInterval
-	var lastProbe time.Time
+	var retry time.Duration
 	for {
+		// Taken before shipping, so that a copy made meanwhile wakes the
+		// next round.
+		copied := r.db.Notify()
+		if err := r.ship(ctx); err != nil {
+			retry = min(max(2*retry, retryFirst), retryMax)
+			copied = nil // wait out the retry
+		} else {
+			retry = 0
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-copied:
+		case <-time.After(cmp.Or(retry, probeEvery)):
 		}
-		err := r.ship(ctx, time.Since(lastProbe) >= probeEvery)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			wait = min(2*wait, maxBackoff)
-			continue
-		}
-		if wait != SyncInterval {
-			wait = SyncInterval
-		}
-		lastProbe = time.Now()
 	}
 }
 
 // ship uploads what Litestream has copied from the WAL and records the
-// outcome. With nothing new, it only checks that the storage answers, and
-// only if probe.
-func (r *Replicator) ship(ctx context.Context, probe bool) error {
+// outcome; with nothing new, it checks that the storage answers.
+func (r *Replicator) ship(ctx context.Context) error {
 	pos, err := r.db.Pos()
 	if err != nil {
 		return r.record(0, fmt.Errorf("read Litestream's position: %w", err))
@@ -178,9 +178,6 @@ func (r *Replicator) ship(ctx context.Context, probe bool) error {
 		return nil // no database yet, or nothing copied from it
 	}
 	if shipped := r.replica.Pos(); !shipped.IsZero() && shipped.TXID >= pos.TXID {
-		if !probe {
-			return nil
-		}
 		if _, err := holdsTransactions(ctx, r.replica.Client); err != nil {
 			return r.record(uint64(pos.TXID), fmt.Errorf("reach the replica: %w", err))
 		}
@@ -222,7 +219,7 @@ func (r *Replicator) Sync(ctx context.Context) error {
 	if err := r.db.Sync(ctx); err != nil {
 		return r.record(0, fmt.Errorf("copy the WAL: %w", err))
 	}
-	return r.ship(ctx, true)
+	return r.ship(ctx)
 }
 
 // Status returns what has been shipped, and why shipping fails if it does.
