@@ -236,33 +236,40 @@ func (f *Follower) stop() {
 	<-f.done
 }
 
-// run follows the copy's term, switches to the followed term once that has
-// shipped, and checks the lag, until ctx ends.
+// run follows the copy's term and checks the lag until ctx ends; while the
+// copy is of an earlier term, it switches to the followed term once that
+// has shipped.
 func (f *Follower) run(ctx context.Context) {
 	defer close(f.done)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	for {
 		f.mu.Lock()
 		src := f.copyOf
 		f.mu.Unlock()
 
 		followCtx, stopFollowing := context.WithCancel(ctx)
-		wg.Go(func() { f.follow(followCtx, src, FollowInterval) })
-
-		switched := f.watch(ctx, src)
+		followed := make(chan struct{})
+		go func() { defer close(followed); f.follow(followCtx, src, FollowInterval) }()
+		target := f.watch(ctx, src)
 		stopFollowing()
-		wg.Wait()
-		if !switched {
+		<-followed
+		if target == nil {
 			return
+		}
+		if err := f.switchTo(target); err != nil {
+			f.setErr(fmt.Errorf("switch to term %d's replica: %w", target.term, err))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(FollowInterval):
+			}
 		}
 	}
 }
 
-// watch checks the lag every FollowInterval until ctx ends (false), or,
-// while the copy is of an earlier term, until the followed term has shipped
-// (true: the copy is then removed and dbPath marked for the followed term).
-func (f *Follower) watch(ctx context.Context, src *source) bool {
+// watch checks the lag every FollowInterval until ctx ends (nil), or, while
+// the copy is of an earlier term, until the followed term has shipped: it
+// returns that term's replica.
+func (f *Follower) watch(ctx context.Context, src *source) *source {
 	var target *source
 	if src.term != f.term {
 		var err error
@@ -278,7 +285,7 @@ func (f *Follower) watch(ctx context.Context, src *source) bool {
 		if target != nil {
 			shipped, err := holdsTransactions(ctx, target.client)
 			if err == nil && shipped {
-				return f.switchTo(target) == nil
+				return target
 			}
 			if err != nil && ctx.Err() == nil {
 				f.log.Warn("Could not read the followed term's replica", "error", err)
@@ -286,21 +293,19 @@ func (f *Follower) watch(ctx context.Context, src *source) bool {
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return nil
 		case <-tick.C:
 		}
 	}
 }
 
 // switchTo replaces the copy of an earlier term with target's (restored
-// next by follow).
+// next by follow). Nothing follows meanwhile.
 func (f *Follower) switchTo(target *source) error {
 	if err := removeCopy(f.dbPath); err != nil {
-		f.log.Error("Could not remove the earlier term's copy", "error", err)
 		return err
 	}
 	if err := writeMark(f.dbPath, followMark{Cluster: f.cluster, Term: target.term}); err != nil {
-		f.log.Error("Could not mark the follower's copy", "error", err)
 		return err
 	}
 	f.mu.Lock()

@@ -12,8 +12,8 @@
 //
 // The leader (StartReplicating) copies each commit from the WAL every
 // MonitorInterval and uploads each copy at once: a commit is in the replica
-// within about MonitorInterval. Sync ships everything committed so
-// far at once (a handover, or a create acknowledged only once shipped).
+// within about MonitorInterval. Sync ships everything committed so far at
+// once (a handover, or a create acknowledged only once shipped).
 // Status says what was shipped, when, and why shipping fails when the
 // replica's storage is unreachable; the leader goes on serving meanwhile.
 //

@@ -28,8 +28,6 @@ const (
 
 // Replicator ships the leader's database to its term's replica.
 type Replicator struct {
-	term    int64
-	url     string
 	db      *litestream.DB
 	replica *litestream.Replica
 	store   *litestream.Store
@@ -116,7 +114,7 @@ func StartReplicating(ctx context.Context, dbPath string, root Root, cluster str
 
 	loopCtx, cancel := context.WithCancel(context.Background())
 	r := &Replicator{
-		term: term, url: termURL, db: db, replica: replica, store: store, log: log,
+		db: db, replica: replica, store: store, log: log,
 		cancel: cancel, done: make(chan struct{}),
 		status: Status{Term: term, URL: termURL},
 	}
