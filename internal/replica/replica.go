@@ -29,7 +29,11 @@
 // locks belong to the process, so Litestream keeps its file descriptor open
 // for as long as it replicates: close a Replicator only once PocketBase's
 // connections to the database are closed (at the end of the process). Both
-// use modernc's SQLite, which Litestream requires. Checkpoints stay safe as
+// use modernc's SQLite, which Litestream requires. A follower's copy is the
+// other way round: Litestream writes its pages directly, taking and
+// releasing POSIX locks on it, so nothing else in the process may open it
+// (PocketBase opens it only after Promote), and commands in other processes
+// refuse to write there (Following). Checkpoints stay safe as
 // under the litestream binary (docs/operations.md): Litestream holds a read
 // transaction so that no one restarts the WAL before it has copied it, and
 // petstore's own checkpoints are PASSIVE.
