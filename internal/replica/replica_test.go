@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/litestream"
+
 	"petstore/internal/database"
 )
 
@@ -607,27 +609,58 @@ func TestUnreachableReplicaIsReported(t *testing.T) {
 	waitFor(t, 3*FollowInterval, "Lag recovers", func() bool { return f.Lag().Err == nil })
 }
 
-// TestConcurrentSyncs: creates acknowledged only once shipped call Sync
-// from many goroutines; each returns once its own commit is shipped.
-func TestConcurrentSyncs(t *testing.T) {
-	leader := openStore(t, t.TempDir())
+// TestSyncShipsTheCallersCommit: creates acknowledged only once shipped
+// call Sync from many goroutines at once; once Sync returns, the replica
+// restores to a database holding the caller's commit. The Replicator starts
+// before the database exists, as the very first leader's does.
+func TestSyncShipsTheCallersCommit(t *testing.T) {
+	dir := t.TempDir()
 	root := fileRoot(t, t.TempDir())
-	r := startReplicating(t, leader, root, 11)
-	leader.write(t, 1)
+	r, err := StartReplicating(t.Context(), filepath.Join(dir, database.DataFile), root, "petstore", 11, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after the store's cleanup: PocketBase closes first
+		if err := r.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if st := r.Status(); st.Shipped != 0 || st.Err != nil {
+		t.Errorf("status before the database exists %+v", st)
+	}
+	leader := openStore(t, dir)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for range 8 {
 		wg.Go(func() {
-			mu.Lock()
-			leader.write(t, 1)
-			mu.Unlock()
+			res, err := leader.db.Exec(`INSERT INTO pets (name, body) VALUES ('Rex', randomblob(200))`)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			id, _ := res.LastInsertId()
 			if err := r.Sync(t.Context()); err != nil {
 				t.Error(err)
+				return
+			}
+			restored := filepath.Join(t.TempDir(), database.DataFile)
+			src, err := newSource(root, "petstore", 11, testLog(t))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			opt := litestream.NewRestoreOptions()
+			opt.OutputPath = restored
+			if err := src.replica.Restore(t.Context(), opt); err != nil {
+				t.Error(err)
+				return
+			}
+			if !hasPet(restored, id) {
+				t.Errorf("Sync returned, and the replica does not hold pet %d", id)
 			}
 		})
 	}
 	wg.Wait()
-	if st := r.Status(); st.Err != nil || st.Shipped != st.Committed || st.Shipped == 0 {
+	if st := r.Status(); st.Err != nil || st.Shipped != st.Committed || st.Shipped == 0 || st.ShippedAt.IsZero() {
 		t.Errorf("status %+v", st)
 	}
 }
