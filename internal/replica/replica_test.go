@@ -815,3 +815,45 @@ func TestPromoteFailsOnADamagedReplica(t *testing.T) {
 		t.Fatalf("Promote of a damaged replica: %v, want the restore's error", err)
 	}
 }
+
+// TestEmptiedReplicaIsShippedAgain: the replica's directory removed under a
+// shipping leader (a shared volume unmounted, then mounted empty) is made
+// again by the next upload, without the term's first transactions; the
+// leader notices within its check interval and ships a new snapshot, from
+// which the replica restores every pet again.
+func TestEmptiedReplicaIsShippedAgain(t *testing.T) {
+	leader := openStore(t, t.TempDir())
+	rootDir := filepath.Join(t.TempDir(), "replica")
+	root := fileRoot(t, rootDir)
+	r := startReplicating(t, leader, root, 12)
+	leader.write(t, 20)
+	if err := r.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Litestream's first compactions (level 1 and a snapshot, about a
+	// second after the start) would write the first transactions again.
+	time.Sleep(2 * time.Second)
+	if err := os.RemoveAll(rootDir); err != nil {
+		t.Fatal(err)
+	}
+	last := leader.write(t, 5)
+	if err := r.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	src, err := newSource(root, "petstore", 12, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := filepath.Join(t.TempDir(), database.DataFile)
+	var restoreErr error
+	took := waitFor(t, checkEvery+3*time.Second, "the replica restores again", func() bool {
+		opt := litestream.NewRestoreOptions()
+		opt.OutputPath = restored
+		restoreErr = src.replica.Restore(t.Context(), opt)
+		return restoreErr == nil
+	})
+	t.Logf("the replica restored again %v after it was emptied", took)
+	if got, want := rows(t, restored), rows(t, leader.path); len(got) != 25 || !hasPet(restored, last) || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the replica restores %d pets, want the leader's 25", len(got))
+	}
+}

@@ -15,9 +15,10 @@ import (
 	"github.com/benbjohnson/litestream/file"
 )
 
-// probeEvery is how often an idle leader checks that the replica's storage
-// still answers: with nothing to ship, no upload would tell.
-const probeEvery = 5 * time.Second
+// checkEvery is how often the leader reads its term's replica back
+// (check): with nothing to ship, no upload would tell that the storage
+// fails, and an upload does not tell that it lost what was shipped before.
+const checkEvery = 5 * time.Second
 
 // While the storage fails, attempts to ship are retryFirst apart at first,
 // then twice as far each time, up to retryMax.
@@ -142,15 +143,22 @@ func holdsTransactions(ctx context.Context, client litestream.ReplicaClient) (bo
 }
 
 // run uploads each copy Litestream makes of the WAL as soon as it is made,
-// waiting longer between attempts while the storage fails.
+// checks the replica every checkEvery, and waits longer between attempts
+// while the storage fails.
 func (r *Replicator) run(ctx context.Context) {
 	defer close(r.done)
 	var retry time.Duration
+	var checked time.Time
 	for {
 		// Taken before shipping, so that a copy made meanwhile wakes the
 		// next round.
 		copied := r.db.Notify()
-		if err := r.ship(ctx); err != nil {
+		err := r.ship(ctx)
+		if err == nil && time.Since(checked) >= checkEvery {
+			err = r.check(ctx)
+			checked = time.Now()
+		}
+		if err != nil {
 			retry = min(max(2*retry, retryFirst), retryMax)
 			copied = nil // wait out the retry
 		} else {
@@ -160,13 +168,13 @@ func (r *Replicator) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-copied:
-		case <-time.After(cmp.Or(retry, probeEvery)):
+		case <-time.After(cmp.Or(retry, checkEvery)):
 		}
 	}
 }
 
-// ship uploads what Litestream has copied from the WAL and records the
-// outcome; with nothing new, it checks that the storage answers.
+// ship uploads what Litestream has copied from the WAL, if anything, and
+// records the outcome.
 func (r *Replicator) ship(ctx context.Context) error {
 	pos, err := r.db.Pos()
 	if err != nil {
@@ -176,15 +184,61 @@ func (r *Replicator) ship(ctx context.Context) error {
 		return nil // no database yet, or nothing copied from it
 	}
 	if shipped := r.replica.Pos(); !shipped.IsZero() && shipped.TXID >= pos.TXID {
-		if _, err := holdsTransactions(ctx, r.replica.Client); err != nil {
-			return r.record(uint64(pos.TXID), fmt.Errorf("reach the replica: %w", err))
-		}
-		return r.record(uint64(pos.TXID), nil)
+		return nil
 	}
 	if err := r.replica.Sync(ctx); err != nil {
 		return r.record(uint64(pos.TXID), fmt.Errorf("ship to the replica: %w", err))
 	}
 	return r.record(uint64(pos.TXID), nil)
+}
+
+// check reads the term's replica back: that it answers, and that it still
+// holds the term's first transaction. A replica emptied or replaced under
+// the leader (a volume unmounted, a prefix deleted) does not, and would
+// restore nothing: the leader then ships a new snapshot of the database to
+// it, from which it restores again.
+func (r *Replicator) check(ctx context.Context) error {
+	if r.replica.Pos().IsZero() {
+		return nil // nothing shipped yet
+	}
+	whole, err := holdsFirstTransaction(ctx, r.replica.Client)
+	if err != nil {
+		return r.record(0, fmt.Errorf("reach the replica: %w", err))
+	}
+	if !whole {
+		r.log.Error("The term's replica has lost its first transactions (its storage was emptied or replaced): shipping a new snapshot")
+		if _, err := r.db.Snapshot(ctx); err != nil {
+			return r.record(0, fmt.Errorf("ship a new snapshot to a replica that lost its first transactions: %w", err))
+		}
+	}
+	return r.record(0, nil)
+}
+
+// holdsFirstTransaction reports whether a replica holds a file that starts
+// at the first transaction: its snapshots do, and until the first one, the
+// compactions and level 0.
+func holdsFirstTransaction(ctx context.Context, client litestream.ReplicaClient) (bool, error) {
+	levels := []int{litestream.SnapshotLevel}
+	for _, l := range litestream.DefaultCompactionLevels {
+		levels = append(levels, l.Level)
+	}
+	for _, level := range levels {
+		itr, err := client.LTXFiles(ctx, level, 0, false)
+		if err != nil {
+			return false, err
+		}
+		found := false
+		for !found && itr.Next() {
+			found = itr.Item().MinTXID == 1
+		}
+		if err := itr.Close(); err != nil {
+			return false, err
+		}
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // record keeps the outcome of an attempt to ship for Status, and logs a
