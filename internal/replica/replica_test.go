@@ -579,7 +579,8 @@ func TestUnreachableReplicaIsReported(t *testing.T) {
 	f := startFollowing(t, root, 4, t.TempDir())
 	waitFor(t, 5*time.Second, "the follower has restored", func() bool { return f.Lag().Applied > 0 })
 
-	if err := os.RemoveAll(rootDir); err != nil {
+	// Moved away in one step: the leader may be writing into it.
+	if err := os.Rename(rootDir, rootDir+".gone"); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(rootDir, []byte("not a directory"), 0o600); err != nil {
@@ -833,7 +834,7 @@ func TestEmptiedReplicaIsShippedAgain(t *testing.T) {
 	// Litestream's first compactions (level 1 and a snapshot, about a
 	// second after the start) would write the first transactions again.
 	time.Sleep(2 * time.Second)
-	if err := os.RemoveAll(rootDir); err != nil {
+	if err := os.Rename(rootDir, rootDir+".gone"); err != nil { // in one step: the leader may be writing into it
 		t.Fatal(err)
 	}
 	last := leader.write(t, 5)

@@ -187,6 +187,9 @@ func (r *Replicator) ship(ctx context.Context) error {
 		return nil
 	}
 	if err := r.replica.Sync(ctx); err != nil {
+		if ctx.Err() != nil {
+			return err // stopped, not failed
+		}
 		return r.record(uint64(pos.TXID), fmt.Errorf("ship to the replica: %w", err))
 	}
 	return r.record(uint64(pos.TXID), nil)
@@ -202,6 +205,9 @@ func (r *Replicator) check(ctx context.Context) error {
 		return nil // nothing shipped yet
 	}
 	whole, err := holdsFirstTransaction(ctx, r.replica.Client)
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped, not failed
+	}
 	if err != nil {
 		return r.record(0, fmt.Errorf("reach the replica: %w", err))
 	}
