@@ -188,7 +188,7 @@ func (r *Replicator) ship(ctx context.Context) error {
 	}
 	if err := r.replica.Sync(ctx); err != nil {
 		if ctx.Err() != nil {
-			return err // stopped, not failed
+			return err // stopped, or the caller gave up: nothing failed
 		}
 		return r.record(uint64(pos.TXID), fmt.Errorf("ship to the replica: %w", err))
 	}
@@ -275,6 +275,9 @@ func (r *Replicator) record(committed uint64, err error) error {
 // Sync ships every transaction committed so far, whatever the intervals.
 func (r *Replicator) Sync(ctx context.Context) error {
 	if err := r.db.Sync(ctx); err != nil {
+		if ctx.Err() != nil {
+			return err // the caller gave up, nothing failed
+		}
 		return r.record(0, fmt.Errorf("copy the WAL: %w", err))
 	}
 	return r.ship(ctx)
