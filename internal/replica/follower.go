@@ -56,8 +56,10 @@ type Lag struct {
 	// the term followed has shipped nothing yet.
 	Term int64
 
-	// Applied is the last transaction applied to the copy (0: nothing yet);
-	// Shipped the last one in the replica at CheckedAt.
+	// Applied is the last transaction applied to the copy; Shipped the
+	// last one in the replica at CheckedAt. Applied 0 means no copy: such a
+	// node has nothing to promote (ErrNothingShipped) even when Shipped is
+	// 0 too, and is no candidate while another node holds a copy.
 	Applied, Shipped uint64
 
 	// Transactions is Shipped - Applied. Seconds is how long the oldest
@@ -234,33 +236,40 @@ func (f *Follower) stop() {
 	<-f.done
 }
 
-// run follows the copy's term, switches to the followed term once that has
-// shipped, and checks the lag, until ctx ends.
+// run follows the copy's term and checks the lag until ctx ends; while the
+// copy is of an earlier term, it switches to the followed term once that
+// has shipped.
 func (f *Follower) run(ctx context.Context) {
 	defer close(f.done)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	for {
 		f.mu.Lock()
 		src := f.copyOf
 		f.mu.Unlock()
 
 		followCtx, stopFollowing := context.WithCancel(ctx)
-		wg.Go(func() { f.follow(followCtx, src, FollowInterval) })
-
-		switched := f.watch(ctx, src)
+		followed := make(chan struct{})
+		go func() { defer close(followed); f.follow(followCtx, src, FollowInterval) }()
+		target := f.watch(ctx, src)
 		stopFollowing()
-		wg.Wait()
-		if !switched {
+		<-followed
+		if target == nil {
 			return
+		}
+		if err := f.switchTo(target); err != nil {
+			f.setErr(fmt.Errorf("switch to term %d's replica: %w", target.term, err))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(FollowInterval):
+			}
 		}
 	}
 }
 
-// watch checks the lag every FollowInterval until ctx ends (false), or,
-// while the copy is of an earlier term, until the followed term has shipped
-// (true: the copy is then removed and dbPath marked for the followed term).
-func (f *Follower) watch(ctx context.Context, src *source) bool {
+// watch checks the lag every FollowInterval until ctx ends (nil), or, while
+// the copy is of an earlier term, until the followed term has shipped: it
+// returns that term's replica.
+func (f *Follower) watch(ctx context.Context, src *source) *source {
 	var target *source
 	if src.term != f.term {
 		var err error
@@ -276,7 +285,7 @@ func (f *Follower) watch(ctx context.Context, src *source) bool {
 		if target != nil {
 			shipped, err := holdsTransactions(ctx, target.client)
 			if err == nil && shipped {
-				return f.switchTo(target) == nil
+				return target
 			}
 			if err != nil && ctx.Err() == nil {
 				f.log.Warn("Could not read the followed term's replica", "error", err)
@@ -284,21 +293,19 @@ func (f *Follower) watch(ctx context.Context, src *source) bool {
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return nil
 		case <-tick.C:
 		}
 	}
 }
 
 // switchTo replaces the copy of an earlier term with target's (restored
-// next by follow).
+// next by follow). Nothing follows meanwhile.
 func (f *Follower) switchTo(target *source) error {
 	if err := removeCopy(f.dbPath); err != nil {
-		f.log.Error("Could not remove the earlier term's copy", "error", err)
 		return err
 	}
 	if err := writeMark(f.dbPath, followMark{Cluster: f.cluster, Term: target.term}); err != nil {
-		f.log.Error("Could not mark the follower's copy", "error", err)
 		return err
 	}
 	f.mu.Lock()
@@ -430,14 +437,21 @@ func (f *Follower) Lag() Lag {
 	return f.lag
 }
 
+// ErrNothingShipped is Promote's answer when the follower has no copy and
+// the term has shipped nothing: a new node that joined a term whose leader
+// was lost before its first snapshot. Its data directory is empty; only
+// the very first leader of a cluster starts from an empty database.
+var ErrNothingShipped = errors.New("the term has shipped nothing, and this node holds no copy of an earlier term")
+
 // Promote applies every transaction the term shipped (or, if it shipped
 // nothing, the earlier term whose copy dbPath holds) and stops following.
-// When it returns nil, dbPath is a complete, closed database (or absent if
-// no term ever shipped anything: the very first leader then creates it),
-// without the follower's files beside it, and the Follower is done. Call it
-// once the term's leader is gone: what the leader ships later is not
-// applied. On error the Follower goes on following. Promote and Close are
-// not called at the same time.
+// When it returns nil, dbPath is a complete, closed database, without the
+// follower's files beside it, and the Follower is done. Call it once the
+// term's leader is gone: what the leader ships later is not applied. On
+// error (ErrNothingShipped among them) the Follower goes on following.
+// A replica that cannot be restored fails Promote at once; one that answers
+// slowly holds it until ctx ends. Promote and Close are not called at the
+// same time.
 func (f *Follower) Promote(ctx context.Context) error {
 	f.stop()
 	f.mu.Lock()
@@ -474,7 +488,8 @@ func (f *Follower) Promote(ctx context.Context) error {
 		}
 		_, statErr := os.Stat(f.dbPath)
 		if last == 0 && errors.Is(statErr, os.ErrNotExist) {
-			break // nothing ever shipped
+			f.start()
+			return ErrNothingShipped
 		}
 		// With Litestream stopped, a copy at the replica's last transaction
 		// has every file applied whole: a file applied in part when it
@@ -499,6 +514,9 @@ func (f *Follower) Promote(ctx context.Context) error {
 // catchUp follows src until the copy has applied transaction last, then
 // stops Litestream.
 func (f *Follower) catchUp(ctx context.Context, src *source, last ltx.TXID) error {
+	f.mu.Lock()
+	f.lag.Err = nil // follow reports its failures here
+	f.mu.Unlock()
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); f.follow(followCtx, src, promoteFollowInterval) }()
@@ -508,6 +526,9 @@ func (f *Follower) catchUp(ctx context.Context, src *source, last ltx.TXID) erro
 	for {
 		if applied, err := litestream.ReadTXIDFile(f.dbPath); err == nil && applied >= last {
 			return nil
+		}
+		if err := f.Lag().Err; err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():

@@ -11,9 +11,9 @@
 // ships late lands in its own term, which no one follows any more.
 //
 // The leader (StartReplicating) copies each commit from the WAL every
-// MonitorInterval and uploads what it copied every SyncInterval: a commit is
-// in the replica within about a second. Sync ships everything committed so
-// far at once (a handover, or a create acknowledged only once shipped).
+// MonitorInterval and uploads each copy at once: a commit is in the replica
+// within about MonitorInterval. Sync ships everything committed so far at
+// once (a handover, or a create acknowledged only once shipped).
 // Status says what was shipped, when, and why shipping fails when the
 // replica's storage is unreachable; the leader goes on serving meanwhile.
 //
@@ -29,7 +29,11 @@
 // locks belong to the process, so Litestream keeps its file descriptor open
 // for as long as it replicates: close a Replicator only once PocketBase's
 // connections to the database are closed (at the end of the process). Both
-// use modernc's SQLite, which Litestream requires. Checkpoints stay safe as
+// use modernc's SQLite, which Litestream requires. A follower's copy is the
+// other way round: Litestream writes its pages directly, taking and
+// releasing POSIX locks on it, so nothing else in the process may open it
+// (PocketBase opens it only after Promote), and commands in other processes
+// refuse to write there (Following). Checkpoints stay safe as
 // under the litestream binary (docs/operations.md): Litestream holds a read
 // transaction so that no one restarts the WAL before it has copied it, and
 // petstore's own checkpoints are PASSIVE.
@@ -51,13 +55,13 @@ import (
 	"github.com/benbjohnson/litestream/s3"
 )
 
-// Litestream's intervals. MonitorInterval plus SyncInterval bound the
-// writes a lost leader takes with it (as deploy/litestream.yml does for the
-// litestream binary); FollowInterval is how often a follower looks for new
-// transactions, which costs a listing of the replica each time (an S3 LIST).
+// Litestream's intervals. The leader's Litestream copies new commits from
+// the WAL every MonitorInterval, and the leader uploads each copy as soon
+// as it is made: a lost leader takes with it the writes of about that
+// interval. FollowInterval is how often a follower looks for new
+// transactions, which costs listings of the replica (S3 LISTs).
 const (
 	MonitorInterval = 500 * time.Millisecond
-	SyncInterval    = 500 * time.Millisecond
 	FollowInterval  = 1 * time.Second
 )
 

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,18 +15,20 @@ import (
 	"github.com/benbjohnson/litestream/file"
 )
 
-// probeEvery is how often an idle leader checks that the replica's storage
-// still answers: with nothing to ship, no upload would tell.
-const probeEvery = 5 * time.Second
+// checkEvery is how often the leader reads its term's replica back
+// (check): with nothing to ship, no upload would tell that the storage
+// fails, and an upload does not tell that it lost what was shipped before.
+const checkEvery = 5 * time.Second
 
-// maxBackoff bounds the wait between attempts to ship while the storage
-// fails.
-const maxBackoff = 5 * time.Second
+// While the storage fails, attempts to ship are retryFirst apart at first,
+// then twice as far each time, up to retryMax.
+const (
+	retryFirst = 500 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
 
 // Replicator ships the leader's database to its term's replica.
 type Replicator struct {
-	term    int64
-	url     string
 	db      *litestream.DB
 	replica *litestream.Replica
 	store   *litestream.Store
@@ -92,8 +95,8 @@ func StartReplicating(ctx context.Context, dbPath string, root Root, cluster str
 	db.SetMetaPath(metaPath)
 	db.MonitorInterval = MonitorInterval
 	replica := litestream.NewReplicaWithClient(db, client)
-	replica.SyncInterval = SyncInterval
-	// The Replicator uploads (ship), so that Status knows every failure.
+	// The Replicator uploads each copy as soon as Litestream makes it
+	// (run), and Status knows every failure.
 	replica.MonitorEnabled = false
 	if fc, ok := client.(*file.ReplicaClient); ok {
 		fc.Replica = replica // the replica's files take the database's owner and mode
@@ -112,7 +115,7 @@ func StartReplicating(ctx context.Context, dbPath string, root Root, cluster str
 
 	loopCtx, cancel := context.WithCancel(context.Background())
 	r := &Replicator{
-		term: term, url: termURL, db: db, replica: replica, store: store, log: log,
+		db: db, replica: replica, store: store, log: log,
 		cancel: cancel, done: make(chan struct{}),
 		status: Status{Term: term, URL: termURL},
 	}
@@ -139,37 +142,40 @@ func holdsTransactions(ctx context.Context, client litestream.ReplicaClient) (bo
 	return false, nil
 }
 
-// run uploads what Litestream copied from the WAL every SyncInterval,
-// waiting longer while the storage fails.
+// run uploads each copy Litestream makes of the WAL as soon as it is made,
+// checks the replica every checkEvery, and waits longer between attempts
+// while the storage fails.
 func (r *Replicator) run(ctx context.Context) {
 	defer close(r.done)
-	wait := SyncInterval
-	var lastProbe time.Time
+	var retry time.Duration
+	var checked time.Time
 	for {
+		// Taken before shipping, so that a copy made meanwhile wakes the
+		// next round.
+		copied := r.db.Notify()
+		err := r.ship(ctx)
+		if err == nil && time.Since(checked) >= checkEvery {
+			err = r.check(ctx)
+			checked = time.Now()
+		}
+		if err != nil {
+			retry = min(max(2*retry, retryFirst), retryMax)
+			copied = nil // wait out the retry
+		} else {
+			retry = 0
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-copied:
+		case <-time.After(cmp.Or(retry, checkEvery)):
 		}
-		err := r.ship(ctx, time.Since(lastProbe) >= probeEvery)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			wait = min(2*wait, maxBackoff)
-			continue
-		}
-		if wait != SyncInterval {
-			wait = SyncInterval
-		}
-		lastProbe = time.Now()
 	}
 }
 
-// ship uploads what Litestream has copied from the WAL and records the
-// outcome. With nothing new, it only checks that the storage answers, and
-// only if probe.
-func (r *Replicator) ship(ctx context.Context, probe bool) error {
+// ship uploads what Litestream has copied from the WAL, if anything, and
+// records the outcome.
+func (r *Replicator) ship(ctx context.Context) error {
 	pos, err := r.db.Pos()
 	if err != nil {
 		return r.record(0, fmt.Errorf("read Litestream's position: %w", err))
@@ -178,18 +184,67 @@ func (r *Replicator) ship(ctx context.Context, probe bool) error {
 		return nil // no database yet, or nothing copied from it
 	}
 	if shipped := r.replica.Pos(); !shipped.IsZero() && shipped.TXID >= pos.TXID {
-		if !probe {
-			return nil
-		}
-		if _, err := holdsTransactions(ctx, r.replica.Client); err != nil {
-			return r.record(uint64(pos.TXID), fmt.Errorf("reach the replica: %w", err))
-		}
-		return r.record(uint64(pos.TXID), nil)
+		return nil
 	}
 	if err := r.replica.Sync(ctx); err != nil {
+		if ctx.Err() != nil {
+			return err // stopped, or the caller gave up: nothing failed
+		}
 		return r.record(uint64(pos.TXID), fmt.Errorf("ship to the replica: %w", err))
 	}
 	return r.record(uint64(pos.TXID), nil)
+}
+
+// check reads the term's replica back: that it answers, and that it still
+// holds the term's first transaction. A replica emptied or replaced under
+// the leader (a volume unmounted, a prefix deleted) does not, and would
+// restore nothing: the leader then ships a new snapshot of the database to
+// it, from which it restores again.
+func (r *Replicator) check(ctx context.Context) error {
+	if r.replica.Pos().IsZero() {
+		return nil // nothing shipped yet
+	}
+	whole, err := holdsFirstTransaction(ctx, r.replica.Client)
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped, not failed
+	}
+	if err != nil {
+		return r.record(0, fmt.Errorf("reach the replica: %w", err))
+	}
+	if !whole {
+		r.log.Error("The term's replica has lost its first transactions (its storage was emptied or replaced): shipping a new snapshot")
+		if _, err := r.db.Snapshot(ctx); err != nil {
+			return r.record(0, fmt.Errorf("ship a new snapshot to a replica that lost its first transactions: %w", err))
+		}
+	}
+	return r.record(0, nil)
+}
+
+// holdsFirstTransaction reports whether a replica holds a file that starts
+// at the first transaction: its snapshots do, and until the first one, the
+// compactions and level 0.
+func holdsFirstTransaction(ctx context.Context, client litestream.ReplicaClient) (bool, error) {
+	levels := []int{litestream.SnapshotLevel}
+	for _, l := range litestream.DefaultCompactionLevels {
+		levels = append(levels, l.Level)
+	}
+	for _, level := range levels {
+		itr, err := client.LTXFiles(ctx, level, 0, false)
+		if err != nil {
+			return false, err
+		}
+		found := false
+		for !found && itr.Next() {
+			found = itr.Item().MinTXID == 1
+		}
+		if err := itr.Close(); err != nil {
+			return false, err
+		}
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // record keeps the outcome of an attempt to ship for Status, and logs a
@@ -220,9 +275,12 @@ func (r *Replicator) record(committed uint64, err error) error {
 // Sync ships every transaction committed so far, whatever the intervals.
 func (r *Replicator) Sync(ctx context.Context) error {
 	if err := r.db.Sync(ctx); err != nil {
+		if ctx.Err() != nil {
+			return err // the caller gave up, nothing failed
+		}
 		return r.record(0, fmt.Errorf("copy the WAL: %w", err))
 	}
-	return r.ship(ctx, true)
+	return r.ship(ctx)
 }
 
 // Status returns what has been shipped, and why shipping fails if it does.
