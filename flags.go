@@ -13,6 +13,9 @@ import (
 	"petstore/limits"
 )
 
+// defaultHTTPAddr is PocketBase's serve --http without --https.
+const defaultHTTPAddr = "127.0.0.1:8090"
+
 // flagValues are what petstore's flags hold while cobra parses the command
 // line; options makes the service's Options of them once it has.
 type flagValues struct {
@@ -101,6 +104,9 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	root.DurationVar(&o.Server.DrainDelay, "drain-delay", 0,
 		"on SIGTERM, how long to keep serving while /readyz answers 503, before the listener closes")
 
+	// Cluster mode.
+	o.Cluster.AddFlags(serve)
+
 	envflag.Document(root)
 	envflag.Document(serve)
 	return f
@@ -128,8 +134,13 @@ func (f *flagValues) options(serving bool, stdout, stderr io.Writer) (hooks.Opti
 	}
 	opts.RequestLog = requestlog.Mode(f.requestLog)
 	opts.HTTPS = f.serve.Lookup("https").Value.String() != ""
+	opts.HTTPAddr = f.serve.Lookup("http").Value.String()
+	if opts.HTTPAddr == "" {
+		opts.HTTPAddr = defaultHTTPAddr
+	}
 	startup := f.startup
 	startup.Serving = serving
+	startup.Cluster = serving && opts.Cluster.Enabled()
 	opts.Startup = &startup
 	return opts, opts.Check()
 }

@@ -87,6 +87,7 @@ func main() {
 
 	err = execute(app, signals)
 	switch {
+	case errors.Is(err, hooks.ErrStopped): // a cluster follower's SIGTERM
 	case err != nil && !errors.Is(err, keys.Err()) && console != nil: // keys prints its own
 		console.Error("petstore failed", "error", err.Error())
 		os.Exit(1)

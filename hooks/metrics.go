@@ -95,6 +95,12 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 		}, func() float64 { return float64(limiter.RedisLost()) }))
 	}
 
+	return serveMetrics(addr, m, log)
+}
+
+// serveMetrics serves m at GET /metrics on a listener of its own on addr,
+// until the returned stop.
+func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (func() error, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

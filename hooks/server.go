@@ -125,6 +125,10 @@ func bindServer(app core.App, cfg ServerConfig, https bool, service *Service) {
 		Id:       listenerHookId,
 		Priority: listenerHookPriority,
 		Func: func(se *core.ServeEvent) error {
+			if se.Listener == nil && service.listener != nil {
+				// The cluster node's, which listened from the start.
+				se.Listener = service.listener
+			}
 			if se.Listener == nil {
 				// PocketBase's own listener, made here to be wrapped.
 				addr := se.Server.Addr

@@ -81,6 +81,14 @@ const (
 	WebhookTestSent     Action = "webhook.test_sent"
 )
 
+// The actions of cluster mode, by the service (System): a node became the
+// leader and serves (its details name the term and the node), or a leader
+// handed the leadership over.
+const (
+	ClusterPromoted    Action = "cluster.promoted"
+	ClusterSteppedDown Action = "cluster.stepped_down"
+)
+
 // The actions on categories, which staff name in the dashboard, on the staff
 // page or with the categories command. Their details hold the name:
 // {"name": {"old": …, "new": …}}, without "old" for a creation and without

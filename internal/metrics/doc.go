@@ -43,6 +43,13 @@
 //	petstore_webhook_delivery_duration_seconds  histogram  one delivery attempt
 //	petstore_webhook_outbox_pending             gauge      events not yet delivered
 //	petstore_backup_last_success_timestamp_seconds gauge  Unix time of the newest of PocketBase's backups, 0 without one
+//	petstore_cluster_role                       gauge      role (candidate, follower, leader): 1 for this node's, cluster mode only
+//	petstore_cluster_term                       gauge      the term this node leads (0: it does not)
+//	petstore_cluster_leader_term                gauge      the term of the leader this node knows (0: none)
+//	petstore_cluster_elections_total            counter    leader changes this node has seen
+//	petstore_cluster_lag_seconds                gauge      a follower's copy: age of the oldest transaction not applied
+//	petstore_cluster_lag_transactions           gauge      a follower's copy: transactions not applied
+//	petstore_cluster_replica_up                 gauge      the leader: 1 while its data ships to the replica
 //	petstore_build_info                         gauge      version, revision, goversion; always 1
 //	go_*, process_*                                        the Go and process collectors
 package metrics
