@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,11 @@ func (p *serviceParts) startCluster() (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Under systemd's Type=notify a node is started once it listens with
+	// its gate, leader or not: a follower may follow for months.
+	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
+		log.Warn("Could not tell systemd that petstore is ready", "error", err)
+	}
 	// A follower's figures (its role, its lag) are served from its start;
 	// the metrics part serves the same registry once this node leads.
 	stopMetrics := func() error { return nil }
@@ -70,6 +76,7 @@ func (p *serviceParts) startCluster() (func() error, error) {
 	if err != nil {
 		_ = process.Close()
 		if stopped.Err() != nil {
+			_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) // nothing to do about a failure at a stop
 			log.Info("Cluster: stopped as a follower")
 			return nil, ErrStopped
 		}

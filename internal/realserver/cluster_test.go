@@ -687,3 +687,36 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Under systemd's Type=notify a follower is started once it listens with
+// its gate (READY=1), though PocketBase never serves on it, and says
+// STOPPING=1 at SIGTERM: a unit of a follower does not time out.
+func TestClusterFollowerNotifiesSystemd(t *testing.T) {
+	c := startCluster(t, 2)
+	c.nodes[0].start(t)
+	waitUntil(t, 20*time.Second, "the first node leads", c.nodes[0].leads)
+	socket := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: socket, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", socket)
+	follower := c.nodes[1]
+	follower.start(t)
+	read := func(want string) {
+		t.Helper()
+		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		buf := make([]byte, 256)
+		n, err := conn.Read(buf)
+		if err != nil || !strings.Contains(string(buf[:n]), want) {
+			t.Fatalf("systemd heard %q (%v) from the follower, want %s", buf[:n], err, want)
+		}
+	}
+	read("READY=1")
+	waitUntil(t, 20*time.Second, "the second node follows", follower.follows)
+	if err := follower.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	read("STOPPING=1")
+}
