@@ -88,7 +88,9 @@ func TestStaffPageWebhooksInChromium(t *testing.T) {
 	}
 	p.do("show the deliveries again", chromedp.Click(chromedp.CSS(`#webhooks-list button[data-action=attempts]`)))
 	p.waitFor("the resend button", `document.querySelector('#attempts-list button[data-action=resend]') !== null`)
-	p.do("resend", chromedp.Click(chromedp.CSS(`#attempts-list button[data-action=resend]`)))
+	// Found and clicked in one step: the list may be drawn again between
+	// the two of a chromedp.Click, whose node is then gone.
+	p.do("resend", chromedp.Evaluate[chromedp.Void](`document.querySelector('#attempts-list button[data-action=resend]').click()`))
 	for i := 0; received() < 2 && i < 100; i++ {
 		p.do("wait", chromedp.Sleep(100e6))
 	}

@@ -213,7 +213,7 @@ func checkErr(ctx context.Context, err error) error {
 	if errors.As(err, &e) {
 		switch e.Code() & 0xff {
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			return fmt.Errorf("%w: %v", ErrDamaged, err)
+			return fmt.Errorf("%w: quick_check: %v", ErrDamaged, err)
 		}
 	}
 	return err
