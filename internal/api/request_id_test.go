@@ -1,12 +1,10 @@
 package api_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/pocketbase/pocketbase/core"
@@ -16,32 +14,15 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/realserver"
 )
-
-// lockedBuffer is a console the server and the test share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Every answer names its request, /v1's, errors, the staff API's, the
 // dashboard's and the pages' alike, in Request-Id and X-Request-Id: an id of
 // its own, or the one a named proxy sent when it is safe to keep. The access
 // log's line, a 500's line and a staff change's audit record name the same.
 func TestRequestIDs(t *testing.T) {
-	console := &lockedBuffer{}
+	console := &realserver.SyncBuffer{}
 	s := apptest.StartWith(t, apptest.Config{
 		Server:    hooks.ServerConfig{ProxyAddresses: "127.0.0.1"},
 		Console:   slog.NewTextHandler(console, nil),

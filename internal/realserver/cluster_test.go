@@ -28,7 +28,7 @@ type clusterNode struct {
 	args            []string
 	cmd             *exec.Cmd
 	exited          chan struct{}
-	output          *lockedBuffer
+	output          *realserver.SyncBuffer
 }
 
 // testCluster is three etcd members and three petstore nodes with a file://
@@ -64,7 +64,7 @@ func startCluster(t *testing.T, n int, args ...string) *testCluster {
 
 func (n *clusterNode) start(t *testing.T) {
 	t.Helper()
-	n.output = &lockedBuffer{}
+	n.output = &realserver.SyncBuffer{}
 	n.cmd = exec.Command(bin, n.args...)
 	n.cmd.Stdout, n.cmd.Stderr = n.output, n.output
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -670,24 +670,6 @@ func TestClusterPausedLeaderIsFenced(t *testing.T) {
 	waitUntil(t, 20*time.Second, "the former leader follows", old.follows)
 }
 
-// lockedBuffer is an output buffer that goroutines share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Under systemd's Type=notify a follower is started once it listens with
 // its gate (READY=1), though PocketBase never serves on it, and says
 // STOPPING=1 at SIGTERM: a unit of a follower does not time out.
@@ -695,24 +677,9 @@ func TestClusterFollowerNotifiesSystemd(t *testing.T) {
 	c := startCluster(t, 2)
 	c.nodes[0].start(t)
 	waitUntil(t, 20*time.Second, "the first node leads", c.nodes[0].leads)
-	socket := filepath.Join(t.TempDir(), "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: socket, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	t.Setenv("NOTIFY_SOCKET", socket)
+	read := listenAsSystemd(t)
 	follower := c.nodes[1]
 	follower.start(t)
-	read := func(want string) {
-		t.Helper()
-		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-		buf := make([]byte, 256)
-		n, err := conn.Read(buf)
-		if err != nil || !strings.Contains(string(buf[:n]), want) {
-			t.Fatalf("systemd heard %q (%v) from the follower, want %s", buf[:n], err, want)
-		}
-	}
 	read("READY=1")
 	waitUntil(t, 20*time.Second, "the second node follows", follower.follows)
 	if err := follower.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -112,26 +112,35 @@ func TestReadyzRefusesWhileDraining(t *testing.T) {
 // Under systemd's Type=notify, serve says READY=1 once it listens and
 // STOPPING=1 at SIGTERM, on the socket NOTIFY_SOCKET names.
 func TestServeNotifiesSystemd(t *testing.T) {
+	read := listenAsSystemd(t)
+	p := start(t, t.TempDir())
+	read("READY=1")
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	read("STOPPING=1")
+}
+
+// listenAsSystemd listens on a notification socket, as systemd does for a
+// Type=notify unit, and names it in NOTIFY_SOCKET for the processes the
+// test starts from now on. Its read fails the test unless the next message
+// holds want within 20 s.
+func listenAsSystemd(t *testing.T) (read func(want string)) {
+	t.Helper()
 	socket := filepath.Join(t.TempDir(), "notify")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: socket, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	t.Setenv("NOTIFY_SOCKET", socket)
-	p := start(t, t.TempDir())
-	read := func(want string) {
+	return func(want string) {
 		t.Helper()
-		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 		buf := make([]byte, 256)
 		n, err := conn.Read(buf)
 		if err != nil || !strings.Contains(string(buf[:n]), want) {
 			t.Fatalf("systemd heard %q (%v), want %s", buf[:n], err, want)
 		}
 	}
-	read("READY=1")
-	if err := p.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	read("STOPPING=1")
 }

@@ -119,7 +119,7 @@ type Process struct {
 
 	cmd    *exec.Cmd
 	group  bool // cmd leads a process group of its own (StartUnder)
-	output *syncBuffer
+	output *SyncBuffer
 	exited chan struct{}
 	client *http.Client
 }
@@ -165,7 +165,7 @@ func start(wrap func(serve []string) *exec.Cmd, bin, dir string, args []string) 
 	p := &Process{
 		URL:    "http://" + addr,
 		Addr:   addr,
-		output: &syncBuffer{},
+		output: &SyncBuffer{},
 		exited: make(chan struct{}),
 		client: &http.Client{
 			Timeout:   time.Minute,
@@ -323,18 +323,20 @@ func (p *Process) RSS() (int64, error) {
 // Output is what the process wrote on stdout and stderr so far.
 func (p *Process) Output() string { return p.output.String() }
 
-type syncBuffer struct {
+// SyncBuffer is an output buffer that goroutines share: a process's
+// stdout and stderr, a console log that a test reads.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

@@ -214,36 +214,29 @@ func (l *Logger) Counted() int64 { return l.counted.Load() }
 // Middleware replaces PocketBase's activity logger (same id and priority) in
 // the group it is bound to, /v1: the rows of its requests, and the console
 // lines of the ones Config names.
-func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] {
-	return &hook.Handler[*core.RequestEvent]{
-		Id:       apis.DefaultActivityLoggerMiddlewareId,
-		Priority: apis.DefaultActivityLoggerMiddlewarePriority,
-		Func: func(e *core.RequestEvent) error {
-			started := time.Now()
-			err := e.Next()
-			l.row(e, err, started)
-			l.toConsole(e, err, time.Since(started))
-			return err
-		},
-	}
-}
+func (l *Logger) Middleware() *hook.Handler[*core.RequestEvent] { return l.middleware(true) }
 
 // SiteMiddleware replaces PocketBase's activity logger everywhere else (the
 // pages, the dashboard, PocketBase's API): their rows, bounded as /v1's,
 // where PocketBase's logger writes every request whole and buffers without
-// bound. It writes no console lines: the realtime stream's long requests
-// are no slow requests, and the console's lines are /v1's.
-func (l *Logger) SiteMiddleware() *hook.Handler[*core.RequestEvent] {
+// bound, but none for a passing health check (a load balancer's probes
+// would be most rows). It writes no console lines: the realtime stream's
+// long requests are no slow requests, and the console's lines are /v1's.
+func (l *Logger) SiteMiddleware() *hook.Handler[*core.RequestEvent] { return l.middleware(false) }
+
+func (l *Logger) middleware(v1 bool) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       apis.DefaultActivityLoggerMiddlewareId,
 		Priority: apis.DefaultActivityLoggerMiddlewarePriority,
 		Func: func(e *core.RequestEvent) error {
 			started := time.Now()
 			err := e.Next()
-			if err == nil && e.Status() < 400 && healthChecks[e.Request.URL.Path] {
-				return nil // a load balancer's probes would be most rows
+			if v1 {
+				l.row(e, err, started)
+				l.toConsole(e, err, time.Since(started))
+			} else if err != nil || e.Status() >= 400 || !healthChecks[e.Request.URL.Path] {
+				l.row(e, err, started)
 			}
-			l.row(e, err, started)
 			return err
 		},
 	}
