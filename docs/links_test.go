@@ -16,14 +16,14 @@ var (
 	fence   = regexp.MustCompile("(?ms)^```.*?^```")
 )
 
-// Every relative link in the README and the topic pages names a file that
+// Every relative link in the README, the changelog and the topic pages names a file that
 // exists and, after '#', a heading of that page, as GitHub makes its anchors.
 func TestLinksResolve(t *testing.T) {
 	pages, err := filepath.Glob("*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, filepath.Join("..", "README.md"))
+	pages = append(pages, filepath.Join("..", "README.md"), filepath.Join("..", "CHANGELOG.md"))
 	anchors := map[string]map[string]bool{}
 	anchorsOf := func(page string) map[string]bool {
 		if a, ok := anchors[page]; ok {
