@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/oapi-codegen/runtime"
 )
@@ -214,6 +215,105 @@ func (e InternalServerErrorStatus) Valid() bool {
 	}
 }
 
+// Defines values for KeyBannedEventType.
+const (
+	KeyBannedEventTypeKeyBanned KeyBannedEventType = "key.banned"
+)
+
+// Valid indicates whether the value is a known member of the KeyBannedEventType enum.
+func (e KeyBannedEventType) Valid() bool {
+	switch e {
+	case KeyBannedEventTypeKeyBanned:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KeyChangeState.
+const (
+	Active  KeyChangeState = "active"
+	Banned  KeyChangeState = "banned"
+	Expired KeyChangeState = "expired"
+	Revoked KeyChangeState = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the KeyChangeState enum.
+func (e KeyChangeState) Valid() bool {
+	switch e {
+	case Active:
+		return true
+	case Banned:
+		return true
+	case Expired:
+		return true
+	case Revoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KeyCreatedEventType.
+const (
+	KeyCreatedEventTypeKeyCreated KeyCreatedEventType = "key.created"
+)
+
+// Valid indicates whether the value is a known member of the KeyCreatedEventType enum.
+func (e KeyCreatedEventType) Valid() bool {
+	switch e {
+	case KeyCreatedEventTypeKeyCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KeyDayQuotaReachedEventType.
+const (
+	KeyDayQuotaReachedEventTypeKeyDayQuotaReached KeyDayQuotaReachedEventType = "key.day_quota_reached"
+)
+
+// Valid indicates whether the value is a known member of the KeyDayQuotaReachedEventType enum.
+func (e KeyDayQuotaReachedEventType) Valid() bool {
+	switch e {
+	case KeyDayQuotaReachedEventTypeKeyDayQuotaReached:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KeyRevokedEventType.
+const (
+	KeyRevokedEventTypeKeyRevoked KeyRevokedEventType = "key.revoked"
+)
+
+// Valid indicates whether the value is a known member of the KeyRevokedEventType enum.
+func (e KeyRevokedEventType) Valid() bool {
+	switch e {
+	case KeyRevokedEventTypeKeyRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KeyRolledEventType.
+const (
+	KeyRolledEventTypeKeyRolled KeyRolledEventType = "key.rolled"
+)
+
+// Valid indicates whether the value is a known member of the KeyRolledEventType enum.
+func (e KeyRolledEventType) Valid() bool {
+	switch e {
+	case KeyRolledEventTypeKeyRolled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MethodNotAllowedErrorCode.
 const (
 	MethodNotAllowedErrorCodeMethodNotAllowed MethodNotAllowedErrorCode = "method_not_allowed"
@@ -304,6 +404,21 @@ func (e PayloadTooLargeErrorStatus) Valid() bool {
 	}
 }
 
+// Defines values for PetCreatedEventType.
+const (
+	PetCreatedEventTypePetCreated PetCreatedEventType = "pet.created"
+)
+
+// Valid indicates whether the value is a known member of the PetCreatedEventType enum.
+func (e PetCreatedEventType) Valid() bool {
+	switch e {
+	case PetCreatedEventTypePetCreated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PetStatus.
 const (
 	Available PetStatus = "available"
@@ -319,6 +434,21 @@ func (e PetStatus) Valid() bool {
 	case Pending:
 		return true
 	case Sold:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlanChangedEventType.
+const (
+	PlanChangedEventTypePlanChanged PlanChangedEventType = "plan.changed"
+)
+
+// Valid indicates whether the value is a known member of the PlanChangedEventType enum.
+func (e PlanChangedEventType) Valid() bool {
+	switch e {
+	case PlanChangedEventTypePlanChanged:
 		return true
 	default:
 		return false
@@ -418,6 +548,57 @@ func (e UnsupportedMediaTypeErrorStatus) Valid() bool {
 	}
 }
 
+// Defines values for WebhookEventType.
+const (
+	WebhookEventTypeKeyBanned          WebhookEventType = "key.banned"
+	WebhookEventTypeKeyCreated         WebhookEventType = "key.created"
+	WebhookEventTypeKeyDayQuotaReached WebhookEventType = "key.day_quota_reached"
+	WebhookEventTypeKeyRevoked         WebhookEventType = "key.revoked"
+	WebhookEventTypeKeyRolled          WebhookEventType = "key.rolled"
+	WebhookEventTypePetCreated         WebhookEventType = "pet.created"
+	WebhookEventTypePlanChanged        WebhookEventType = "plan.changed"
+	WebhookEventTypeWebhookTest        WebhookEventType = "webhook.test"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventType enum.
+func (e WebhookEventType) Valid() bool {
+	switch e {
+	case WebhookEventTypeKeyBanned:
+		return true
+	case WebhookEventTypeKeyCreated:
+		return true
+	case WebhookEventTypeKeyDayQuotaReached:
+		return true
+	case WebhookEventTypeKeyRevoked:
+		return true
+	case WebhookEventTypeKeyRolled:
+		return true
+	case WebhookEventTypePetCreated:
+		return true
+	case WebhookEventTypePlanChanged:
+		return true
+	case WebhookEventTypeWebhookTest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookTestEventType.
+const (
+	WebhookTestEventTypeWebhookTest WebhookTestEventType = "webhook.test"
+)
+
+// Valid indicates whether the value is a known member of the WebhookTestEventType enum.
+func (e WebhookTestEventType) Valid() bool {
+	switch e {
+	case WebhookTestEventTypeWebhookTest:
+		return true
+	default:
+		return false
+	}
+}
+
 // BadRequestError defines model for BadRequestError.
 type BadRequestError struct {
 	Code BadRequestErrorCode `json:"code"`
@@ -508,6 +689,89 @@ type InternalServerErrorCode string
 // InternalServerErrorStatus defines model for InternalServerError.Status.
 type InternalServerErrorStatus int
 
+// KeyBannedEvent defines model for KeyBannedEvent.
+type KeyBannedEvent struct {
+	// Data An API key after the change; never the key, its hash or its prefix.
+	Data KeyChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time          `json:"timestamp"`
+	Type      KeyBannedEventType `json:"type"`
+}
+
+// KeyBannedEventType defines model for KeyBannedEvent.Type.
+type KeyBannedEventType string
+
+// KeyChange An API key after the change; never the key, its hash or its prefix.
+type KeyChange struct {
+	// Id The key's record id (as `keys list` and the staff page show it).
+	Id string `json:"id"`
+
+	// Name Who uses the key.
+	Name string `json:"name"`
+
+	// Plan The name of the key's plan.
+	Plan string `json:"plan"`
+
+	// State The key's state after the change.
+	State KeyChangeState `json:"state"`
+}
+
+// KeyChangeState The key's state after the change.
+type KeyChangeState string
+
+// KeyCreatedEvent defines model for KeyCreatedEvent.
+type KeyCreatedEvent struct {
+	// Data An API key after the change; never the key, its hash or its prefix.
+	Data KeyChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time           `json:"timestamp"`
+	Type      KeyCreatedEventType `json:"type"`
+}
+
+// KeyCreatedEventType defines model for KeyCreatedEvent.Type.
+type KeyCreatedEventType string
+
+// KeyDayQuotaReachedEvent defines model for KeyDayQuotaReachedEvent.
+type KeyDayQuotaReachedEvent struct {
+	// Data An API key after the change; never the key, its hash or its prefix.
+	Data KeyChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time                   `json:"timestamp"`
+	Type      KeyDayQuotaReachedEventType `json:"type"`
+}
+
+// KeyDayQuotaReachedEventType defines model for KeyDayQuotaReachedEvent.Type.
+type KeyDayQuotaReachedEventType string
+
+// KeyRevokedEvent defines model for KeyRevokedEvent.
+type KeyRevokedEvent struct {
+	// Data An API key after the change; never the key, its hash or its prefix.
+	Data KeyChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time           `json:"timestamp"`
+	Type      KeyRevokedEventType `json:"type"`
+}
+
+// KeyRevokedEventType defines model for KeyRevokedEvent.Type.
+type KeyRevokedEventType string
+
+// KeyRolledEvent defines model for KeyRolledEvent.
+type KeyRolledEvent struct {
+	// Data An API key after the change; never the key, its hash or its prefix.
+	Data KeyChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time          `json:"timestamp"`
+	Type      KeyRolledEventType `json:"type"`
+}
+
+// KeyRolledEventType defines model for KeyRolledEvent.Type.
+type KeyRolledEventType string
+
 // MethodNotAllowedError defines model for MethodNotAllowedError.
 type MethodNotAllowedError struct {
 	Code MethodNotAllowedErrorCode `json:"code"`
@@ -552,6 +816,21 @@ type NotFoundErrorCode string
 // NotFoundErrorStatus defines model for NotFoundError.Status.
 type NotFoundErrorStatus int
 
+// OpenAPIDocument An OpenAPI 3.1 document.
+type OpenAPIDocument struct {
+	// Info The document's Info Object.
+	Info struct {
+		Description *string `json:"description,omitempty"`
+		Summary     *string `json:"summary,omitempty"`
+		Title       string  `json:"title"`
+		Version     string  `json:"version"`
+	} `json:"info"`
+	Openapi string `json:"openapi"`
+
+	// Paths The operations, as a Paths Object keyed by path (below `/v1`).
+	Paths map[string]map[string]interface{} `json:"paths"`
+}
+
 // PayloadTooLargeError defines model for PayloadTooLargeError.
 type PayloadTooLargeError struct {
 	Code PayloadTooLargeErrorCode `json:"code"`
@@ -578,15 +857,56 @@ type Pet struct {
 	// Name The animal's name.
 	Name string `json:"name"`
 
-	// Status Availability status.
-	Status *PetStatus `json:"status,omitempty"`
+	// Status Always present in an answer; `available` unless the animal was added with another.
+	Status PetStatus `json:"status"`
 }
+
+// PetCreatedEvent defines model for PetCreatedEvent.
+type PetCreatedEvent struct {
+	// Data An animal, as the service returns it.
+	Data Pet `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time           `json:"timestamp"`
+	Type      PetCreatedEventType `json:"type"`
+}
+
+// PetCreatedEventType defines model for PetCreatedEvent.Type.
+type PetCreatedEventType string
 
 // PetStatus Availability status.
 type PetStatus string
 
 // Pets A page of animals, in ascending `id` order.
 type Pets = []Pet
+
+// PlanChange A plan after the change, and what changed.
+type PlanChange struct {
+	// Changes Each changed field (`name`, `per_minute`, `per_day`, `ban_after`, `ban_minutes`): its old and new value as stored text.
+	Changes map[string]struct {
+		New string `json:"new"`
+		Old string `json:"old"`
+	} `json:"changes"`
+
+	// Id The plan's record id.
+	Id        string       `json:"id"`
+	Name      string       `json:"name"`
+	PerDay    RequestCount `json:"perDay"`
+	PerMinute RequestCount `json:"perMinute"`
+}
+
+// PlanChangedEvent defines model for PlanChangedEvent.
+type PlanChangedEvent struct {
+	// Data A plan after the change, and what changed.
+	Data PlanChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time            `json:"timestamp"`
+	Type      PlanChangedEventType `json:"type"`
+}
+
+// PlanChangedEventType defines model for PlanChangedEvent.Type.
+type PlanChangedEventType string
 
 // RateLimitPolicy RateLimit-Policy field: one item per window, `q` requests per `w` seconds.
 type RateLimitPolicy = string
@@ -645,8 +965,45 @@ type UnsupportedMediaTypeErrorCode string
 // UnsupportedMediaTypeErrorStatus defines model for UnsupportedMediaTypeError.Status.
 type UnsupportedMediaTypeErrorStatus int
 
+// WebhookEvent Every event's body; each event type narrows `type` and `data`.
+type WebhookEvent struct {
+	// Data What the event is about; its schema depends on `type`.
+	Data interface{} `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time `json:"timestamp"`
+
+	// Type The event's type.
+	Type WebhookEventType `json:"type"`
+}
+
+// WebhookEventType The event's type.
+type WebhookEventType string
+
+// WebhookTest The endpoint the test was sent to.
+type WebhookTest struct {
+	// Endpoint The endpoint's id.
+	Endpoint string `json:"endpoint"`
+}
+
+// WebhookTestEvent defines model for WebhookTestEvent.
+type WebhookTestEvent struct {
+	// Data The endpoint the test was sent to.
+	Data WebhookTest `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time            `json:"timestamp"`
+	Type      WebhookTestEventType `json:"type"`
+}
+
+// WebhookTestEventType defines model for WebhookTestEvent.Type.
+type WebhookTestEventType string
+
 // IdempotencyKey defines model for Idempotency-Key.
 type IdempotencyKey = string
+
+// IfNoneMatch defines model for If-None-Match.
+type IfNoneMatch = string
 
 // Cursor defines model for cursor.
 type Cursor = string
@@ -656,6 +1013,15 @@ type Limit = int
 
 // Status Availability status.
 type Status = PetStatus
+
+// WebhookId defines model for webhook-id.
+type WebhookId = string
+
+// WebhookSignature defines model for webhook-signature.
+type WebhookSignature = string
+
+// WebhookTimestamp defines model for webhook-timestamp.
+type WebhookTimestamp = string
 
 // BadRequest defines model for BadRequest.
 type BadRequest = BadRequestError
@@ -705,8 +1071,136 @@ type CreatePetParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// KeyBannedParams defines parameters for KeyBanned.
+type KeyBannedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// KeyCreatedParams defines parameters for KeyCreated.
+type KeyCreatedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// KeyDayQuotaReachedParams defines parameters for KeyDayQuotaReached.
+type KeyDayQuotaReachedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// KeyRevokedParams defines parameters for KeyRevoked.
+type KeyRevokedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// KeyRolledParams defines parameters for KeyRolled.
+type KeyRolledParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// PetCreatedParams defines parameters for PetCreated.
+type PetCreatedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// PlanChangedParams defines parameters for PlanChanged.
+type PlanChangedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// WebhookTestParams defines parameters for WebhookTest.
+type WebhookTestParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
 // CreatePetJSONRequestBody defines body for CreatePet for application/json ContentType.
 type CreatePetJSONRequestBody = NewPet
+
+// KeyBannedJSONRequestBody defines body for KeyBanned for application/json ContentType.
+type KeyBannedJSONRequestBody = KeyBannedEvent
+
+// KeyCreatedJSONRequestBody defines body for KeyCreated for application/json ContentType.
+type KeyCreatedJSONRequestBody = KeyCreatedEvent
+
+// KeyDayQuotaReachedJSONRequestBody defines body for KeyDayQuotaReached for application/json ContentType.
+type KeyDayQuotaReachedJSONRequestBody = KeyDayQuotaReachedEvent
+
+// KeyRevokedJSONRequestBody defines body for KeyRevoked for application/json ContentType.
+type KeyRevokedJSONRequestBody = KeyRevokedEvent
+
+// KeyRolledJSONRequestBody defines body for KeyRolled for application/json ContentType.
+type KeyRolledJSONRequestBody = KeyRolledEvent
+
+// PetCreatedJSONRequestBody defines body for PetCreated for application/json ContentType.
+type PetCreatedJSONRequestBody = PetCreatedEvent
+
+// PlanChangedJSONRequestBody defines body for PlanChanged for application/json ContentType.
+type PlanChangedJSONRequestBody = PlanChangedEvent
+
+// WebhookTestJSONRequestBody defines body for WebhookTest for application/json ContentType.
+type WebhookTestJSONRequestBody = WebhookTestEvent
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -833,8 +1327,10 @@ type ClientInterface interface {
 	// GetPet Get an animal
 	//
 	// **Deprecated**: to be removed on 5 December 2030. Use `listPets` (with its `status`
-	// filter) instead. Every response of this operation, errors included, carries
-	// `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.
+	// filter) instead. Every answer to a `GET` or `HEAD` of `/pets/{petId}` with an `id` in
+	// plain decimal, errors included, carries `Deprecation`, `Sunset` and
+	// `Link: </v1/pets>; rel="successor-version"`. Other answers on its path (`405` for another
+	// method, `404` for `/pets/` with no `id`) are not this operation's and carry none.
 	//
 	// Corresponds with GET /pets/{petId} (the `GetPet` operationId).
 	//
@@ -923,8 +1419,10 @@ func (c *Client) CreatePet(ctx context.Context, params *CreatePetParams, body Cr
 // GetPet Get an animal
 //
 // **Deprecated**: to be removed on 5 December 2030. Use `listPets` (with its `status`
-// filter) instead. Every response of this operation, errors included, carries
-// `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.
+// filter) instead. Every answer to a `GET` or `HEAD` of `/pets/{petId}` with an `id` in
+// plain decimal, errors included, carries `Deprecation`, `Sunset` and
+// `Link: </v1/pets>; rel="successor-version"`. Other answers on its path (`405` for another
+// method, `404` for `/pets/` with no `id`) are not this operation's and carry none.
 //
 // Corresponds with GET /pets/{petId} (the `GetPet` operationId).
 // Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
@@ -1204,8 +1702,10 @@ type ClientWithResponsesInterface interface {
 	// GetPetWithResponse Get an animal
 	//
 	// **Deprecated**: to be removed on 5 December 2030. Use `listPets` (with its `status`
-	// filter) instead. Every response of this operation, errors included, carries
-	// `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.
+	// filter) instead. Every answer to a `GET` or `HEAD` of `/pets/{petId}` with an `id` in
+	// plain decimal, errors included, carries `Deprecation`, `Sunset` and
+	// `Link: </v1/pets>; rel="successor-version"`. Other answers on its path (`405` for another
+	// method, `404` for `/pets/` with no `id`) are not this operation's and carry none.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1220,6 +1720,7 @@ type ListPetsResponse200Headers struct {
 	Link                *string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1229,6 +1730,7 @@ type ListPetsResponse200Headers struct {
 type ListPetsResponse400Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1238,6 +1740,7 @@ type ListPetsResponse400Headers struct {
 type ListPetsResponse401Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1248,6 +1751,7 @@ type ListPetsResponse401Headers struct {
 type ListPetsResponse403Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1259,6 +1763,7 @@ type ListPetsResponse405Headers struct {
 	Allow               string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1268,6 +1773,7 @@ type ListPetsResponse405Headers struct {
 type ListPetsResponse413Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1277,6 +1783,7 @@ type ListPetsResponse413Headers struct {
 type ListPetsResponse429Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	RetryAfter          int
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1287,6 +1794,7 @@ type ListPetsResponse429Headers struct {
 type ListPetsResponse500Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1404,6 +1912,7 @@ type CreatePetResponse201Headers struct {
 	Location            string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1414,6 +1923,7 @@ type CreatePetResponse400Headers struct {
 	IdempotentReplayed  *string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1423,6 +1933,7 @@ type CreatePetResponse400Headers struct {
 type CreatePetResponse401Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1433,6 +1944,7 @@ type CreatePetResponse401Headers struct {
 type CreatePetResponse403Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1444,6 +1956,7 @@ type CreatePetResponse405Headers struct {
 	Allow               string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1453,6 +1966,7 @@ type CreatePetResponse405Headers struct {
 type CreatePetResponse413Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1462,6 +1976,7 @@ type CreatePetResponse413Headers struct {
 type CreatePetResponse415Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1471,6 +1986,7 @@ type CreatePetResponse415Headers struct {
 type CreatePetResponse422Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1480,6 +1996,7 @@ type CreatePetResponse422Headers struct {
 type CreatePetResponse429Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	RetryAfter          int
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1490,6 +2007,7 @@ type CreatePetResponse429Headers struct {
 type CreatePetResponse500Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1625,6 +2143,7 @@ type GetPetResponse200Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1637,6 +2156,7 @@ type GetPetResponse400Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1649,6 +2169,7 @@ type GetPetResponse401Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
@@ -1662,6 +2183,7 @@ type GetPetResponse403Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
@@ -1675,6 +2197,7 @@ type GetPetResponse404Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1686,6 +2209,7 @@ type GetPetResponse405Headers struct {
 	Allow               string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1697,6 +2221,7 @@ type GetPetResponse410Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1709,6 +2234,7 @@ type GetPetResponse413Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1721,6 +2247,7 @@ type GetPetResponse429Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	RetryAfter          int
 	Sunset              string
 	XRateLimitLimit     RequestCount
@@ -1734,6 +2261,7 @@ type GetPetResponse500Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1935,8 +2463,10 @@ func (c *ClientWithResponses) CreatePetWithResponse(ctx context.Context, params 
 // GetPetWithResponse Get an animal
 //
 // **Deprecated**: to be removed on 5 December 2030. Use `listPets` (with its `status`
-// filter) instead. Every response of this operation, errors included, carries
-// `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.
+// filter) instead. Every answer to a `GET` or `HEAD` of `/pets/{petId}` with an `id` in
+// plain decimal, errors included, carries `Deprecation`, `Sunset` and
+// `Link: </v1/pets>; rel="successor-version"`. Other answers on its path (`405` for another
+// method, `404` for `/pets/` with no `id`) are not this operation's and carry none.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2047,6 +2577,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2085,6 +2622,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2122,6 +2666,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
@@ -2167,6 +2718,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
@@ -2220,6 +2778,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2258,6 +2823,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2295,6 +2867,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -2340,6 +2919,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
@@ -2485,6 +3071,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2530,6 +3123,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2567,6 +3167,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
@@ -2612,6 +3219,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
@@ -2665,6 +3279,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2702,6 +3323,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
@@ -2741,6 +3369,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2779,6 +3414,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2816,6 +3458,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -2861,6 +3510,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
@@ -3006,6 +3662,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3065,6 +3728,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3123,6 +3793,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
@@ -3190,6 +3867,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3256,6 +3940,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3308,6 +3999,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -3359,6 +4057,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
@@ -3419,6 +4124,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3477,6 +4189,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -3544,6 +4263,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3576,4 +4302,791 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 	}
 
 	return response, nil
+}
+
+// WebhookInitiator sends OpenAPI 3.1 webhook requests to target URLs.
+// Modeled on the generated Client, but with no stored Server -- the full
+// target URL is provided per-call by the caller (typically discovered
+// from a subscription registration).
+type WebhookInitiator struct {
+	// Doer for performing requests, typically a *http.Client with any
+	// customized settings, such as certificate chains.
+	Client HttpRequestDoer
+
+	// A list of callbacks for modifying requests which are generated before sending over
+	// the network.
+	RequestEditors []RequestEditorFn
+}
+
+// WebhookInitiatorOption allows setting custom parameters during construction.
+type WebhookInitiatorOption func(*WebhookInitiator) error
+
+// NewWebhookInitiator creates a new WebhookInitiator with reasonable defaults.
+func NewWebhookInitiator(opts ...WebhookInitiatorOption) (*WebhookInitiator, error) {
+	initiator := WebhookInitiator{}
+	for _, o := range opts {
+		if err := o(&initiator); err != nil {
+			return nil, err
+		}
+	}
+	if initiator.Client == nil {
+		initiator.Client = &http.Client{}
+	}
+	return &initiator, nil
+}
+
+// WithWebhookHTTPClient allows overriding the default Doer, which is
+// automatically created using http.Client. This is useful for tests.
+func WithWebhookHTTPClient(doer HttpRequestDoer) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.Client = doer
+		return nil
+	}
+}
+
+// WithWebhookRequestEditorFn allows setting up a callback function, which
+// will be called right before sending the webhook request. This can be
+// used to mutate the request, e.g. to add signature headers.
+func WithWebhookRequestEditorFn(fn RequestEditorFn) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.RequestEditors = append(p.RequestEditors, fn)
+		return nil
+	}
+}
+
+func (p *WebhookInitiator) applyWebhookEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+	for _, r := range p.RequestEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	for _, r := range additionalEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WebhookInitiatorInterface is the interface specification for the webhook initiator.
+type WebhookInitiatorInterface interface {
+	// KeyBannedWithBody fires the key.banned webhook with any body
+	KeyBannedWithBody(ctx context.Context, targetURL string, params *KeyBannedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	KeyBanned(ctx context.Context, targetURL string, params *KeyBannedParams, body KeyBannedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// KeyCreatedWithBody fires the key.created webhook with any body
+	KeyCreatedWithBody(ctx context.Context, targetURL string, params *KeyCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	KeyCreated(ctx context.Context, targetURL string, params *KeyCreatedParams, body KeyCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// KeyDayQuotaReachedWithBody fires the key.day_quota_reached webhook with any body
+	KeyDayQuotaReachedWithBody(ctx context.Context, targetURL string, params *KeyDayQuotaReachedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	KeyDayQuotaReached(ctx context.Context, targetURL string, params *KeyDayQuotaReachedParams, body KeyDayQuotaReachedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// KeyRevokedWithBody fires the key.revoked webhook with any body
+	KeyRevokedWithBody(ctx context.Context, targetURL string, params *KeyRevokedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	KeyRevoked(ctx context.Context, targetURL string, params *KeyRevokedParams, body KeyRevokedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// KeyRolledWithBody fires the key.rolled webhook with any body
+	KeyRolledWithBody(ctx context.Context, targetURL string, params *KeyRolledParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	KeyRolled(ctx context.Context, targetURL string, params *KeyRolledParams, body KeyRolledJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PetCreatedWithBody fires the pet.created webhook with any body
+	PetCreatedWithBody(ctx context.Context, targetURL string, params *PetCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PetCreated(ctx context.Context, targetURL string, params *PetCreatedParams, body PetCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PlanChangedWithBody fires the plan.changed webhook with any body
+	PlanChangedWithBody(ctx context.Context, targetURL string, params *PlanChangedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PlanChanged(ctx context.Context, targetURL string, params *PlanChangedParams, body PlanChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookTestWithBody fires the webhook.test webhook with any body
+	WebhookTestWithBody(ctx context.Context, targetURL string, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookTest(ctx context.Context, targetURL string, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *WebhookInitiator) KeyBannedWithBody(ctx context.Context, targetURL string, params *KeyBannedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyBannedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyBanned(ctx context.Context, targetURL string, params *KeyBannedParams, body KeyBannedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyBannedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyCreatedWithBody(ctx context.Context, targetURL string, params *KeyCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyCreatedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyCreated(ctx context.Context, targetURL string, params *KeyCreatedParams, body KeyCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyCreatedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyDayQuotaReachedWithBody(ctx context.Context, targetURL string, params *KeyDayQuotaReachedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyDayQuotaReachedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyDayQuotaReached(ctx context.Context, targetURL string, params *KeyDayQuotaReachedParams, body KeyDayQuotaReachedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyDayQuotaReachedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyRevokedWithBody(ctx context.Context, targetURL string, params *KeyRevokedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyRevokedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyRevoked(ctx context.Context, targetURL string, params *KeyRevokedParams, body KeyRevokedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyRevokedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyRolledWithBody(ctx context.Context, targetURL string, params *KeyRolledParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyRolledWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyRolled(ctx context.Context, targetURL string, params *KeyRolledParams, body KeyRolledJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyRolledWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PetCreatedWithBody(ctx context.Context, targetURL string, params *PetCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPetCreatedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PetCreated(ctx context.Context, targetURL string, params *PetCreatedParams, body PetCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPetCreatedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PlanChangedWithBody(ctx context.Context, targetURL string, params *PlanChangedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPlanChangedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PlanChanged(ctx context.Context, targetURL string, params *PlanChangedParams, body PlanChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPlanChangedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookTestWithBody(ctx context.Context, targetURL string, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookTest(ctx context.Context, targetURL string, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+// NewKeyBannedWebhookRequest builds a application/json POST request for the key.banned webhook
+func NewKeyBannedWebhookRequest(targetURL string, params *KeyBannedParams, body KeyBannedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewKeyBannedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewKeyBannedWebhookRequestWithBody builds a POST request for the key.banned webhook with any body
+func NewKeyBannedWebhookRequestWithBody(targetURL string, params *KeyBannedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewKeyCreatedWebhookRequest builds a application/json POST request for the key.created webhook
+func NewKeyCreatedWebhookRequest(targetURL string, params *KeyCreatedParams, body KeyCreatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewKeyCreatedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewKeyCreatedWebhookRequestWithBody builds a POST request for the key.created webhook with any body
+func NewKeyCreatedWebhookRequestWithBody(targetURL string, params *KeyCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewKeyDayQuotaReachedWebhookRequest builds a application/json POST request for the key.day_quota_reached webhook
+func NewKeyDayQuotaReachedWebhookRequest(targetURL string, params *KeyDayQuotaReachedParams, body KeyDayQuotaReachedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewKeyDayQuotaReachedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewKeyDayQuotaReachedWebhookRequestWithBody builds a POST request for the key.day_quota_reached webhook with any body
+func NewKeyDayQuotaReachedWebhookRequestWithBody(targetURL string, params *KeyDayQuotaReachedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewKeyRevokedWebhookRequest builds a application/json POST request for the key.revoked webhook
+func NewKeyRevokedWebhookRequest(targetURL string, params *KeyRevokedParams, body KeyRevokedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewKeyRevokedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewKeyRevokedWebhookRequestWithBody builds a POST request for the key.revoked webhook with any body
+func NewKeyRevokedWebhookRequestWithBody(targetURL string, params *KeyRevokedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewKeyRolledWebhookRequest builds a application/json POST request for the key.rolled webhook
+func NewKeyRolledWebhookRequest(targetURL string, params *KeyRolledParams, body KeyRolledJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewKeyRolledWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewKeyRolledWebhookRequestWithBody builds a POST request for the key.rolled webhook with any body
+func NewKeyRolledWebhookRequestWithBody(targetURL string, params *KeyRolledParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewPetCreatedWebhookRequest builds a application/json POST request for the pet.created webhook
+func NewPetCreatedWebhookRequest(targetURL string, params *PetCreatedParams, body PetCreatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPetCreatedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewPetCreatedWebhookRequestWithBody builds a POST request for the pet.created webhook with any body
+func NewPetCreatedWebhookRequestWithBody(targetURL string, params *PetCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewPlanChangedWebhookRequest builds a application/json POST request for the plan.changed webhook
+func NewPlanChangedWebhookRequest(targetURL string, params *PlanChangedParams, body PlanChangedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPlanChangedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewPlanChangedWebhookRequestWithBody builds a POST request for the plan.changed webhook with any body
+func NewPlanChangedWebhookRequestWithBody(targetURL string, params *PlanChangedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewWebhookTestWebhookRequest builds a application/json POST request for the webhook.test webhook
+func NewWebhookTestWebhookRequest(targetURL string, params *WebhookTestParams, body WebhookTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookTestWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewWebhookTestWebhookRequestWithBody builds a POST request for the webhook.test webhook with any body
+func NewWebhookTestWebhookRequestWithBody(targetURL string, params *WebhookTestParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
 }

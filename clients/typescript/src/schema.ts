@@ -52,8 +52,10 @@ export interface paths {
          * Get an animal
          * @deprecated
          * @description **Deprecated**: to be removed on 5 December 2030. Use `listPets` (with its `status`
-         *     filter) instead. Every response of this operation, errors included, carries
-         *     `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.
+         *     filter) instead. Every answer to a `GET` or `HEAD` of `/pets/{petId}` with an `id` in
+         *     plain decimal, errors included, carries `Deprecation`, `Sunset` and
+         *     `Link: </v1/pets>; rel="successor-version"`. Other answers on its path (`405` for another
+         *     method, `404` for `/pets/` with no `id`) are not this operation's and carry none.
          */
         get: operations["getPet"];
         put?: never;
@@ -106,7 +108,176 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "pet.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An animal was added
+         * @description An animal was added: by createPet, the dashboard or the records API. Not sent for an `Idempotency-Key` replay, which adds nothing.
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["petCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "key.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An API key was issued
+         * @description Staff issued an API key (staff page, staff API, dashboard or the `keys` command).
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["keyCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "key.rolled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An API key was rolled
+         * @description Staff replaced an API key with a new one; the old one may work on for a grace.
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["keyRolled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "key.revoked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An API key was revoked
+         * @description Staff revoked an API key.
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["keyRevoked"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "key.banned": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An API key was banned for a while
+         * @description The rate limiter banned an API key that kept sending while over its limit.
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["keyBanned"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "key.day_quota_reached": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An API key used up its day
+         * @description The first request of a UTC day after which the key's day window admits no more; once per key and UTC day.
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["keyDayQuotaReached"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "plan.changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A plan changed
+         * @description A plan's name, quotas or ban settings changed in the dashboard; every key on the plan follows.
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["planChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A test event
+         * @description Staff pressed "Send test event": sent to that endpoint only, whatever it subscribes to.
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["webhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -136,7 +307,8 @@ export interface components {
              * @description Identifier of the animal's category.
              */
             categoryId: number;
-            status?: components["schemas"]["PetStatus"];
+            /** @description Always present in an answer; `available` unless the animal was added with another. */
+            status: components["schemas"]["PetStatus"];
         };
         /**
          * @description An animal to add. Fields other than these (`id` included) are refused, as are repeated
@@ -173,9 +345,9 @@ export interface components {
         };
         NotFoundError: components["schemas"]["Error"] & {
             /** @constant */
-            code?: "not_found";
+            code: "not_found";
             /** @constant */
-            status?: 404;
+            status: 404;
         };
         /**
          * @example {
@@ -186,9 +358,9 @@ export interface components {
          */
         BadRequestError: components["schemas"]["Error"] & {
             /** @constant */
-            code?: "invalid_request";
+            code: "invalid_request";
             /** @constant */
-            status?: 400;
+            status: 400;
         };
         /**
          * @example {
@@ -199,9 +371,9 @@ export interface components {
          */
         UnauthorizedError: components["schemas"]["Error"] & {
             /** @constant */
-            code?: "unauthorized";
+            code: "unauthorized";
             /** @constant */
-            status?: 401;
+            status: 401;
         };
         /**
          * @example {
@@ -212,33 +384,33 @@ export interface components {
          */
         InsufficientScopeError: components["schemas"]["Error"] & {
             /** @constant */
-            code?: "insufficient_scope";
+            code: "insufficient_scope";
             /** @constant */
-            status?: 403;
+            status: 403;
         };
         MethodNotAllowedError: components["schemas"]["Error"] & {
             /** @constant */
-            code?: "method_not_allowed";
+            code: "method_not_allowed";
             /** @constant */
-            status?: 405;
+            status: 405;
         };
         GoneError: components["schemas"]["Error"] & {
             /** @constant */
-            code?: "gone";
+            code: "gone";
             /** @constant */
-            status?: 410;
+            status: 410;
         };
         PayloadTooLargeError: components["schemas"]["Error"] & {
             /** @constant */
-            code?: "payload_too_large";
+            code: "payload_too_large";
             /** @constant */
-            status?: 413;
+            status: 413;
         };
         UnsupportedMediaTypeError: components["schemas"]["Error"] & {
             /** @constant */
-            code?: "unsupported_media_type";
+            code: "unsupported_media_type";
             /** @constant */
-            status?: 415;
+            status: 415;
         };
         /**
          * @example {
@@ -249,9 +421,9 @@ export interface components {
          */
         IdempotencyKeyReusedError: components["schemas"]["Error"] & {
             /** @constant */
-            code?: "idempotency_key_reused";
+            code: "idempotency_key_reused";
             /** @constant */
-            status?: 422;
+            status: 422;
         };
         /**
          * @example {
@@ -262,15 +434,104 @@ export interface components {
          */
         TooManyRequestsError: components["schemas"]["Error"] & {
             /** @enum {string} */
-            code?: "rate_limit_exceeded" | "api_key_banned";
+            code: "rate_limit_exceeded" | "api_key_banned";
             /** @constant */
-            status?: 429;
+            status: 429;
         };
         InternalServerError: components["schemas"]["Error"] & {
             /** @constant */
-            code?: "internal_error";
+            code: "internal_error";
             /** @constant */
-            status?: 500;
+            status: 500;
+        };
+        /** @description Every event's body; each event type narrows `type` and `data`. */
+        WebhookEvent: {
+            /**
+             * @description The event's type.
+             * @enum {string}
+             */
+            type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "webhook.test";
+            /**
+             * Format: date-time
+             * @description When the event happened, RFC 3339 in UTC, to the second.
+             */
+            timestamp: string;
+            /** @description What the event is about; its schema depends on `type`. */
+            data: unknown;
+        };
+        PetCreatedEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "pet.created";
+            data: components["schemas"]["Pet"];
+        };
+        KeyCreatedEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "key.created";
+            data: components["schemas"]["KeyChange"];
+        };
+        KeyRolledEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "key.rolled";
+            data: components["schemas"]["KeyChange"];
+        };
+        KeyRevokedEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "key.revoked";
+            data: components["schemas"]["KeyChange"];
+        };
+        KeyBannedEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "key.banned";
+            data: components["schemas"]["KeyChange"];
+        };
+        KeyDayQuotaReachedEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "key.day_quota_reached";
+            data: components["schemas"]["KeyChange"];
+        };
+        PlanChangedEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "plan.changed";
+            data: components["schemas"]["PlanChange"];
+        };
+        WebhookTestEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "webhook.test";
+            data: components["schemas"]["WebhookTest"];
+        };
+        /** @description An API key after the change; never the key, its hash or its prefix. */
+        KeyChange: {
+            /** @description The key's record id (as `keys list` and the staff page show it). */
+            id: string;
+            /** @description Who uses the key. */
+            name: string;
+            /** @description The name of the key's plan. */
+            plan: string;
+            /**
+             * @description The key's state after the change.
+             * @enum {string}
+             */
+            state: "active" | "revoked" | "expired" | "banned";
+        };
+        /** @description A plan after the change, and what changed. */
+        PlanChange: {
+            /** @description The plan's record id. */
+            id: string;
+            name: string;
+            perMinute: components["schemas"]["RequestCount"];
+            perDay: components["schemas"]["RequestCount"];
+            /** @description Each changed field (`name`, `per_minute`, `per_day`, `ban_after`, `ban_minutes`): its old and new value as stored text. */
+            changes: {
+                [key: string]: {
+                    old: string;
+                    new: string;
+                };
+            };
+        };
+        /** @description The endpoint the test was sent to. */
+        WebhookTest: {
+            /** @description The endpoint's id. */
+            endpoint: string;
         };
         /** Format: int64 */
         RequestCount: number;
@@ -305,6 +566,7 @@ export interface components {
         /** @description The query, the path parameter or the body is not valid. */
         BadRequest: {
             headers: {
+                "Request-Id": components["headers"]["Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -319,6 +581,7 @@ export interface components {
         /** @description The API key is missing or not valid. */
         Unauthorized: {
             headers: {
+                "Request-Id": components["headers"]["Request-Id"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -334,6 +597,7 @@ export interface components {
         /** @description The API key lacks the scope this operation needs (its security requirement names it); nothing happened. */
         InsufficientScope: {
             headers: {
+                "Request-Id": components["headers"]["Request-Id"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate-insufficient-scope"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -349,6 +613,7 @@ export interface components {
         /** @description The path exists but not with this method; `Allow` lists the methods it supports. */
         MethodNotAllowed: {
             headers: {
+                "Request-Id": components["headers"]["Request-Id"];
                 Allow: components["headers"]["Allow"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -364,6 +629,7 @@ export interface components {
         /** @description The request body is larger than 64 KiB. */
         PayloadTooLarge: {
             headers: {
+                "Request-Id": components["headers"]["Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -378,6 +644,7 @@ export interface components {
         /** @description The body is not declared as `application/json` in UTF-8. */
         UnsupportedMediaType: {
             headers: {
+                "Request-Id": components["headers"]["Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -392,6 +659,7 @@ export interface components {
         /** @description Over a rate limit (`rate_limit_exceeded`) or the key is banned for a while (`api_key_banned`). */
         TooManyRequests: {
             headers: {
+                "Request-Id": components["headers"]["Request-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -407,6 +675,7 @@ export interface components {
         /** @description A failure on the service's side; details are in its log. */
         InternalError: {
             headers: {
+                "Request-Id": components["headers"]["Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -418,9 +687,27 @@ export interface components {
                 "application/json": components["schemas"]["InternalServerError"];
             };
         };
+        /**
+         * @description Delivered: any `2xx` within 15 seconds. Anything else but `410` (another status, a redirect, a
+         *     refused connection, a timeout) is retried, nine attempts over about 28 hours.
+         */
+        WebhookDelivered: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description Gone: the event fails at once, and the endpoint is paused until staff resume it; send no more. */
+        WebhookGone: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description The document has not changed since the `ETag` sent in `If-None-Match`. */
         NotModified: {
             headers: {
+                "Request-Id": components["headers"]["Request-Id"];
                 ETag: components["headers"]["ETag"];
                 "Cache-Control": components["headers"]["Cache-Control"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -453,11 +740,27 @@ export interface components {
          * @example 9f2c4e1a-7b3d-4c58-a0e6-2d51f8b9c7e4
          */
         "Idempotency-Key": string;
+        /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+        "webhook-id": string;
+        /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+        "webhook-timestamp": string;
+        /**
+         * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+         *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+         */
+        "webhook-signature": string;
         /** @description An `ETag` received earlier; `304` when the document has not changed since. */
         "If-None-Match": string;
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description The request's id, on every answer (errors included), also sent as `X-Request-Id`: 32 hex
+         *     digits, or the `X-Request-Id` a trusted reverse proxy sent. The service's log lines and its
+         *     audit trail name the request by it: quote it when reporting a problem.
+         * @example 5f0c2b7e9a1d4c3b8e6f0a2d4c6e8b1f
+         */
+        "Request-Id": string;
         /** @description The quota of the binding window (the one with fewer requests remaining; on a tie, the one that resets later). */
         "X-RateLimit-Limit": components["schemas"]["RequestCount"];
         /**
@@ -556,6 +859,7 @@ export interface operations {
             /** @description A page of animals. */
             200: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     Link: components["headers"]["Link-next"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -604,6 +908,7 @@ export interface operations {
             /** @description The animal was added (or, with `Idempotent-Replayed`, had been added by the first request with this `Idempotency-Key`). */
             201: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     Location: components["headers"]["Location"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -623,6 +928,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -643,6 +949,7 @@ export interface operations {
             /** @description This `Idempotency-Key` was used before with another body; nothing was added. */
             422: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -663,7 +970,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The animal's `id`, in plain decimal. */
+                /** @description The animal's `id`, in plain decimal; above `Pet.id`'s maximum, `400`. */
                 petId: number;
             };
             cookie?: never;
@@ -673,6 +980,7 @@ export interface operations {
             /** @description The animal. */
             200: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["Link-successor-version"];
@@ -690,6 +998,7 @@ export interface operations {
             /** @description The query or the path parameter is not valid. */
             400: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["Link-successor-version"];
@@ -704,7 +1013,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "invalid_request",
-                     *       "message": "petId must be a positive decimal integer, at most 9223372036854775807.",
+                     *       "message": "petId must be a positive decimal integer, at most 9007199254740991.",
                      *       "status": 400
                      *     }
                      */
@@ -714,6 +1023,7 @@ export interface operations {
             /** @description The API key is missing or not valid. */
             401: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
@@ -732,6 +1042,7 @@ export interface operations {
             /** @description The API key lacks the scope `pets:read`; nothing happened. */
             403: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate-insufficient-scope"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
@@ -750,6 +1061,7 @@ export interface operations {
             /** @description No animal has this `id`. */
             404: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["Link-successor-version"];
@@ -772,6 +1084,7 @@ export interface operations {
              */
             410: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["Link-successor-version"];
@@ -796,6 +1109,7 @@ export interface operations {
             /** @description The request body is larger than 64 KiB. */
             413: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["Link-successor-version"];
@@ -813,6 +1127,7 @@ export interface operations {
             /** @description Over a rate limit (`rate_limit_exceeded`) or the key is banned for a while (`api_key_banned`). */
             429: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     "Retry-After": components["headers"]["Retry-After"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
@@ -831,6 +1146,7 @@ export interface operations {
             /** @description A failure on the service's side; details are in its log. */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["Link-successor-version"];
@@ -862,6 +1178,7 @@ export interface operations {
             /** @description The document. */
             200: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -898,6 +1215,7 @@ export interface operations {
             /** @description The document. */
             200: {
                 headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -908,7 +1226,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/yaml": components["schemas"]["OpenAPIDocument"];
+                    "application/yaml": string;
                 };
             };
             304: components["responses"]["NotModified"];
@@ -917,6 +1235,222 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    petCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PetCreatedEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    keyCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyCreatedEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    keyRolled: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyRolledEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    keyRevoked: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyRevokedEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    keyBanned: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyBannedEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    keyDayQuotaReached: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyDayQuotaReachedEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    planChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlanChangedEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    webhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
         };
     };
 }

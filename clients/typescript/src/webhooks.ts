@@ -1,13 +1,16 @@
 // Webhook verification as Standard Webhooks (https://www.standardwebhooks.com)
 // define it, with Web Crypto alone, so that it runs wherever the client does.
 
-/** An event petstore delivers: `{"type", "timestamp", "data"}` (docs/webhooks.md). */
-export interface WebhookEvent {
-  type: string;
-  /** RFC 3339, UTC, to the second. */
-  timestamp: string;
-  data: unknown;
-}
+import type { webhooks } from "./schema.js";
+
+/**
+ * An event petstore delivers, `{"type", "timestamp", "data"}`: the union of
+ * the document's webhooks' bodies, so that checking `type` narrows `data`
+ * (`pet.created`'s is a Pet).
+ */
+export type WebhookEvent = {
+  [T in keyof webhooks]: webhooks[T]["post"]["requestBody"]["content"]["application/json"];
+}[keyof webhooks];
 
 /**
  * A delivery's headers: a fetch Headers (a Request's), or a plain object

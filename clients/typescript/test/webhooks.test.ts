@@ -31,6 +31,25 @@ test("verifyWebhook accepts what the library signs, with the secret's signature 
   assert.deepEqual(await verifyWebhook(secret, upper, body), JSON.parse(body));
 });
 
+test("an event's type narrows its data", async () => {
+  const pet = { id: 482915307716243, name: "Rex", categoryId: 7, status: "available" };
+  const created = JSON.stringify({ type: "pet.created", timestamp: "2026-11-28T00:00:00Z", data: pet });
+  const now = new Date();
+  const headers = {
+    "webhook-id": "msg_2b",
+    "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
+    "webhook-signature": new Webhook(secret).sign("msg_2b", now, created),
+  };
+  const event = await verifyWebhook(secret, headers, created);
+  // These lines compile only while the generated types discriminate on type.
+  assert.equal(event.type, "pet.created");
+  if (event.type === "pet.created") {
+    const name: string = event.data.name;
+    const status: "available" | "pending" | "sold" = event.data.status;
+    assert.deepEqual({ name, status }, { name: "Rex", status: "available" });
+  }
+});
+
 test("verifyWebhook refuses what the library refuses", async () => {
   const now = new Date();
   const old = new Date(now.getTime() - 301_000);
