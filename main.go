@@ -15,6 +15,7 @@ import (
 
 	"petstore/hooks"
 	"petstore/internal/apikeys"
+	"petstore/internal/categories"
 	"petstore/internal/datadir"
 	_ "petstore/internal/profiling" // empty unless built with -tags pprof
 	"petstore/internal/version"
@@ -33,9 +34,10 @@ func main() {
 	root := app.RootCmd
 	root.Version = version.Read().String()
 	root.SetVersionTemplate("{{.Version}}\n")
-	// PocketBase lets the root command ignore unknown flags, and ignores the
-	// error a command returns: here a command-line error is one, and main
-	// prints it, once, on stderr (stdout is `keys create`'s, for the key).
+	// PocketBase's root command ignores unknown flags, and its Execute the
+	// error a command returns. Here an unknown flag is an error, and every
+	// error is printed once, by main, on stderr (stdout is `keys create`'s,
+	// for the key), and exits 1.
 	root.FParseErrWhitelist = cobra.FParseErrWhitelist{}
 	root.SilenceErrors, root.SilenceUsage = true, true
 	root.SetErr(os.Stderr)
@@ -48,12 +50,12 @@ func main() {
 	// names only /api/ and /_/: hooks prints a fuller one.
 	serve := cmd.NewServeCommand(app, false)
 	keys := apikeys.NewCommand(app)
-	healthcheck := hooks.NewHealthcheckCommand()
-	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, healthcheck.Command, hooks.NewVersionCommand())
+	healthcheck, versionCmd := hooks.NewHealthcheckCommand(), hooks.NewVersionCommand()
+	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, categories.NewCommand(app), healthcheck.Command, versionCmd)
 	// Neither reads the data directory: they run without the bootstrap, so
 	// that a start in progress (which holds the start lock) or data from a
 	// newer version cannot hold them up.
-	withoutData := map[string]bool{healthcheck.Name(): true, "version": true}
+	withoutData := map[*cobra.Command]bool{healthcheck.Command: true, versionCmd: true}
 
 	flags := bindFlags(root.PersistentFlags(), serve.PersistentFlags(), self)
 	signals := make(chan os.Signal, 1)
@@ -63,13 +65,15 @@ func main() {
 	cobra.EnableTraverseRunHooks = true // keys' own pre-run follows this one
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		opts, err := flags.options(c == serve, os.Stdout, os.Stderr)
-		if err != nil || withoutData[c.Name()] {
+		if err != nil || withoutData[c] {
 			return err
 		}
 		hooks.Register(app, opts)
 		if err := app.Bootstrap(); err != nil {
 			return err
 		}
+		// From here on a signal ends the command and stops the service;
+		// before, it ends the process, as under PocketBase's Execute.
 		signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 		return nil
 	}

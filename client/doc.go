@@ -41,6 +41,9 @@
 // Resuming misses no pet and repeats none, and a walk visits every pet that
 // existed when it began, even while others are added.
 //
+// ListCategories walks the named categories (the names of the numbers pets
+// carry as CategoryID) the same way; the operation is beta.
+//
 // The client reads the cursor from the service's Link header, whether its
 // target is absolute or relative, and asks its own base URL for the next
 // page: paging works behind a gateway that serves the API under another

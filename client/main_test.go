@@ -18,6 +18,7 @@ import (
 // examples create no sold pet, so that what they print about sold pets does
 // not depend on which of them ran before. Tests start their own servers.
 func TestMain(m *testing.M) {
+	realserver.ExitIfShort()
 	code, err := runWithServer(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "client tests:", err)

@@ -49,9 +49,12 @@ func bindAuditRecords(app core.App, log *slog.Logger, retention time.Duration, c
 			if id := r.GetString(audit.WebhookField); id != "" {
 				about = []any{"webhook", id}
 			}
+			if number := r.GetString(audit.CategoryField); number != "" {
+				about = []any{"category", number}
+			}
 			log.Info("Audit: "+action, append(about, "actor", r.GetString(audit.ActorField),
 				"actorEmail", r.GetString(audit.ActorEmailField), "address", r.GetString(audit.AddressField),
-				"details", r.Get(audit.DetailsField))...)
+				"requestId", r.GetString(audit.RequestIDField), "details", audit.ForLog([]byte(r.GetString(audit.DetailsField))))...)
 			counted(audit.Action(action))
 		}
 		if tx := e.App.TxInfo(); tx != nil {

@@ -156,6 +156,7 @@ func TestDashboardCollections(t *testing.T) {
 		{"plans", "ban_after", "0 means the per-minute quota"},
 		{"plans", "ban_minutes", "0 disables bans"},
 		{"pets", "categoryId", "from 1 to 9007199254740991"},
+		{"pets", "categoryId", "named in the categories collection"},
 	} {
 		if got := help(c.collection, c.field); !strings.Contains(got, c.says) {
 			t.Errorf("%s.%s help %q does not say %q", c.collection, c.field, got, c.says)

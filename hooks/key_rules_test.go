@@ -294,7 +294,7 @@ func TestNewPetFormSaysWhatToEnter(t *testing.T) {
 		}
 		r.JSON(t, &e)
 		if r.StatusCode != http.StatusBadRequest ||
-			e.Data["categoryId"]["message"] != "Enter the animal's category: a whole number from 1 to 9007199254740991." {
+			e.Data["categoryId"]["message"] != "Enter the animal's category: a whole number from 1 to 9007199254740991 (the categories collection names them)." {
 			t.Errorf("%v: %d %s, want 400 saying what category to enter", form, r.StatusCode, r.Body)
 		}
 		if _, named := form["name"]; !named && e.Data["name"]["message"] != "Enter the animal's name: 1 to 100 characters." {

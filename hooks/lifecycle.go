@@ -18,7 +18,8 @@ type part struct {
 	// early parts start before PocketBase's bootstrap opens the database,
 	// when serve starts (a part that decides whether this process may open
 	// it at all); they come first in the list. The others start when the
-	// server is built, before it listens.
+	// server is built, before it listens, and so do the early ones of an
+	// app bootstrapped before Register (Options.Startup nil: tests).
 	early bool
 	// start starts the part, keeping what it made for the parts after it,
 	// and returns its stop (nil: nothing to stop).

@@ -21,7 +21,7 @@ import (
 )
 
 // startMetrics serves m at GET /metrics on addr, a listener of its own (never
-// the public one), with the figures read at each scrape: pets, keys by state,
+// the public one), with the figures read at each scrape: pets, categories, keys by state,
 // the databases' files, the limiter's Redis, realtime subscribers, the
 // request log's rows, the public listener's connections. It returns the
 // listener's stop.
@@ -30,6 +30,11 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 	m.Register(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_pets", Help: "Pets stored."},
 			countRows(reads, "SELECT COUNT(*) FROM pets", log)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_categories", Help: "Categories named."},
+			countRows(reads, "SELECT COUNT(*) FROM categories", log)),
+		// idx_pets_category serves the distinct numbers in order.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_categories_unnamed", Help: "Numbers pets carry as categoryId that no category names."},
+			countRows(reads, "SELECT COUNT(DISTINCT categoryId) FROM pets p WHERE NOT EXISTS (SELECT 1 FROM categories c WHERE c.number = p.categoryId)", log)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_webhook_outbox_pending", Help: "Webhook events not delivered yet (all instances)."},
 			countRows(reads, "SELECT COUNT(*) FROM webhook_endpoints e JOIN webhook_events v ON v.endpoint = e.id AND v.status = 'pending'", log)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_idempotency_keys", Help: "Idempotency-Keys remembered."},

@@ -10,6 +10,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
+	"petstore/internal/categories"
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
 	"petstore/internal/metrics"
@@ -36,6 +37,8 @@ type serviceParts struct {
 	petReads  *pets.Reads
 	petWriter *pets.Writer
 	reqlog    *requestlog.Logger
+
+	categoryReads *categories.Reads // /v1's list of categories
 }
 
 // list is the one list of the parts, in the order they start; they stop in
@@ -85,7 +88,7 @@ func (p *serviceParts) startLimiter() (func() error, error) {
 }
 
 // startReads prepares the reads every /v1 request makes (its API key, the
-// pets) on PocketBase's read pool, kept at the pool's data version.
+// pets, the categories) on PocketBase's read pool, kept at the pool's data version.
 func (p *serviceParts) startReads() (func() error, error) {
 	reads, ok := p.app.ConcurrentDB().(*dbx.DB)
 	if !ok {
@@ -99,6 +102,9 @@ func (p *serviceParts) startReads() (func() error, error) {
 	p.version = version
 	if p.keys, err = apikeys.NewFinder(p.reads); err == nil {
 		p.petReads, err = pets.PrepareReads(p.reads, api.EncodeJSON)
+	}
+	if err == nil {
+		p.categoryReads, err = categories.PrepareReads(p.reads, api.EncodeJSON)
 	}
 	if err != nil {
 		version.Close()

@@ -258,6 +258,7 @@ func (h *afterCreates) once(t *testing.T, pet pets.Pet) *core.Record {
 // record, before its 201; never a replay by Idempotency-Key, a refused
 // create, or one that rolled back; and each pet of a batch once.
 func TestAfterCreateHooksHearEachV1CreateOnce(t *testing.T) {
+	apptest.Slow(t)
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Plan: "enterprise", PerMinute: 1 << 30, PerDay: 1 << 30})
 	heard := hearAfterCreates(s.App)

@@ -43,7 +43,7 @@ func refuseUnprintableName(e *core.RecordEvent) error {
 // PocketBase's "Cannot be blank." beside a 0 tells staff nothing.
 var petFieldsToEnter = map[string]string{
 	"name":       fmt.Sprintf("Enter the animal's name: 1 to %d characters.", pets.MaxNameLen),
-	"categoryId": fmt.Sprintf("Enter the animal's category: a whole number from 1 to %d.", int64(pets.MaxCategoryID)),
+	"categoryId": fmt.Sprintf("Enter the animal's category: a whole number from 1 to %d (the categories collection names them).", int64(pets.MaxCategoryID)),
 }
 
 // sayWhatToEnter replaces PocketBase's "Cannot be blank." for the fields

@@ -17,6 +17,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/audit"
+	"petstore/internal/categories"
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/guestlimit"
@@ -68,6 +69,7 @@ func Register(app core.App, opts Options) *Service {
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
+	categories.Bind(app)
 	bindAPIKeyRecordHooks(app)
 	bindFixedCollections(app)
 	hiddenfields.Bind(app)
@@ -132,7 +134,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	v1 := se.Router.Group("/v1")
 	v1.Unbind(guestlimit.MiddlewareID)
 	api.AddRoutes(v1, api.Deps{
-		Limiter: p.limiter, Keys: p.keys, Version: p.version, Pets: p.petReads, PetWriter: p.petWriter,
+		Limiter: p.limiter, Keys: p.keys, Version: p.version, Pets: p.petReads, PetWriter: p.petWriter, Categories: p.categoryReads,
 		RequestLog: p.reqlog, Usage: p.history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
 		DayQuotaReached: dayQuota.reached,
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/connlimit"
+	"petstore/internal/logging"
 )
 
 // ServerConfig sets the HTTP server limits PocketBase leaves open-ended.
@@ -148,7 +149,7 @@ func bindServer(app core.App, cfg ServerConfig, https bool, service *Service) {
 			if s := server.Load(); s != nil && !te.IsRestart {
 				service.draining.Store(true)
 				started := time.Now()
-				service.log.Info("petstore stopping", "drainDelay", cfg.DrainDelay.String())
+				service.log.Info("petstore stopping", "drain_delay_ms", logging.Milliseconds(cfg.DrainDelay))
 				time.Sleep(cfg.DrainDelay)
 				timeout := orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -157,7 +158,7 @@ func bindServer(app core.App, cfg ServerConfig, https bool, service *Service) {
 					service.log.Warn("Requests still running at the end of the shutdown bound are cut off",
 						"shutdownTimeout", timeout.String(), "error", err)
 				}
-				service.log.Info("petstore stopped serving", "drained", time.Since(started).Round(time.Millisecond).String())
+				service.log.Info("petstore stopped serving", "drained_ms", logging.Milliseconds(time.Since(started)))
 			}
 			return te.Next()
 		},
@@ -206,6 +207,6 @@ func newConnLimiter(cfg ServerConfig, proxied bool, log *slog.Logger) (*connlimi
 			"maxConnsPerAddress", bounds.PerAddress)
 	}
 	log.Info("Connection bounds", "maxConns", bounds.Global, "maxConnsPerAddress", bounds.PerAddress, "maxConnsPerNetwork", bounds.PerNetwork,
-		"proxyAddresses", cfg.ProxyAddresses, "idleTimeout", orDefault(cfg.IdleTimeout, DefaultIdleTimeout).String())
+		"proxyAddresses", cfg.ProxyAddresses, "idle_timeout_ms", logging.Milliseconds(orDefault(cfg.IdleTimeout, DefaultIdleTimeout)))
 	return connlimit.New(bounds, log), nil
 }

@@ -13,6 +13,7 @@ import (
 // again: the whole service, every part started, takes both without a panic
 // (the usage history's Close, run twice, closed a closed channel).
 func TestTerminateTwice(t *testing.T) {
+	apptest.Slow(t)
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Plan: "free"})
 	s.CreatePet(t, key, map[string]any{"name": "Rex", "categoryId": 1})

@@ -15,6 +15,7 @@ import (
 
 	"petstore/internal/database"
 	"petstore/internal/datadir"
+	"petstore/internal/logging"
 	"petstore/internal/version"
 )
 
@@ -138,7 +139,7 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 			return err
 		}
 		early.Info("Copied the database before applying migrations", "backup", backup,
-			"pending", state.Pending, "took", time.Since(started).Round(time.Millisecond).String())
+			"pending", state.Pending, "took_ms", logging.Milliseconds(time.Since(started)))
 	}
 
 	// PocketBase's bootstrap: it opens the databases and applies its own
@@ -176,13 +177,13 @@ func quickCheck(ctx context.Context, dbPath string, timeout time.Duration, log *
 	defer cancel()
 	started := time.Now()
 	err := datadir.QuickCheck(ctx, dbPath)
-	took := time.Since(started).Round(time.Millisecond).String()
+	took := logging.Milliseconds(time.Since(started))
 	switch {
 	case err == nil:
-		log.Info("data.db passed PRAGMA quick_check", "took", took)
+		log.Info("data.db passed PRAGMA quick_check", "took_ms", took)
 		return nil
 	case errors.Is(err, context.DeadlineExceeded):
-		log.Warn("PRAGMA quick_check of data.db did not finish in time; starting without it", "quickCheck", timeout.String())
+		log.Warn("PRAGMA quick_check of data.db did not finish in time; starting without it", "quick_check_ms", logging.Milliseconds(timeout))
 		return nil
 	case errors.Is(err, datadir.ErrDamaged):
 		err = fmt.Errorf("%s is damaged (%w); petstore does not serve it. Restore it: %s. "+

@@ -11,6 +11,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/categories"
 	"petstore/internal/pets"
 	"petstore/internal/webhooks"
 )
@@ -32,13 +33,17 @@ var auditEvents = map[audit.Action]webhooks.Type{
 	audit.KeyRevoked:  webhooks.KeyRevoked,
 	audit.KeyBanned:   webhooks.KeyBanned,
 	audit.PlanChanged: webhooks.PlanChanged,
+
+	audit.CategoryCreated: webhooks.CategoryCreated,
+	audit.CategoryRenamed: webhooks.CategoryRenamed,
+	audit.CategoryDeleted: webhooks.CategoryDeleted,
 }
 
 // bindWebhookEvents writes the webhook events of changes made outside the
 // pets writer into the outbox, in their transactions: the pets created as
-// records (the dashboard, the records API), and the key changes, which
-// every path (staff API, dashboard, keys command, limiter) writes to the
-// audit trail in its transaction. It also keeps the webhooks' collections
+// records (the dashboard, the records API), and the key and category
+// changes, which every path (staff API, dashboard, keys and categories
+// commands, limiter) writes to the audit trail in its transaction. It also keeps the webhooks' collections
 // out of the records API's writes, and the secrets out of its answers.
 func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 	// A record's save runs in a transaction only when its caller opened
@@ -74,9 +79,12 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 		}
 		var data any
 		var err error
-		if t == webhooks.PlanChanged {
+		switch {
+		case t == webhooks.PlanChanged:
 			data, err = planData(e.App, e.Record)
-		} else {
+		case e.Record.GetString(audit.CategoryField) != "":
+			data, err = categories.EventOf(e.Record)
+		default:
 			data, err = keyData(e.App, e.Record.GetString(audit.KeyField))
 		}
 		if err != nil {

@@ -3,6 +3,8 @@ package limits
 import (
 	"context"
 	"time"
+
+	"petstore/internal/logging"
 )
 
 // While Redis fails, each instance decides alone, from what it knows of
@@ -68,7 +70,7 @@ func (r *redisStore) probe() {
 			return
 		}
 		r.logger.Info("Rate-limit Redis answers again; counting in Redis, with what this instance counted meanwhile",
-			"redis", r.where, "down", time.Since(time.UnixMilli(r.downSince.Load())).Round(time.Millisecond).String(),
+			"redis", r.where, "down_ms", logging.Milliseconds(time.Since(time.UnixMilli(r.downSince.Load()))),
 			"admitted", r.meanwhile.admitted.Swap(0), "refused", r.meanwhile.refused.Swap(0),
 			"keyless", r.meanwhile.keyless.Swap(0), "keysSent", keys+more)
 		return

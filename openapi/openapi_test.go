@@ -24,6 +24,7 @@ func TestDocumentIsValid(t *testing.T) {
 	}
 	for op, deprecated := range map[string]bool{
 		"GET /pets listPets": false, "POST /pets createPet": false, "GET /pets/{petId} getPet": true,
+		"GET /categories listCategories": false,
 	} {
 		if got, ok := ops[op]; !ok || got != deprecated {
 			t.Errorf("%s: present %v, deprecated %v; want present, deprecated %v", op, ok, got, deprecated)
@@ -59,6 +60,43 @@ func TestGetPetResponsesDeclareDeprecation(t *testing.T) {
 			h := resp.Value.Headers[name]
 			if h == nil || h.Ref != "#/components/headers/"+component || !h.Value.Required {
 				t.Errorf("getPet %s: header %s is not a required $ref to components.headers.%s", status, name, component)
+			}
+		}
+	}
+}
+
+// Every operation has a stability level (x-stability), stable or beta;
+// listCategories alone is beta, shows a Beta badge on the reference page
+// (Redoc's x-badges), and every response of it declares the API-Stability
+// header the service sends on all of them (internal/api/stability.go), as
+// getPet's declare its deprecation. 405 is exempt: it answers other
+// methods on the path, which the beta route never sees.
+func TestEveryOperationHasAStability(t *testing.T) {
+	for path, item := range contract.Load(t).Doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			level := op.Extensions["x-stability"]
+			want := "stable"
+			if op.OperationID == "listCategories" {
+				want = "beta"
+			}
+			if level != want {
+				t.Errorf("%s %s: x-stability %v, want %s", method, path, level, want)
+			}
+			badges, _ := op.Extensions["x-badges"].([]any)
+			if beta := len(badges) == 1 && badges[0].(map[string]any)["name"] == "Beta"; beta != (want == "beta") {
+				t.Errorf("%s %s: x-badges %v, want a Beta badge exactly when beta", method, path, badges)
+			}
+			if want != "beta" {
+				continue
+			}
+			for status, resp := range op.Responses.Map() {
+				if status == "405" {
+					continue
+				}
+				h := resp.Value.Headers["API-Stability"]
+				if h == nil || h.Ref != "#/components/headers/API-Stability" || !h.Value.Required {
+					t.Errorf("%s %s %s: API-Stability is not a required $ref to components.headers.API-Stability", method, path, status)
+				}
 			}
 		}
 	}

@@ -36,13 +36,13 @@ func TestReferencePageInChromium(t *testing.T) {
 	ctx := newBrowser(t)
 	page := watchPage(t, ctx, s.URL)
 
-	operations := []string{"listPets", "createPet", "getPet"}
+	operations := []string{"listPets", "createPet", "getPet", "listCategories"}
 	steps := []chromedp.Action[chromedp.Void]{
 		chromedp.Navigate(s.URL + "/"),
 		chromedp.Click(chromedp.CSS(`a[href="/docs/"]`)),
 	}
 	if err := chromedp.Do(ctx, append(steps, waitForOperations(operations)...)...); err != nil {
-		t.Fatalf("the three operations did not render: %v", err)
+		t.Fatalf("the operations did not render: %v", err)
 	}
 
 	text := func(selector string) string {
@@ -55,6 +55,10 @@ func TestReferencePageInChromium(t *testing.T) {
 	}
 	if got := text(`[data-section-id="operation/listPets"] h2`); !strings.Contains(got, "List animals") {
 		t.Errorf("listPets heading %q", got)
+	}
+	// The beta operation shows its stability (x-stability, as Redoc's x-badges).
+	if got := text(`[data-section-id="operation/listCategories"] h2`); !strings.Contains(got, "Beta") {
+		t.Errorf("listCategories heading %q is not marked Beta", got)
 	}
 	if got := text(`[data-section-id="operation/getPet"] h2`); !strings.Contains(got, "Deprecated") {
 		t.Errorf("getPet heading %q is not marked deprecated", got)
@@ -170,6 +174,9 @@ func TestReferencePageRendersOverTheAddressLimit(t *testing.T) {
 
 func requireChromium(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the browser tests are skipped")
+	}
 	if _, err := os.Stat(chromium); err != nil {
 		if os.Getenv("PETSTORE_REQUIRE_BROWSER") == "1" {
 			t.Fatalf("%v: install Debian's chromium and chromium-driver (.ci/run does)", err)

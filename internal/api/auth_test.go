@@ -182,6 +182,7 @@ func TestAuthRevokedAndExpiredKeys(t *testing.T) {
 // A key that expires while nothing is written to the database (its lookup
 // kept by apikeys.Finder) is refused from its expiry on.
 func TestAuthKeyExpiresWithoutAWrite(t *testing.T) {
+	apptest.Slow(t)
 	s := apptest.Start(t, "")
 	expires := time.Now().Add(time.Second)
 	key := s.NewKey(t, apikeys.NewKey{Plan: "business", Expires: expires})

@@ -17,7 +17,7 @@ import (
 // without them a web client could not page, follow Location, back off or
 // name its request.
 var exposedHeaders = strings.Join(append([]string{
-	"Link", "Location", "Idempotent-Replayed", "Deprecation", "Sunset", "WWW-Authenticate", "Allow", "ETag",
+	"Link", "Location", "Idempotent-Replayed", "Deprecation", "Sunset", stabilityHeader, "WWW-Authenticate", "Allow", "ETag",
 	requestid.ResponseHeader, requestid.Header,
 }, limits.HeaderNames...), ", ")
 

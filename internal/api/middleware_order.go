@@ -14,7 +14,7 @@ import "github.com/pocketbase/pocketbase/apis"
 //	-2010 observeRequests
 //	-2001 sentURL                 (catch-all route)
 //	-2000 errorBody, outer layer
-//	-1999 exposeHeaders, deprecated (getPet)
+//	-1999 exposeHeaders, deprecated (getPet), stability (beta operations)
 //	-1042 preflightHeaders, preflightAllows (known paths)
 //	-1041   PocketBase's CORS (answers every OPTIONS)
 //	-1040 requestLog              (replaces PocketBase's activity logger)
@@ -51,6 +51,7 @@ const (
 	// Headers on every answer, errors included: before anything can answer.
 	exposeHeadersPriority = errorBodyOuterPriority + 1
 	deprecatedPriority    = errorBodyOuterPriority + 1
+	stabilityPriority     = errorBodyOuterPriority + 1
 	// Just before PocketBase's CORS, which answers OPTIONS itself.
 	preflightPriority = apis.DefaultCorsMiddlewarePriority - 1
 	// Inside PocketBase's activity logger (the request log records the

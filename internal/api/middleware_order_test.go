@@ -149,6 +149,10 @@ func TestMiddlewareOrder(t *testing.T) {
 			[]string{"v1:petstorePreflightHeaders"}, inner,
 			[]string{"route:petstoreRequireScope"}, limit,
 			[]string{"route:petstoreRequireKey"})},
+		{"listCategories", http.MethodGet, "/v1/categories", join(outer,
+			[]string{"route:petstoreStability", "v1:petstorePreflightHeaders"}, inner,
+			[]string{"route:petstoreRequireScope"}, limit,
+			[]string{"route:petstoreRequireKey"})},
 		{"unknown path", http.MethodGet, "/v1/nothing", join(
 			[]string{"global:petstoreRequestID", "global:" + apis.DefaultWWWRedirectMiddlewareId, "v1:petstoreObserveRequests", "route:petstoreSentURL", "v1:petstoreErrorBodyOuter", "v1:petstoreExposeHeaders",
 				"v1:petstorePreflightHeaders", "route:petstorePreflightAllows"}, inner, limit)},

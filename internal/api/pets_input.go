@@ -47,11 +47,11 @@ func parseListQuery(rawQuery string) (pets.Query, *Error) {
 		v := values[0]
 		switch name {
 		case "limit":
-			n, err := strictinput.PositiveDecimal(v)
-			if err != nil || n > maxLimit {
-				return lq, invalidRequest("limit must be an integer from 1 to %d.", maxLimit)
+			n, lerr := parseLimit(v)
+			if lerr != nil {
+				return lq, lerr
 			}
-			lq.Limit = int(n)
+			lq.Limit = n
 		case "status":
 			if !slices.Contains(pets.Statuses, v) {
 				return lq, invalidRequest("status must be one of %s.", strings.Join(pets.Statuses, ", "))
@@ -68,6 +68,15 @@ func parseListQuery(rawQuery string) (pets.Query, *Error) {
 		}
 	}
 	return lq, nil
+}
+
+// parseLimit reads the limit of a list operation (spec, Pagination limit).
+func parseLimit(v string) (int, *Error) {
+	n, err := strictinput.PositiveDecimal(v)
+	if err != nil || n > maxLimit {
+		return 0, invalidRequest("limit must be an integer from 1 to %d.", maxLimit)
+	}
+	return int(n), nil
 }
 
 // noQuery refuses query parameters on operations that take none.

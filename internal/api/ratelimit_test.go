@@ -241,6 +241,7 @@ func sendAtOnce(n int, send func(i int) *apptest.Response) []*apptest.Response {
 }
 
 func TestExactUnderConcurrency(t *testing.T) {
+	apptest.Slow(t)
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 50, PerDay: 1000})
 	statuses := countConcurrent(t, 200, func() *apptest.Response { return s.Do(t, http.MethodGet, "/v1/pets", key, nil) })

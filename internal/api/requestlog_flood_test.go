@@ -19,6 +19,7 @@ import (
 // first refusal, and one counting the others), each field cut;
 // auxiliary.db grows by at most 2 MB.
 func TestRequestLogFloodIsBounded(t *testing.T) {
+	apptest.Slow(t)
 	s := apptest.Start(t, "")
 	const requests = 20_000
 	userAgent := strings.Repeat("u", 1000)

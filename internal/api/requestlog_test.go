@@ -96,6 +96,7 @@ func TestRequestLogRecordsStatusSent(t *testing.T) {
 // With --request-log errors, successes stay out of the log, /v1's and
 // PocketBase's alike, and errors do not.
 func TestRequestLogErrorsOnly(t *testing.T) {
+	apptest.Slow(t)
 	s := apptest.StartWith(t, apptest.Config{RequestLog: requestlog.Errors})
 	key := s.NewKey(t, apikeys.NewKey{Plan: "free"})
 	if r := s.Do(t, http.MethodGet, "/v1/pets?limit=1", key, nil); r.StatusCode != http.StatusOK {
@@ -204,6 +205,7 @@ func TestRequestLogEntryData(t *testing.T) {
 // second that counts the others: every request is in the log, one by one or
 // counted, and the busiest second holds the bound's rows of successes.
 func TestRequestLogBoundsSuccesses(t *testing.T) {
+	apptest.Slow(t)
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Name: "busy", Plan: "enterprise", PerMinute: 1_000_000, PerDay: 1_000_000})
 

@@ -15,6 +15,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/router"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/categories"
 	"petstore/internal/dataversion"
 	"petstore/internal/pets"
 	"petstore/internal/requestlog"
@@ -32,6 +33,7 @@ type Deps struct {
 	Version    *dataversion.Watch // the read pool's data version, at which keys and pets are kept
 	Pets       *pets.Reads
 	PetWriter  *pets.Writer
+	Categories *categories.Reads
 	RequestLog *requestlog.Logger
 	Usage      *usage.Recorder
 	Now        func() time.Time // the service's clock for dates it acts on (getPet's sunset)
@@ -85,6 +87,8 @@ func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 	v1.GET("/pets/{petId}", handleGetPet(d.Pets, d.Version)).Bind(requireKey(), requireScope(apikeys.ScopePetsRead),
 		deprecated(getPetDeprecatedAt, getPetSunset, petsURL),
 		removedAfter(getPetSunset, d.Now, getPetReplacement))
+	v1.GET("/categories", handleListCategories(d.Categories, d.Version, d.Base.links()+"/categories")).Bind(requireKey(),
+		requireScope(apikeys.ScopePetsRead), stability(stabilityBeta))
 	// The contract itself needs no API key.
 	v1.GET("/openapi.json", d.Documents.JSON.Serve)
 	v1.GET("/openapi.yaml", d.Documents.YAML.Serve)
@@ -94,6 +98,7 @@ func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 	// no method.
 	knownPath(v1, "/pets", http.MethodGet, http.MethodHead, http.MethodPost)
 	knownPath(v1, "/pets/{petId}", http.MethodGet, http.MethodHead)
+	knownPath(v1, "/categories", http.MethodGet, http.MethodHead)
 	knownPath(v1, "/openapi.json", http.MethodGet, http.MethodHead)
 	knownPath(v1, "/openapi.yaml", http.MethodGet, http.MethodHead)
 	v1.Any("", notFound).Bind(preflightAllows(""))

@@ -52,6 +52,7 @@ func remembered(t *testing.T, s *apptest.Server) int {
 // is stored and no Idempotency-Key remembered, and each refusal counts
 // against the key's quota like any request.
 func TestReadOnlyKeyCannotCreate(t *testing.T) {
+	apptest.Slow(t)
 	s := apptest.Start(t, "")
 	pet := s.CreatePet(t, s.NewKey(t, apikeys.NewKey{}), map[string]any{"name": "Rex", "categoryId": 1})
 	key := s.NewKey(t, apikeys.NewKey{Plan: "free", Scopes: readOnly})

@@ -84,6 +84,15 @@ type Config struct {
 	AccessLog bool
 }
 
+// Slow skips a test that takes seconds by design (floods, bursts, timers,
+// shutdowns) under -short, the fast loop; `go test ./...` runs it.
+func Slow(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a slow test")
+	}
+}
+
 // Start serves a new app on dir (a fresh temporary one when empty) with the
 // default configuration until the test ends or Stop is called.
 func Start(t testing.TB, dir string) *Server {

@@ -1,5 +1,5 @@
 // Package audit is the append-only trail of changes to API keys, plans,
-// webhook endpoints and backups: which key or endpoint, what changed (the values before and after), who changed it, from where and
+// webhook endpoints, categories and backups: which key, endpoint or category, what changed (the values before and after), who changed it, from where and
 // when. A record is written in the transaction of the change it describes, so
 // it exists if and only if the change committed; nobody can change or delete
 // one, superusers included.
@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/pocketbase/pocketbase/core"
@@ -25,8 +26,9 @@ const Collection = "audit_log"
 // The fields of audit_log.
 const (
 	ActionField     = "action"
-	KeyField        = "key"     // the api_keys record id
-	WebhookField    = "webhook" // the webhook_endpoints record id, kept after its deletion
+	KeyField        = "key"      // the api_keys record id
+	WebhookField    = "webhook"  // the webhook_endpoints record id, kept after its deletion
+	CategoryField   = "category" // the category's number, as text, kept after its deletion
 	ActorField      = "actor"
 	ActorEmailField = "actor_email"
 	AddressField    = "address"
@@ -79,10 +81,20 @@ const (
 	WebhookTestSent     Action = "webhook.test_sent"
 )
 
+// The actions on categories, which staff name in the dashboard, on the staff
+// page or with the categories command. Their details hold the name:
+// {"name": {"old": …, "new": …}}, without "old" for a creation and without
+// "new" for a deletion.
+const (
+	CategoryCreated Action = "category.created"
+	CategoryRenamed Action = "category.renamed"
+	CategoryDeleted Action = "category.deleted"
+)
+
 // Actors that are not a superuser. A superuser acts as its record id, with
 // its email beside it.
 const (
-	ActorCLI    = "cli"    // the keys command, on the server's own machine
+	ActorCLI    = "cli"    // the keys and categories commands, on the server's own machine
 	ActorSystem = "system" // the service itself: the limiter's bans, the webhooks' pauses
 )
 
@@ -102,11 +114,12 @@ var (
 
 // Entry is one record of the trail.
 type Entry struct {
-	Action  Action
-	Key     string // the api_keys record id, for a key's change
-	Webhook string // the webhook_endpoints record id, for an endpoint's change
-	By      Actor
-	Details map[string]any // the values before and after: {"field": {"old": …, "new": …}}
+	Action   Action
+	Key      string // the api_keys record id, for a key's change
+	Webhook  string // the webhook_endpoints record id, for an endpoint's change
+	Category string // the category's number, for a category's change
+	By       Actor
+	Details  map[string]any // the values before and after: {"field": {"old": …, "new": …}}
 }
 
 // Write saves e with app, which is the transaction of the change e
@@ -120,6 +133,7 @@ func Write(app core.App, e Entry) error {
 	r.Set(ActionField, string(e.Action))
 	r.Set(KeyField, e.Key)
 	r.Set(WebhookField, e.Webhook)
+	r.Set(CategoryField, e.Category)
 	r.Set(ActorField, e.By.ID)
 	r.Set(ActorEmailField, e.By.Email)
 	r.Set(AddressField, e.By.Address)
@@ -205,6 +219,41 @@ func cutStrings(v any, n int) any {
 			cut[i] = cutStrings(e, n)
 		}
 		return cut
+	}
+	return v
+}
+
+// ForLog is a record's details as its console line shows them: every
+// string that is a URL without its user info and query, which may hold a
+// receiver's token (https://hooks.example.org/in?token=…). The record
+// keeps the whole URL for staff.
+func ForLog(details []byte) string {
+	var v any
+	if json.Unmarshal(details, &v) != nil {
+		return string(details)
+	}
+	b, err := json.Marshal(redactURLs(v))
+	if err != nil {
+		return string(details)
+	}
+	return string(b)
+}
+
+func redactURLs(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = redactURLs(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = redactURLs(x)
+		}
+	case string:
+		if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" && (u.User != nil || u.RawQuery != "" || u.Fragment != "") {
+			u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
+			return u.String() + "?…"
+		}
 	}
 	return v
 }

@@ -62,3 +62,19 @@ func TestWriteBoundsTheDetails(t *testing.T) {
 		t.Errorf("small details %s, want them whole and unescaped", raw)
 	}
 }
+
+// A URL in the details loses its user info, query and fragment on the
+// console; other strings stay as they are.
+func TestForLogHidesURLSecrets(t *testing.T) {
+	got := audit.ForLog([]byte(`{"url":{"old":"https://u:p@hooks.example.org/in?token=s3cret#x","new":"https://hooks.example.org/in"},"name":"a?b=c","events":["pet.created"]}`))
+	for _, secret := range []string{"s3cret", "u:p@", "#x"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("ForLog kept %q: %s", secret, got)
+		}
+	}
+	for _, kept := range []string{`"old":"https://hooks.example.org/in?…"`, `"new":"https://hooks.example.org/in"`, `"name":"a?b=c"`, `"pet.created"`} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("ForLog lost %s: %s", kept, got)
+		}
+	}
+}

@@ -88,6 +88,7 @@ func TestReadPoolIsBounded(t *testing.T) {
 // service runs, though no commit checkpoints it: the file grows with the
 // pets the WAL holds.
 func TestTheWALIsCheckpointedInTheBackground(t *testing.T) {
+	apptest.Slow(t)
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Plan: "enterprise", PerMinute: 1 << 30, PerDay: 1 << 30})
 	path := filepath.Join(s.Dir, database.DataFile)

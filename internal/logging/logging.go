@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // Formats of the console.
@@ -75,3 +76,9 @@ func (t tee) WithGroup(name string) slog.Handler {
 	}
 	return out
 }
+
+// Milliseconds is d in milliseconds, to the microsecond: every duration in
+// the service's events is a number of milliseconds in a field named …_ms,
+// one type whatever the format (slog writes a Duration as "6ms" in text and
+// as nanoseconds in JSON).
+func Milliseconds(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -12,7 +12,7 @@
 //
 //	http_server_request_duration_seconds        histogram  http_request_method, http_route, http_response_status_code
 //	                                                       (OpenTelemetry's HTTP server names as Prometheus exports them;
-//	                                                       http_route is the pattern: /v1/pets, /v1/pets/{petId},
+//	                                                       http_route is the pattern: /v1/pets, /v1/pets/{petId}, /v1/categories,
 //	                                                       /v1/openapi.json, /v1/openapi.yaml, or "other")
 //	petstore_ratelimit_requests_total           counter    plan ("anonymous" without a valid key), outcome (admitted, limited, banned)
 //	petstore_ratelimit_bans_total               counter    bans started
@@ -24,6 +24,8 @@
 //	petstore_idempotency_keys                   gauge      Idempotency-Keys remembered
 //	petstore_sqlite_file_bytes                  gauge      file (data.db, data.db-wal, auxiliary.db, auxiliary.db-wal)
 //	petstore_pets                               gauge      pets stored
+//	petstore_categories                         gauge      categories named
+//	petstore_categories_unnamed                 gauge      numbers pets carry that no category names
 //	petstore_api_keys                           gauge      state (active, expired, revoked, banned)
 //	petstore_realtime_subscribers               gauge      PocketBase realtime clients connected
 //	petstore_requestlog_rows_total              counter    rows written to the request log

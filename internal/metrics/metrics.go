@@ -56,7 +56,7 @@ func New() *Metrics {
 		}),
 		audits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "petstore_audit_events_total",
-			Help: "Audit records of API key and webhook endpoint changes written (committed) by this instance, by action.",
+			Help: "Audit records of API key, webhook endpoint and category changes written (committed) by this instance, by action.",
 		}, []string{"action"}),
 		idempotency: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "petstore_idempotency_requests_total",

@@ -10,6 +10,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/audit"
+	"petstore/limits"
 )
 
 // TestCLIAndBansAreAudited: the keys command's changes are audited as "cli",
@@ -24,7 +25,7 @@ func TestCLIAndBansAreAudited(t *testing.T) {
 	ctx := context.Background()
 	// Over the quota, again and again: the free plan bans a key that keeps
 	// sending while refused.
-	for range 10 {
+	for range 1 + limits.MinBanAfter {
 		p.Do(ctx, http.MethodGet, "/v1/pets", key, nil)
 	}
 	_, stderr, status := petstore(t, dir, "keys", "revoke", id)

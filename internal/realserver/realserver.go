@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,8 +28,9 @@ import (
 )
 
 // TestMain builds the binary into *bin once for a test package, runs its
-// tests and exits with their status.
+// tests and exits with their status; under -short it runs none.
 func TestMain(m *testing.M, bin *string) {
+	ExitIfShort()
 	dir, err := os.MkdirTemp("", "petstore-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -42,6 +44,16 @@ func TestMain(m *testing.M, bin *string) {
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// ExitIfShort ends the TestMain of a package of real-process tests, which
+// build and run the binary, under -short (the fast loop), saying so.
+func ExitIfShort() {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("-short: the tests of the real binary are skipped")
+		os.Exit(0)
+	}
 }
 
 // Build compiles the petstore command into dir, with the given build tags,

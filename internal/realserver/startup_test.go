@@ -348,10 +348,10 @@ func damage(t *testing.T, path string) {
 	}
 }
 
-// TestFlagsHaveEnvironmentVariables: PETSTORE_DIR and PETSTORE_LOG_FORMAT
-// (read before the command runs) and PETSTORE_HTTP (read after) configure
-// a server; a flag beats its variable; a variable's bad value stops the
-// binary naming it.
+// TestFlagsHaveEnvironmentVariables: PETSTORE_DIR (read when the app is
+// made), PETSTORE_LOG_FORMAT (petstore's) and PETSTORE_HTTP (PocketBase's
+// serve flag), read once the command line is parsed, configure a server; a
+// flag beats its variable; a variable's bad value stops the binary naming it.
 func TestFlagsHaveEnvironmentVariables(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("PETSTORE_DIR", dir)
@@ -470,6 +470,9 @@ func TestCommandLineErrorsLeaveTheDataDirectoryAlone(t *testing.T) {
 		{args: []string{"serve"}, env: "PETSTORE_QUICK_CHECK=soon", want: `Error: invalid PETSTORE_QUICK_CHECK "soon" (for --quick-check)`},
 		{args: []string{"keys", "list"}, env: "PETSTORE_RATELIMIT_REDIS=http://:hunter2@127.0.0.1:6379", want: `Error: --ratelimit-redis: scheme "http"`},
 		{args: []string{"superuser", "upsert", "staff@example.org", "a-long-password", "--bogus"}, want: "Error: unknown flag: --bogus"},
+		{args: []string{"keys", "create", "--plan", "free", "--name", "x", "--bogus"}, want: "Error: unknown flag: --bogus"},
+		{args: []string{"healthcheck", "--bogus"}, want: "Error: unknown flag: --bogus"},
+		{args: []string{"version", "extra"}, want: `Error: unknown command "extra" for "petstore version"`},
 	} {
 		dir := filepath.Join(t.TempDir(), "pb_data")
 		// --dir first: cobra takes the argument after an unknown flag for

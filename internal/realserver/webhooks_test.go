@@ -492,7 +492,8 @@ func TestWebhookShutdownDuringADelivery(t *testing.T) {
 // Each kind of event a test can cause here reaches the endpoint as the
 // document's webhooks describe it (receiver.waitFor checks every body
 // against internal/contract): a create, a test event, a key's creation, day
-// quota, roll and revocation, and a plan's change in the dashboard.
+// quota, roll and revocation, a category's creation, rename and deletion,
+// and a plan's change in the dashboard.
 func TestWebhookEventsMatchTheDocument(t *testing.T) {
 	rcv := newReceiver(t, "127.0.0.1:0")
 	s := newWebhookStore(t, "--webhooks-allow-private")
@@ -512,7 +513,10 @@ func TestWebhookEventsMatchTheDocument(t *testing.T) {
 	if status, body, err := s.p.Do(ctx, http.MethodGet, "/v1/pets?limit=1", key, nil); err != nil || status != http.StatusOK {
 		t.Fatalf("the key's one request of the day: %d %v %s", status, err, body)
 	}
-	for _, command := range [][]string{{"keys", "roll", id}, {"keys", "revoke", id}} {
+	for _, command := range [][]string{
+		{"keys", "roll", id}, {"keys", "revoke", id},
+		{"categories", "create", "--id", "41", "--name", "Lizards"}, {"categories", "rename", "41", "Geckos"}, {"categories", "delete", "41"},
+	} {
 		if _, stderr, status := petstore(t, s.dir, command...); status != 0 {
 			t.Fatalf("%v: %d %s", command, status, stderr)
 		}
@@ -526,7 +530,8 @@ func TestWebhookEventsMatchTheDocument(t *testing.T) {
 		t.Fatalf("edit the pro plan: %d %v %s", status, err, body)
 	}
 
-	want := []string{"pet.created", "webhook.test", "key.created", "key.day_quota_reached", "key.rolled", "key.revoked", "plan.changed"}
+	want := []string{"pet.created", "webhook.test", "key.created", "key.day_quota_reached", "key.rolled", "key.revoked",
+		"category.created", "category.renamed", "category.deleted", "plan.changed"}
 	got := rcv.waitFor(len(want), 20*time.Second)
 	seen := map[string]bool{}
 	for _, d := range got {

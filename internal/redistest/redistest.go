@@ -32,10 +32,14 @@ import (
 // machines are shared and may be slow.
 const startTimeout = 30 * time.Second
 
-// Require fails the test in CI, and skips it elsewhere, when redis-server
-// or redis-sentinel is not installed.
+// Require skips the test under -short (the fast loop), and fails it in CI,
+// and skips it elsewhere, when redis-server or redis-sentinel is not
+// installed.
 func Require(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the Redis tests are skipped")
+	}
 	for _, name := range []string{"redis-server", "redis-sentinel"} {
 		if _, err := exec.LookPath(name); err != nil {
 			if os.Getenv("CI") != "" {

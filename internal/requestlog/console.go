@@ -6,6 +6,7 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 
+	"petstore/internal/logging"
 	"petstore/internal/requestid"
 )
 
@@ -27,7 +28,7 @@ func (l *Logger) toConsole(e *core.RequestEvent, err error, took time.Duration) 
 		slog.String("method", cut(e.Request.Method, 50)),
 		slog.String("path", cut(e.Request.URL.EscapedPath(), maxConsolePath)),
 		slog.Int("status", status),
-		slog.Duration("took", took),
+		slog.Float64("took_ms", logging.Milliseconds(took)),
 		slog.String("client", e.RealIP()),
 		slog.String("requestId", requestid.From(e.Request.Context())),
 	}

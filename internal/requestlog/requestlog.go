@@ -240,11 +240,18 @@ func (l *Logger) SiteMiddleware() *hook.Handler[*core.RequestEvent] {
 		Func: func(e *core.RequestEvent) error {
 			started := time.Now()
 			err := e.Next()
+			if err == nil && e.Status() < 400 && healthChecks[e.Request.URL.Path] {
+				return nil // a load balancer's probes would be most rows
+			}
 			l.row(e, err, started)
 			return err
 		},
 	}
 }
+
+// healthChecks are the paths of the health checks, whose answers get no
+// row unless they fail.
+var healthChecks = map[string]bool{"/api/health": true, "/healthz": true, "/readyz": true}
 
 // row queues the request's row, if it gets one: refusals are coalesced per
 // client network and minute, successes bounded per second (Bounded).

@@ -197,6 +197,7 @@ func TestRollWithGrace(t *testing.T) {
 
 // The grace period ends: the old secret is refused from then on.
 func TestRollGraceEnds(t *testing.T) {
+	apptest.Slow(t)
 	s := start(t)
 	k := s.create(t, map[string]any{"plan": "free"})
 	var rolled key
@@ -275,6 +276,7 @@ func TestRevoke(t *testing.T) {
 // answer, and nothing changes. An expired key's expiry moved into the
 // future makes it usable and rollable again.
 func TestNoRollForDeadKeys(t *testing.T) {
+	apptest.Slow(t)
 	s := start(t)
 	revoked := s.create(t, map[string]any{"plan": "free"})
 	s.call(t, http.MethodPost, "/keys/"+revoked.ID+"/revoke", nil, http.StatusOK, nil)
@@ -324,6 +326,7 @@ func TestNoRollForDeadKeys(t *testing.T) {
 // Staff set, move and remove an expiry with PATCH {"expires": ...}; /v1
 // follows from the next request.
 func TestExpiry(t *testing.T) {
+	apptest.Slow(t)
 	s := start(t)
 	k := s.create(t, map[string]any{"plan": "free"})
 	if k.Expires != nil {

@@ -1,7 +1,8 @@
 // Package staff is the JSON API behind the staff page (/staff/): store staff,
 // signed in as PocketBase superusers, issue, search, change, expire, roll,
-// revoke and unban API keys and read each key's use and history, and manage
-// the webhook endpoints and see their deliveries. Errors have
+// revoke and unban API keys and read each key's use and history, name the
+// pets' categories, and manage the webhook endpoints and see their
+// deliveries. Errors have
 // PocketBase's shape ({"status","message","data"}), like the rest of /api/.
 package staff
 
@@ -36,6 +37,11 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w 
 	g.POST("/keys/{id}/lift-ban", handleLiftBan)
 	g.GET("/keys/{id}/usage", handleUsage(history))
 	g.GET("/keys/{id}/history", handleHistory) // the key's audit trail, newest first: ?page=&perPage=
+
+	g.GET("/categories", handleListCategories) // named and unnamed, with their pets
+	g.POST("/categories", handleCreateCategory)
+	g.PATCH("/categories/{number}", handleRenameCategory)
+	g.DELETE("/categories/{number}", handleDeleteCategory) // refused while pets carry it
 
 	g.GET("/webhooks", w.list)
 	g.POST("/webhooks", w.create) // 201 {id, secret}: the secret shown once

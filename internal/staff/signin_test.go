@@ -15,6 +15,7 @@ import (
 // long before the 30th; the right password still signs in once the window
 // has passed.
 func TestPasswordGuessingIsThrottled(t *testing.T) {
+	apptest.Slow(t)
 	s := apptest.Start(t, "")
 	s.SuperuserToken(t, "staff@example.com", "a long enough password")
 	signIn := func(password string) int {

@@ -257,6 +257,7 @@ func TestWebhookStaffRoutes(t *testing.T) {
 // A key that uses up its day's quota is told of once, however many requests
 // it sends after.
 func TestWebhookDayQuotaReachedOnce(t *testing.T) {
+	apptest.Slow(t)
 	s := startWithWebhooks(t)
 	rcv := newHookReceiver(t)
 	s.addEndpoint(t, rcv.URL, "key.day_quota_reached")
@@ -350,6 +351,7 @@ func TestWebhookKeyBanned(t *testing.T) {
 // Events created while the first one waits for its retry go with it, in
 // order, in one batch.
 func TestWebhookHistoryOfABatch(t *testing.T) {
+	apptest.Slow(t)
 	s := startWithWebhooks(t)
 	rcv := newHookReceiver(t)
 	var calls sync.Mutex

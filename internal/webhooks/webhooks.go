@@ -47,6 +47,9 @@ const (
 	KeyBanned          Type = "key.banned"
 	KeyDayQuotaReached Type = "key.day_quota_reached"
 	PlanChanged        Type = "plan.changed" // a plan's name, quotas or ban settings, in the dashboard
+	CategoryCreated    Type = "category.created"
+	CategoryRenamed    Type = "category.renamed"
+	CategoryDeleted    Type = "category.deleted"
 	TestEvent          Type = "webhook.test" // sent by staff's "send test event", to one endpoint
 )
 
@@ -59,7 +62,8 @@ const (
 )
 
 // Types are the event types an endpoint may subscribe to.
-var Types = []Type{PetCreated, KeyCreated, KeyRolled, KeyRevoked, KeyBanned, KeyDayQuotaReached, PlanChanged}
+var Types = []Type{PetCreated, KeyCreated, KeyRolled, KeyRevoked, KeyBanned, KeyDayQuotaReached, PlanChanged,
+	CategoryCreated, CategoryRenamed, CategoryDeleted}
 
 // NewSecret is a new signing secret: "whsec_" and the base64 of 32 random
 // bytes, as Standard Webhooks define it.

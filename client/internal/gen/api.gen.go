@@ -47,6 +47,51 @@ func (e BadRequestErrorStatus) Valid() bool {
 	}
 }
 
+// Defines values for CategoryCreatedEventType.
+const (
+	CategoryCreatedEventTypeCategoryCreated CategoryCreatedEventType = "category.created"
+)
+
+// Valid indicates whether the value is a known member of the CategoryCreatedEventType enum.
+func (e CategoryCreatedEventType) Valid() bool {
+	switch e {
+	case CategoryCreatedEventTypeCategoryCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CategoryDeletedEventType.
+const (
+	CategoryDeletedEventTypeCategoryDeleted CategoryDeletedEventType = "category.deleted"
+)
+
+// Valid indicates whether the value is a known member of the CategoryDeletedEventType enum.
+func (e CategoryDeletedEventType) Valid() bool {
+	switch e {
+	case CategoryDeletedEventTypeCategoryDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CategoryRenamedEventType.
+const (
+	CategoryRenamedEventTypeCategoryRenamed CategoryRenamedEventType = "category.renamed"
+)
+
+// Valid indicates whether the value is a known member of the CategoryRenamedEventType enum.
+func (e CategoryRenamedEventType) Valid() bool {
+	switch e {
+	case CategoryRenamedEventTypeCategoryRenamed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeApiKeyBanned         ErrorCode = "api_key_banned"
@@ -550,6 +595,9 @@ func (e UnsupportedMediaTypeErrorStatus) Valid() bool {
 
 // Defines values for WebhookEventType.
 const (
+	WebhookEventTypeCategoryCreated    WebhookEventType = "category.created"
+	WebhookEventTypeCategoryDeleted    WebhookEventType = "category.deleted"
+	WebhookEventTypeCategoryRenamed    WebhookEventType = "category.renamed"
 	WebhookEventTypeKeyBanned          WebhookEventType = "key.banned"
 	WebhookEventTypeKeyCreated         WebhookEventType = "key.created"
 	WebhookEventTypeKeyDayQuotaReached WebhookEventType = "key.day_quota_reached"
@@ -563,6 +611,12 @@ const (
 // Valid indicates whether the value is a known member of the WebhookEventType enum.
 func (e WebhookEventType) Valid() bool {
 	switch e {
+	case WebhookEventTypeCategoryCreated:
+		return true
+	case WebhookEventTypeCategoryDeleted:
+		return true
+	case WebhookEventTypeCategoryRenamed:
+		return true
 	case WebhookEventTypeKeyBanned:
 		return true
 	case WebhookEventTypeKeyCreated:
@@ -613,6 +667,78 @@ type BadRequestErrorCode string
 
 // BadRequestErrorStatus defines model for BadRequestError.Status.
 type BadRequestErrorStatus int
+
+// Categories A page of categories, in ascending `id` order.
+type Categories = []Category
+
+// Category A named category.
+type Category struct {
+	// Id The `categoryId` the category's animals carry.
+	Id int64 `json:"id"`
+
+	// Name The category's name, unique whatever the letter case.
+	Name string `json:"name"`
+}
+
+// CategoryChange A category after the change (a deletion's, as it was).
+type CategoryChange struct {
+	// Id The category's number, the `categoryId` of its animals.
+	Id int64 `json:"id"`
+
+	// Name The category's name.
+	Name string `json:"name"`
+}
+
+// CategoryCreatedEvent defines model for CategoryCreatedEvent.
+type CategoryCreatedEvent struct {
+	// Data A category after the change (a deletion's, as it was).
+	Data CategoryChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time                `json:"timestamp"`
+	Type      CategoryCreatedEventType `json:"type"`
+}
+
+// CategoryCreatedEventType defines model for CategoryCreatedEvent.Type.
+type CategoryCreatedEventType string
+
+// CategoryDeletedEvent defines model for CategoryDeletedEvent.
+type CategoryDeletedEvent struct {
+	// Data A category after the change (a deletion's, as it was).
+	Data CategoryChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time                `json:"timestamp"`
+	Type      CategoryDeletedEventType `json:"type"`
+}
+
+// CategoryDeletedEventType defines model for CategoryDeletedEvent.Type.
+type CategoryDeletedEventType string
+
+// CategoryRename A category after its rename, and the name it had.
+type CategoryRename struct {
+	// Id The category's number, the `categoryId` of its animals.
+	Id int64 `json:"id"`
+
+	// Name The category's new name.
+	Name string `json:"name"`
+
+	// PreviousName The name it had.
+	PreviousName string `json:"previousName"`
+}
+
+// CategoryRenamedEvent defines model for CategoryRenamedEvent.
+type CategoryRenamedEvent struct {
+	// Data A category after its rename, and the name it had.
+	Data CategoryRename `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time                `json:"timestamp"`
+	Type      CategoryRenamedEventType `json:"type"`
+}
+
+// CategoryRenamedEventType defines model for CategoryRenamedEvent.Type.
+type CategoryRenamedEventType string
 
 // Error Every error's body.
 type Error struct {
@@ -792,6 +918,8 @@ type MethodNotAllowedErrorStatus int
 type NewPet struct {
 	// CategoryId Identifier of the animal's category: an integer, in any JSON notation (`7`, `7.0` and
 	// `0.7e1` are the same integer, as in JSON Schema); a fractional part is refused.
+	// `listCategories` lists the named ones; a number that no category names is accepted
+	// too, as a category the store has not named yet.
 	CategoryId int64 `json:"categoryId"`
 
 	// Name The animal's name; surrounding spaces are trimmed, and what remains must not be empty or hold control or text-direction characters (newline, U+202E and the like).
@@ -848,7 +976,7 @@ type PayloadTooLargeErrorStatus int
 
 // Pet An animal, as the service returns it.
 type Pet struct {
-	// CategoryId Identifier of the animal's category.
+	// CategoryId Identifier of the animal's category (`listCategories` names them).
 	CategoryId int64 `json:"categoryId"`
 
 	// Id Unique identifier, assigned by the service on creation.
@@ -1005,6 +1133,9 @@ type IdempotencyKey = string
 // IfNoneMatch defines model for If-None-Match.
 type IfNoneMatch = string
 
+// CategoriesLimit defines model for categoriesLimit.
+type CategoriesLimit = int
+
 // Cursor defines model for cursor.
 type Cursor = string
 
@@ -1047,6 +1178,16 @@ type Unauthorized = UnauthorizedError
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = UnsupportedMediaTypeError
 
+// ListCategoriesParams defines parameters for ListCategories.
+type ListCategoriesParams struct {
+	// Limit Maximum number of categories in the page, in plain decimal.
+	Limit *CategoriesLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Where the page starts: opaque, taken from the previous page's `Link` header. Clients
+	// follow that link rather than build cursors.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListPetsParams defines parameters for ListPets.
 type ListPetsParams struct {
 	// Limit Maximum number of animals in the page, in plain decimal.
@@ -1069,6 +1210,45 @@ type CreatePetParams struct {
 	// The schema describes the bare form, which clients send; a quoted key may have up to 255
 	// characters between its quotes.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CategoryCreatedParams defines parameters for CategoryCreated.
+type CategoryCreatedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// CategoryDeletedParams defines parameters for CategoryDeleted.
+type CategoryDeletedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// CategoryRenamedParams defines parameters for CategoryRenamed.
+type CategoryRenamedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
 }
 
 // KeyBannedParams defines parameters for KeyBanned.
@@ -1178,6 +1358,15 @@ type WebhookTestParams struct {
 // CreatePetJSONRequestBody defines body for CreatePet for application/json ContentType.
 type CreatePetJSONRequestBody = NewPet
 
+// CategoryCreatedJSONRequestBody defines body for CategoryCreated for application/json ContentType.
+type CategoryCreatedJSONRequestBody = CategoryCreatedEvent
+
+// CategoryDeletedJSONRequestBody defines body for CategoryDeleted for application/json ContentType.
+type CategoryDeletedJSONRequestBody = CategoryDeletedEvent
+
+// CategoryRenamedJSONRequestBody defines body for CategoryRenamed for application/json ContentType.
+type CategoryRenamedJSONRequestBody = CategoryRenamedEvent
+
 // KeyBannedJSONRequestBody defines body for KeyBanned for application/json ContentType.
 type KeyBannedJSONRequestBody = KeyBannedEvent
 
@@ -1276,6 +1465,19 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListCategories List categories
+	//
+	// **Beta**: this operation may change within `v1`, announced in the changelog first. Every
+	// response, errors included, carries `API-Stability: beta`.
+	//
+	// A page of the named categories in ascending `id` order: the `categoryId` an animal
+	// carries, and its name, as the store's staff set them. An animal may carry a `categoryId`
+	// that no category names. When more categories follow, `Link` gives the next page's
+	// address (`rel="next"`), which keeps `limit`; the last page has no `Link`.
+	//
+	// Corresponds with GET /categories (the `ListCategories` operationId).
+	ListCategories(ctx context.Context, params *ListCategoriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListPets List animals
 	//
 	// A page of animals in ascending `id` order, optionally filtered by status. When more
@@ -1336,6 +1538,29 @@ type ClientInterface interface {
 	//
 	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	GetPet(ctx context.Context, petId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListCategories List categories
+//
+// **Beta**: this operation may change within `v1`, announced in the changelog first. Every
+// response, errors included, carries `API-Stability: beta`.
+//
+// A page of the named categories in ascending `id` order: the `categoryId` an animal
+// carries, and its name, as the store's staff set them. An animal may carry a `categoryId`
+// that no category names. When more categories follow, `Link` gives the next page's
+// address (`rel="next"`), which keeps `limit`; the last page has no `Link`.
+//
+// Corresponds with GET /categories (the `ListCategories` operationId).
+func (c *Client) ListCategories(ctx context.Context, params *ListCategoriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCategoriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListPets List animals
@@ -1436,6 +1661,72 @@ func (c *Client) GetPet(ctx context.Context, petId int64, reqEditors ...RequestE
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListCategoriesRequest constructs an http.Request for the ListCategories method
+func NewListCategoriesRequest(server string, params *ListCategoriesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/categories")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewListPetsRequest constructs an http.Request for the ListPets method
@@ -1649,6 +1940,21 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListCategoriesWithResponse List categories
+	//
+	// **Beta**: this operation may change within `v1`, announced in the changelog first. Every
+	// response, errors included, carries `API-Stability: beta`.
+	//
+	// A page of the named categories in ascending `id` order: the `categoryId` an animal
+	// carries, and its name, as the store's staff set them. An animal may carry a `categoryId`
+	// that no category names. When more categories follow, `Link` gives the next page's
+	// address (`rel="next"`), which keeps `limit`; the last page has no `Link`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /categories (the `ListCategories` operationId).
+	ListCategoriesWithResponse(ctx context.Context, params *ListCategoriesParams, reqEditors ...RequestEditorFn) (*ListCategoriesResponse, error)
+
 	// ListPetsWithResponse List animals
 	//
 	// A page of animals in ascending `id` order, optionally filtered by status. When more
@@ -1713,6 +2019,204 @@ type ClientWithResponsesInterface interface {
 	//
 	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	GetPetWithResponse(ctx context.Context, petId int64, reqEditors ...RequestEditorFn) (*GetPetResponse, error)
+}
+
+// ListCategoriesResponse200Headers the declared response headers of an HTTP 200 response for ListCategories
+type ListCategoriesResponse200Headers struct {
+	APIStability        string
+	Link                *string
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
+// ListCategoriesResponse400Headers the declared response headers of an HTTP 400 response for ListCategories
+type ListCategoriesResponse400Headers struct {
+	APIStability        string
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
+// ListCategoriesResponse401Headers the declared response headers of an HTTP 401 response for ListCategories
+type ListCategoriesResponse401Headers struct {
+	APIStability        string
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
+	WWWAuthenticate     string
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
+// ListCategoriesResponse403Headers the declared response headers of an HTTP 403 response for ListCategories
+type ListCategoriesResponse403Headers struct {
+	APIStability        string
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
+	WWWAuthenticate     string
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
+// ListCategoriesResponse405Headers the declared response headers of an HTTP 405 response for ListCategories
+type ListCategoriesResponse405Headers struct {
+	Allow               string
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
+// ListCategoriesResponse413Headers the declared response headers of an HTTP 413 response for ListCategories
+type ListCategoriesResponse413Headers struct {
+	APIStability        string
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
+// ListCategoriesResponse429Headers the declared response headers of an HTTP 429 response for ListCategories
+type ListCategoriesResponse429Headers struct {
+	APIStability        string
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
+	RetryAfter          int
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
+// ListCategoriesResponse500Headers the declared response headers of an HTTP 500 response for ListCategories
+type ListCategoriesResponse500Headers struct {
+	APIStability        string
+	RateLimit           RateLimitState
+	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
+	XRateLimitLimit     RequestCount
+	XRateLimitRemaining RequestCount
+	XRateLimitReset     UnixTime
+}
+
+type ListCategoriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Categories
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequestError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *InsufficientScopeError
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLargeError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequestsError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListCategoriesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListCategoriesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCategoriesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListCategoriesResponse403Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListCategoriesResponse405Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ListCategoriesResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCategoriesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListCategoriesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCategoriesResponse) GetJSON200() *Categories {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListCategoriesResponse) GetJSON400() *BadRequestError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListCategoriesResponse) GetJSON401() *UnauthorizedError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListCategoriesResponse) GetJSON403() *InsufficientScopeError {
+	return r.JSON403
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListCategoriesResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListCategoriesResponse) GetJSON413() *PayloadTooLargeError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListCategoriesResponse) GetJSON429() *TooManyRequestsError {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListCategoriesResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCategoriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCategoriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCategoriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCategoriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListPetsResponse200Headers the declared response headers of an HTTP 200 response for ListPets
@@ -2392,6 +2896,27 @@ func (r GetPetResponse) ContentType() string {
 	return ""
 }
 
+// ListCategoriesWithResponse List categories
+//
+// **Beta**: this operation may change within `v1`, announced in the changelog first. Every
+// response, errors included, carries `API-Stability: beta`.
+//
+// A page of the named categories in ascending `id` order: the `categoryId` an animal
+// carries, and its name, as the store's staff set them. An animal may carry a `categoryId`
+// that no category names. When more categories follow, `Link` gives the next page's
+// address (`rel="next"`), which keeps `limit`; the last page has no `Link`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /categories (the `ListCategories` operationId).
+func (c *ClientWithResponses) ListCategoriesWithResponse(ctx context.Context, params *ListCategoriesParams, reqEditors ...RequestEditorFn) (*ListCategoriesResponse, error) {
+	rsp, err := c.ListCategories(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCategoriesResponse(rsp)
+}
+
 // ListPetsWithResponse List animals
 //
 // A page of animals in ascending `id` order, optionally filtered by status. When more
@@ -2479,6 +3004,528 @@ func (c *ClientWithResponses) GetPetWithResponse(ctx context.Context, petId int6
 		return nil, err
 	}
 	return ParseGetPetResponse(rsp)
+}
+
+// ParseListCategoriesResponse parses an HTTP response from a ListCategoriesWithResponse call
+func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCategoriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Categories
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequestError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest UnauthorizedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest InsufficientScopeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLargeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequestsError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListCategoriesResponse200Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListCategoriesResponse400Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListCategoriesResponse401Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListCategoriesResponse403Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 405:
+		var headers ListCategoriesResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 413:
+		var headers ListCategoriesResponse413Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListCategoriesResponse429Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListCategoriesResponse500Headers
+		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "API-Stability", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.APIStability = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value RateLimitState
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value RateLimitPolicy
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value RequestCount
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value UnixTime
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseListPetsResponse parses an HTTP response from a ListPetsWithResponse call
@@ -4370,6 +5417,21 @@ func (p *WebhookInitiator) applyWebhookEditors(ctx context.Context, req *http.Re
 
 // WebhookInitiatorInterface is the interface specification for the webhook initiator.
 type WebhookInitiatorInterface interface {
+	// CategoryCreatedWithBody fires the category.created webhook with any body
+	CategoryCreatedWithBody(ctx context.Context, targetURL string, params *CategoryCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CategoryCreated(ctx context.Context, targetURL string, params *CategoryCreatedParams, body CategoryCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CategoryDeletedWithBody fires the category.deleted webhook with any body
+	CategoryDeletedWithBody(ctx context.Context, targetURL string, params *CategoryDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CategoryDeleted(ctx context.Context, targetURL string, params *CategoryDeletedParams, body CategoryDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CategoryRenamedWithBody fires the category.renamed webhook with any body
+	CategoryRenamedWithBody(ctx context.Context, targetURL string, params *CategoryRenamedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CategoryRenamed(ctx context.Context, targetURL string, params *CategoryRenamedParams, body CategoryRenamedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// KeyBannedWithBody fires the key.banned webhook with any body
 	KeyBannedWithBody(ctx context.Context, targetURL string, params *KeyBannedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4409,6 +5471,78 @@ type WebhookInitiatorInterface interface {
 	WebhookTestWithBody(ctx context.Context, targetURL string, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	WebhookTest(ctx context.Context, targetURL string, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *WebhookInitiator) CategoryCreatedWithBody(ctx context.Context, targetURL string, params *CategoryCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryCreatedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) CategoryCreated(ctx context.Context, targetURL string, params *CategoryCreatedParams, body CategoryCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryCreatedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) CategoryDeletedWithBody(ctx context.Context, targetURL string, params *CategoryDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryDeletedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) CategoryDeleted(ctx context.Context, targetURL string, params *CategoryDeletedParams, body CategoryDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryDeletedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) CategoryRenamedWithBody(ctx context.Context, targetURL string, params *CategoryRenamedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryRenamedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) CategoryRenamed(ctx context.Context, targetURL string, params *CategoryRenamedParams, body CategoryRenamedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryRenamedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
 }
 
 func (p *WebhookInitiator) KeyBannedWithBody(ctx context.Context, targetURL string, params *KeyBannedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4601,6 +5735,189 @@ func (p *WebhookInitiator) WebhookTest(ctx context.Context, targetURL string, pa
 		return nil, err
 	}
 	return p.Client.Do(req)
+}
+
+// NewCategoryCreatedWebhookRequest builds a application/json POST request for the category.created webhook
+func NewCategoryCreatedWebhookRequest(targetURL string, params *CategoryCreatedParams, body CategoryCreatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCategoryCreatedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewCategoryCreatedWebhookRequestWithBody builds a POST request for the category.created webhook with any body
+func NewCategoryCreatedWebhookRequestWithBody(targetURL string, params *CategoryCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewCategoryDeletedWebhookRequest builds a application/json POST request for the category.deleted webhook
+func NewCategoryDeletedWebhookRequest(targetURL string, params *CategoryDeletedParams, body CategoryDeletedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCategoryDeletedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewCategoryDeletedWebhookRequestWithBody builds a POST request for the category.deleted webhook with any body
+func NewCategoryDeletedWebhookRequestWithBody(targetURL string, params *CategoryDeletedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewCategoryRenamedWebhookRequest builds a application/json POST request for the category.renamed webhook
+func NewCategoryRenamedWebhookRequest(targetURL string, params *CategoryRenamedParams, body CategoryRenamedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCategoryRenamedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewCategoryRenamedWebhookRequestWithBody builds a POST request for the category.renamed webhook with any body
+func NewCategoryRenamedWebhookRequestWithBody(targetURL string, params *CategoryRenamedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
 }
 
 // NewKeyBannedWebhookRequest builds a application/json POST request for the key.banned webhook

@@ -66,6 +66,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/categories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List categories
+         * @description **Beta**: this operation may change within `v1`, announced in the changelog first. Every
+         *     response, errors included, carries `API-Stability: beta`.
+         *
+         *     A page of the named categories in ascending `id` order: the `categoryId` an animal
+         *     carries, and its name, as the store's staff set them. An animal may carry a `categoryId`
+         *     that no category names. When more categories follow, `Link` gives the next page's
+         *     address (`rel="next"`), which keeps `limit`; the last page has no `Link`.
+         */
+        get: operations["listCategories"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -256,6 +282,69 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "category.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A category was named
+         * @description Staff named a category (dashboard, records API, staff page or the `categories` command).
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["categoryCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "category.renamed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A category was renamed
+         * @description Staff renamed a category; `data.previousName` is the name it had.
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["categoryRenamed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "category.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A category was deleted
+         * @description Staff deleted a category; `data.name` is the name it had. Its animals keep their `categoryId`.
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["categoryDeleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -304,7 +393,7 @@ export interface components {
             name: string;
             /**
              * Format: int64
-             * @description Identifier of the animal's category.
+             * @description Identifier of the animal's category (`listCategories` names them).
              */
             categoryId: number;
             /** @description Always present in an answer; `available` unless the animal was added with another. */
@@ -325,12 +414,32 @@ export interface components {
              * Format: int64
              * @description Identifier of the animal's category: an integer, in any JSON notation (`7`, `7.0` and
              *     `0.7e1` are the same integer, as in JSON Schema); a fractional part is refused.
+             *     `listCategories` lists the named ones; a number that no category names is accepted
+             *     too, as a category the store has not named yet.
              */
             categoryId: number;
             status?: components["schemas"]["PetStatus"];
         };
         /** @description A page of animals, in ascending `id` order. */
         Pets: components["schemas"]["Pet"][];
+        /**
+         * @description A named category.
+         * @example {
+         *       "id": 7,
+         *       "name": "Dogs"
+         *     }
+         */
+        Category: {
+            /**
+             * Format: int64
+             * @description The `categoryId` the category's animals carry.
+             */
+            id: number;
+            /** @description The category's name, unique whatever the letter case. */
+            name: string;
+        };
+        /** @description A page of categories, in ascending `id` order. */
+        Categories: components["schemas"]["Category"][];
         /** @description Every error's body. */
         Error: {
             /**
@@ -450,7 +559,7 @@ export interface components {
              * @description The event's type.
              * @enum {string}
              */
-            type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "webhook.test";
+            type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
             /**
              * Format: date-time
              * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -498,6 +607,43 @@ export interface components {
             /** @constant */
             type: "webhook.test";
             data: components["schemas"]["WebhookTest"];
+        };
+        CategoryCreatedEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "category.created";
+            data: components["schemas"]["CategoryChange"];
+        };
+        CategoryRenamedEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "category.renamed";
+            data: components["schemas"]["CategoryRename"];
+        };
+        CategoryDeletedEvent: components["schemas"]["WebhookEvent"] & {
+            /** @constant */
+            type: "category.deleted";
+            data: components["schemas"]["CategoryChange"];
+        };
+        /** @description A category after the change (a deletion's, as it was). */
+        CategoryChange: {
+            /**
+             * Format: int64
+             * @description The category's number, the `categoryId` of its animals.
+             */
+            id: number;
+            /** @description The category's name. */
+            name: string;
+        };
+        /** @description A category after its rename, and the name it had. */
+        CategoryRename: {
+            /**
+             * Format: int64
+             * @description The category's number, the `categoryId` of its animals.
+             */
+            id: number;
+            /** @description The category's new name. */
+            name: string;
+            /** @description The name it had. */
+            previousName: string;
         };
         /** @description An API key after the change; never the key, its hash or its prefix. */
         KeyChange: {
@@ -730,6 +876,8 @@ export interface components {
          *     follow that link rather than build cursors.
          */
         cursor: string;
+        /** @description Maximum number of categories in the page, in plain decimal. */
+        categoriesLimit: number;
         /**
          * @description Names this add for retries (draft-ietf-httpapi-idempotency-key-header-07): 1 to 255
          *     visible ASCII characters, bare (`abc`) or as a Structured Field string (`"abc"`, the
@@ -818,6 +966,15 @@ export interface components {
          * @example </v1/pets?cursor=MTo0ODI5MTUzMDc3MTYyNDM&limit=20>; rel="next"
          */
         "Link-next": string;
+        /**
+         * @description The next page of categories (RFC 8288), present when more follow: absolute under the
+         *     service's public address when it has one (`serve --public-url`), otherwise from the root
+         *     of the host.
+         * @example </v1/categories?cursor=YzE6Nw&limit=20>; rel="next"
+         */
+        "Link-next-categories": string;
+        /** @description The operation's stability level (its `x-stability`); stable operations carry none. */
+        "API-Stability": "beta";
         /**
          * @description The operation that replaces `getPet` (RFC 8288), `listPets`: absolute under the service's
          *     public address when it has one (`serve --public-url`), otherwise from the root of the host.
@@ -1163,6 +1320,142 @@ export interface operations {
             };
         };
     };
+    listCategories: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of categories in the page, in plain decimal. */
+                limit?: components["parameters"]["categoriesLimit"];
+                /**
+                 * @description Where the page starts: opaque, taken from the previous page's `Link` header. Clients
+                 *     follow that link rather than build cursors.
+                 */
+                cursor?: components["parameters"]["cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of categories. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    Link: components["headers"]["Link-next-categories"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Categories"];
+                };
+            };
+            /** @description The query is not valid. */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description The API key is missing or not valid. */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description The API key lacks the scope `pets:read`; nothing happened. */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate-insufficient-scope"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description The request body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description Over a rate limit (`rate_limit_exceeded`) or the key is banned for a while (`api_key_banned`). */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsError"];
+                };
+            };
+            /** @description A failure on the service's side; details are in its log. */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalServerError"];
+                };
+            };
+        };
+    };
     getOpenAPIDocument: {
         parameters: {
             query?: never;
@@ -1419,6 +1712,87 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["PlanChangedEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    categoryCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CategoryCreatedEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    categoryRenamed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CategoryRenamedEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    categoryDeleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CategoryDeletedEvent"];
             };
         };
         responses: {

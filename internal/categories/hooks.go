@@ -1,0 +1,135 @@
+package categories
+
+import (
+	"encoding/json"
+	"strconv"
+
+	validation "github.com/pocketbase/ozzo-validation/v4"
+	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/audit"
+)
+
+// Bind binds the categories' record hooks to app: the rules of every save
+// and deletion, whatever makes it (the dashboard, the records API, the
+// categories command, the staff page), and the audit records of the changes
+// made through the records API, with the superuser who made them (Create,
+// Rename and Delete write their own).
+func Bind(app core.App) {
+	app.OnRecordCreate(Collection).BindFunc(func(e *core.RecordEvent) error {
+		e.Record.Set(NameField, Name(e.Record.GetString(NameField)))
+		if e.Record.GetFloat(NumberField) == 0 {
+			n, err := nextNumber(e.App)
+			if err != nil {
+				return fieldError(err)
+			}
+			e.Record.Set(NumberField, n)
+		}
+		return e.Next()
+	})
+	app.OnRecordUpdate(Collection).BindFunc(func(e *core.RecordEvent) error {
+		e.Record.Set(NameField, Name(e.Record.GetString(NameField)))
+		return e.Next()
+	})
+	app.OnRecordValidate(Collection).BindFunc(func(e *core.RecordEvent) error {
+		if err := check(e.App, &Record{e.Record}); err != nil {
+			return fieldError(err)
+		}
+		return e.Next()
+	})
+	app.OnRecordDelete(Collection).BindFunc(func(e *core.RecordEvent) error {
+		c := &Record{e.Record}
+		n, err := petsCarrying(e.App, c.Number())
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return inUse(c, n)
+		}
+		return e.Next()
+	})
+
+	// The records API: each change and its audit record in one transaction.
+	app.OnRecordCreateRequest(Collection).BindFunc(func(e *core.RecordRequestEvent) error {
+		by := actor(e)
+		return e.App.RunInTransaction(func(tx core.App) error {
+			e.App = tx
+			if err := e.Next(); err != nil {
+				return err
+			}
+			c := &Record{e.Record}
+			return writeAudit(tx, audit.CategoryCreated, c.Number(), "", c.Name(), by)
+		})
+	})
+	app.OnRecordUpdateRequest(Collection).BindFunc(func(e *core.RecordRequestEvent) error {
+		by, old := actor(e), e.Record.Original().GetString(NameField)
+		return e.App.RunInTransaction(func(tx core.App) error {
+			e.App = tx
+			if err := e.Next(); err != nil {
+				return err
+			}
+			return writeRename(tx, &Record{e.Record}, old, by)
+		})
+	})
+	app.OnRecordDeleteRequest(Collection).BindFunc(func(e *core.RecordRequestEvent) error {
+		by, c := actor(e), &Record{e.Record}
+		return e.App.RunInTransaction(func(tx core.App) error {
+			e.App = tx
+			if err := e.Next(); err != nil {
+				return err
+			}
+			return writeAudit(tx, audit.CategoryDeleted, c.Number(), c.Name(), "", by)
+		})
+	})
+}
+
+// actor is the superuser who sent the request e.
+func actor(e *core.RecordRequestEvent) audit.Actor {
+	by := audit.Actor{Address: e.RealIP()}
+	if e.Auth != nil {
+		by.ID, by.Email = e.Auth.Id, e.Auth.Email()
+	}
+	return by
+}
+
+// fieldError is a rule's error as PocketBase answers a record it refuses:
+// under the field it is about, where the dashboard shows it. Other errors
+// stay as they are.
+func fieldError(err error) error {
+	field := fieldOf(err)
+	if field == "" {
+		return err
+	}
+	return validation.Errors{field: validation.NewError("validation_category_rule", err.Error())}
+}
+
+// Event is the data of a category's webhook event, as its audit record
+// tells it.
+type Event struct {
+	ID           int64  `json:"id"`
+	Name         string `json:"name"`
+	PreviousName string `json:"previousName,omitempty"` // category.renamed's
+}
+
+// EventOf is the event data of r, an audit record of a category's change.
+func EventOf(r *core.Record) (Event, error) {
+	var ev Event
+	var details struct {
+		Name struct{ Old, New string } `json:"name"`
+	}
+	if err := json.Unmarshal([]byte(r.GetString(audit.DetailsField)), &details); err != nil {
+		return ev, err
+	}
+	id, err := strconv.ParseInt(r.GetString(audit.CategoryField), 10, 64)
+	if err != nil {
+		return ev, err
+	}
+	ev.ID, ev.Name = id, details.Name.New
+	switch audit.Action(r.GetString(audit.ActionField)) {
+	case audit.CategoryRenamed:
+		ev.PreviousName = details.Name.Old
+	case audit.CategoryDeleted:
+		ev.Name = details.Name.Old
+	}
+	return ev, nil
+}

@@ -1,0 +1,63 @@
+package staff_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"petstore/internal/apikeys"
+)
+
+// The categories' staff routes: a list of named and unnamed numbers with
+// their pets; a refused name or number answers 400 with the member under
+// data; an unknown number 404; a used category's deletion 400 with how
+// many pets use it; without a superuser's token, 401.
+func TestCategoryRoutes(t *testing.T) {
+	s := start(t)
+	key := s.NewKey(t, apikeys.NewKey{})
+	s.CreatePet(t, key, map[string]any{"name": "Rex", "categoryId": 4})
+
+	if r := s.Do(t, http.MethodPost, "/api/petstore/categories", s.token, map[string]any{"number": 4, "name": "Dogs"}); r.StatusCode != http.StatusCreated ||
+		string(r.Body) != `{"id":4,"name":"Dogs"}`+"\n" {
+		t.Fatalf("create: %d %s", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodPost, "/api/petstore/categories", s.token, map[string]any{"name": "Cats"}); r.StatusCode != http.StatusCreated ||
+		string(r.Body) != `{"id":5,"name":"Cats"}`+"\n" {
+		t.Fatalf("create without a number: %d %s", r.StatusCode, r.Body)
+	}
+	s.CreatePet(t, key, map[string]any{"name": "Stray", "categoryId": 9})
+	if r := s.Do(t, http.MethodGet, "/api/petstore/categories", s.token, nil); r.StatusCode != http.StatusOK ||
+		string(r.Body) != `{"items":[{"id":4,"name":"Dogs","description":"","pets":1},{"id":5,"name":"Cats","description":"","pets":0},{"id":9,"name":"","description":"","pets":1}]}`+"\n" {
+		t.Errorf("list: %d %s", r.StatusCode, r.Body)
+	}
+
+	for _, c := range []struct {
+		method, path string
+		body         any
+		status       int
+		says         string
+	}{
+		{http.MethodPost, "/categories", map[string]any{"name": "dogs"}, 400, `"name":{"code":"validation_category_rule"`},
+		{http.MethodPost, "/categories", map[string]any{"number": 5, "name": "Birds"}, 400, `"number":{"code":"validation_category_rule"`},
+		{http.MethodPost, "/categories", map[string]any{"name": "Birds", "colour": "red"}, 400, "colour"},
+		{http.MethodPatch, "/categories/6", map[string]any{"name": "Birds"}, 404, "No such category."},
+		{http.MethodPatch, "/categories/05", map[string]any{"name": "Birds"}, 404, "No such category."},
+		{http.MethodPatch, "/categories/5", map[string]any{"name": "Dogs"}, 400, "another category has this name"},
+		{http.MethodDelete, "/categories/4", nil, 400, "Category 4 (Dogs) cannot be deleted: 1 pet uses it."},
+	} {
+		r := s.Do(t, c.method, "/api/petstore"+c.path, s.token, c.body)
+		if r.StatusCode != c.status || !strings.Contains(string(r.Body), c.says) {
+			t.Errorf("%s %s %v: %d %s, want %d saying %s", c.method, c.path, c.body, r.StatusCode, r.Body, c.status, c.says)
+		}
+	}
+	if r := s.Do(t, http.MethodPatch, "/api/petstore/categories/5", s.token, map[string]any{"name": "Felines"}); r.StatusCode != http.StatusOK ||
+		string(r.Body) != `{"id":5,"name":"Felines"}`+"\n" {
+		t.Errorf("rename: %d %s", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodDelete, "/api/petstore/categories/5", s.token, nil); r.StatusCode != http.StatusNoContent {
+		t.Errorf("delete: %d %s", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodGet, "/api/petstore/categories", key, nil); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an API key listed the staff's categories: %d %s", r.StatusCode, r.Body)
+	}
+}

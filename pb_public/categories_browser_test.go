@@ -1,0 +1,101 @@
+package pbpublic_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"petstore/internal/apikeys"
+)
+
+// Staff, on the staff page in Chromium at 1280 and 390 px, see the numbers
+// pets carry as unnamed categories with their pets, name one with one click
+// and a name, add a category with the next free number, rename and delete
+// it, and are told why a category that pets use cannot be deleted; clients
+// see each name at once in GET /v1/categories, and the audit trail has each
+// change by the staff member.
+func TestStaffPageCategoriesInChromium(t *testing.T) {
+	p := openStaffPage(t)
+	key := p.s.NewKey(t, apikeys.NewKey{})
+	for _, category := range []int{3, 3, 8} {
+		p.s.CreatePet(t, key, map[string]any{"name": "pet", "categoryId": category})
+	}
+	listed := func() string {
+		t.Helper()
+		r := p.s.Do(t, http.MethodGet, "/v1/categories", key, nil)
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("listCategories: %d %s", r.StatusCode, r.Body)
+		}
+		return strings.TrimSpace(string(r.Body))
+	}
+	rows := func() string {
+		t.Helper()
+		return strings.Join(eval[[]string](p, `[...document.querySelectorAll('#categories-list tbody tr')]
+			.map(tr => [...tr.querySelectorAll('td:not(.actions)')].map(td => td.textContent).join(' | '))`), "\n")
+	}
+	// afterSave runs steps and waits for the status line they end with.
+	afterSave := func(what, says string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		p.do(what, append([]chromedp.Action[chromedp.Void]{
+			chromedp.Evaluate[chromedp.Void](`document.querySelector('#categories-status').textContent = ''`)}, steps...)...)
+		p.waitFor(what, `document.querySelector('#categories-status').textContent.includes(`+jsString(says)+`)`)
+	}
+
+	p.signIn()
+	p.waitFor("the categories section", `document.querySelector('#categories-status').textContent.includes('updated')`)
+	if got, want := rows(), "3 | unnamed category 3 | 2 pets\n8 | unnamed category 8 | 1 pet"; got != want {
+		t.Errorf("the unnamed categories:\n%s\nwant\n%s", got, want)
+	}
+	p.shots("categories-unnamed")
+
+	afterSave("name category 3", "Category 3 is named Dogs.",
+		chromedp.Click(chromedp.CSS(`#categories-list tr[data-id="3"] button[data-action=name]`)),
+		chromedp.SendKeys(chromedp.CSS(`#category-form [name=name]`), "Dogs"),
+		chromedp.Click(chromedp.CSS(`#category-form button[type=submit]`)))
+	if got := listed(); got != `[{"id":3,"name":"Dogs"}]` {
+		t.Errorf("after naming 3, listCategories %s", got)
+	}
+	afterSave("add a category", "Category 9 is named Cats.",
+		chromedp.SendKeys(chromedp.CSS(`#category-form [name=name]`), "Cats"),
+		chromedp.Click(chromedp.CSS(`#category-form button[type=submit]`)))
+	afterSave("rename it", "Category 9 is named Felines.",
+		chromedp.Click(chromedp.CSS(`#categories-list tr[data-id="9"] button[data-action=rename]`)),
+		chromedp.SetValue(chromedp.CSS(`#category-form [name=name]`), "Felines"),
+		chromedp.Click(chromedp.CSS(`#category-form button[type=submit]`)))
+	if got := listed(); got != `[{"id":3,"name":"Dogs"},{"id":9,"name":"Felines"}]` {
+		t.Errorf("after the rename, listCategories %s", got)
+	}
+	if got, want := rows(), "3 | Dogs | 2 pets\n8 | unnamed category 8 | 1 pet\n9 | Felines | 0 pets"; got != want {
+		t.Errorf("the categories:\n%s\nwant\n%s", got, want)
+	}
+	p.shots("categories-named")
+
+	p.expect("DELETE", "/api/petstore/categories/3")
+	afterSave("delete a used category", "2 pets use it",
+		chromedp.Click(chromedp.CSS(`#categories-list tr[data-id="3"] button[data-action=delete]`)))
+	p.do("delete an unused one", chromedp.Click(chromedp.CSS(`#categories-list tr[data-id="9"] button[data-action=delete]`)))
+	p.waitFor("its row gone", `document.querySelector('#categories-list tr[data-id="9"]') === null`)
+	if got := listed(); got != `[{"id":3,"name":"Dogs"}]` {
+		t.Errorf("after the deletion, listCategories %s", got)
+	}
+
+	var trail []struct{ Action, Category, ActorEmail string }
+	if err := p.s.App.DB().NewQuery("SELECT action, category, actor_email FROM audit_log WHERE category != '' ORDER BY rowid").All(&trail); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range trail {
+		got = append(got, r.Action+" "+r.Category+" "+r.ActorEmail)
+	}
+	want := "category.created 3 staff@example.com,category.created 9 staff@example.com,category.renamed 9 staff@example.com,category.deleted 9 staff@example.com"
+	if strings.Join(got, ",") != want {
+		t.Errorf("the audit trail: %q, want %q", got, want)
+	}
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
+}
