@@ -16,6 +16,8 @@ export type Pet = components["schemas"]["Pet"];
 export type NewPet = components["schemas"]["NewPet"];
 /** An animal's availability. */
 export type PetStatus = components["schemas"]["PetStatus"];
+/** A named category: the `categoryId` animals carry, and its name. */
+export type Category = components["schemas"]["Category"];
 /** The code of an Error body, one of the service's catalogue (docs/api.md). */
 export type ErrorCode = components["schemas"]["Error"]["code"];
 
@@ -129,10 +131,18 @@ export interface ListParams {
   cursor?: string;
 }
 
-/** One page of a walk. */
-export interface Page {
-  pets: Pet[];
-  /** The cursor of the next page (`ListParams.cursor`); absent on the last page. */
+/** Which categories listCategories walks. */
+export interface CategoryListParams {
+  /** Categories per page, 1 to 100. */
+  limit?: number;
+  /** Start from here: a page's `nextCursor`, to resume a walk. */
+  cursor?: string;
+}
+
+/** One page of a walk: `items` in ascending id order. */
+export interface Page<T = Pet> {
+  items: T[];
+  /** The cursor of the next page (the params' `cursor`); absent on the last page. */
   nextCursor?: string;
 }
 
@@ -234,31 +244,55 @@ export class PetstoreClient {
    */
   async *listPets(params: ListParams = {}, call: CallOptions = {}): AsyncGenerator<Pet, void, undefined> {
     for await (const page of this.listPages(params, call)) {
-      yield* page.pets;
+      yield* page.items;
     }
   }
 
   /** Walks the pages of listPets, each with the cursor of the one after it. */
-  async *listPages(params: ListParams = {}, call: CallOptions = {}): AsyncGenerator<Page, void, undefined> {
+  listPages(params: ListParams = {}, call: CallOptions = {}): AsyncGenerator<Page<Pet>, void, undefined> {
+    return this.#pages("pets", params, call);
+  }
+
+  /** One page of listPets. */
+  listPage(params: ListParams = {}, call: CallOptions = {}): Promise<Page<Pet>> {
+    return this.#page("pets", params, call);
+  }
+
+  /**
+   * Walks the named categories in ascending id order, as listPets walks the
+   * animals. The service marks listCategories beta (`API-Stability: beta`):
+   * it may change within v1, announced in its changelog first.
+   */
+  async *listCategories(params: CategoryListParams = {}, call: CallOptions = {}): AsyncGenerator<Category, void, undefined> {
+    for await (const page of this.#pages<Category>("categories", params, call)) {
+      yield* page.items;
+    }
+  }
+
+  /** Walks the pages of listCategories, each with the cursor of the one after it. */
+  listCategoryPages(params: CategoryListParams = {}, call: CallOptions = {}): AsyncGenerator<Page<Category>, void, undefined> {
+    return this.#pages("categories", params, call);
+  }
+
+  async *#pages<T>(path: string, params: ListParams | CategoryListParams, call: CallOptions): AsyncGenerator<Page<T>, void, undefined> {
     const { cursor: first, ...filter } = params;
     let cursor = first;
     do {
-      const page = await this.listPage(cursor === undefined ? filter : { ...filter, cursor }, call);
+      const page: Page<T> = await this.#page<T>(path, cursor === undefined ? filter : { ...filter, cursor }, call);
       yield page;
       cursor = page.nextCursor;
     } while (cursor !== undefined);
   }
 
-  /** One page of listPets. */
-  async listPage(params: ListParams = {}, call: CallOptions = {}): Promise<Page> {
-    const url = new URL("pets", this.#base);
-    if (params.status !== undefined) url.searchParams.set("status", params.status);
-    if (params.limit !== undefined) url.searchParams.set("limit", String(params.limit));
-    if (params.cursor !== undefined) url.searchParams.set("cursor", params.cursor);
+  async #page<T>(path: string, params: ListParams | CategoryListParams, call: CallOptions): Promise<Page<T>> {
+    const url = new URL(path, this.#base);
+    for (const [name, value] of Object.entries(params)) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
     const answer = await this.#call("GET", url, undefined, {}, 200, call);
-    const pets = answer.body as Pet[];
+    const items = answer.body as T[];
     const nextCursor = cursorOfNext(answer.response);
-    return nextCursor === undefined ? { pets } : { pets, nextCursor };
+    return nextCursor === undefined ? { items } : { items, nextCursor };
   }
 
   /**

@@ -103,7 +103,24 @@ test("listPets walks 250 pets through Link, once each in id order, and resumes f
   assert.ok(!first.done && first.value.nextCursor, "the first page names the next");
   const rest: number[] = [];
   for await (const pet of petstore.listPets({ status: "pending", limit: 100, cursor: first.value.nextCursor })) rest.push(pet.id);
-  assert.deepEqual([...first.value.pets.map((p) => p.id), ...rest], walked);
+  assert.deepEqual([...first.value.items.map((p) => p.id), ...rest], walked);
+});
+
+test("listCategories walks the named categories through Link", async () => {
+  for (const [id, name] of [["3", "Cats"], ["7", "Dogs"], ["11", "Fish"]] as const) {
+    await server.run("categories", "create", "--id", id, "--name", name);
+  }
+  const pages: number[] = [];
+  const walked = [];
+  for await (const page of client().listCategoryPages({ limit: 2 })) {
+    pages.push(page.items.length);
+    walked.push(...page.items);
+  }
+  assert.deepEqual(pages, [2, 1]);
+  assert.deepEqual(walked, [{ id: 3, name: "Cats" }, { id: 7, name: "Dogs" }, { id: 11, name: "Fish" }]);
+  const all = [];
+  for await (const category of client().listCategories()) all.push(category);
+  assert.deepEqual(all, walked);
 });
 
 test("createPet retries a lost answer with the same Idempotency-Key and adds the pet once", async () => {
@@ -161,7 +178,7 @@ test("a 429 with a Retry-After within the bound is waited for, then the call goe
     const began = Date.now();
     const page = await client({ baseUrl: limited.url, onWait: (w) => waits.push(w) }).listPage({ limit: 1 });
     assert.ok(Date.now() - began >= 1000, `answered after ${Date.now() - began} ms, before Retry-After`);
-    assert.equal(page.pets.length, 1);
+    assert.equal(page.items.length, 1);
     assert.equal(waits.length, 1);
     assert.deepEqual({ status: waits[0]?.status, delayMs: waits[0]?.delayMs, retryAfter: waits[0]?.retryAfter }, { status: 429, delayMs: 1000, retryAfter: true });
   } finally {

@@ -91,9 +91,15 @@ export class Petstore {
     return this.#output;
   }
 
+  /** Runs `petstore ARGS --dir DIR` beside the server and returns what it printed. */
+  async run(...args: string[]): Promise<string> {
+    const { stdout } = await run(this.#bin, [...args, "--dir", this.#dir]);
+    return stdout;
+  }
+
   /** Runs `petstore keys create ARGS` and returns the key it printed. */
   async createKey(...args: string[]): Promise<string> {
-    const { stdout } = await run(this.#bin, ["keys", "create", "--name", "typescript test", ...args, "--dir", this.#dir]);
+    const stdout = await this.run("keys", "create", "--name", "typescript test", ...args);
     const key = stdout.trim();
     if (!/^pet_\S+$/.test(key)) throw new Error(`keys create printed ${JSON.stringify(stdout)}`);
     return key;
