@@ -58,8 +58,12 @@ var load = sync.OnceValues(func() (*Contract, error) {
 		return nil, err
 	}
 	outside.Responses.Set(fmt.Sprint(http.StatusNotFound), notFound)
+	notAllowed, err := methodNotAllowedResponse(doc)
+	if err != nil {
+		return nil, err
+	}
+	outside.Responses.Set(fmt.Sprint(http.StatusMethodNotAllowed), notAllowed)
 	for status, name := range map[int]string{
-		http.StatusMethodNotAllowed:      "MethodNotAllowed",
 		http.StatusRequestEntityTooLarge: "PayloadTooLarge",
 		http.StatusTooManyRequests:       "TooManyRequests",
 		http.StatusInternalServerError:   "InternalError",
@@ -93,6 +97,38 @@ func unknownPathResponse(doc *openapi3.T) (*openapi3.ResponseRef, error) {
 		optional := *h.Value
 		optional.Required = false
 		resp.Headers[name] = &openapi3.HeaderRef{Value: &optional}
+	}
+	return &openapi3.ResponseRef{Value: resp}, nil
+}
+
+// methodNotAllowedResponse is the answer to a method a path does not have:
+// an Error with code method_not_allowed, Allow listing the path's methods,
+// and the headers of every counted answer. No operation can name it (each
+// is one method), and the document's components hold only what operations
+// use; info.description's Errors section describes it.
+func methodNotAllowedResponse(doc *openapi3.T) (*openapi3.ResponseRef, error) {
+	base := doc.Components.Schemas["Error"]
+	if base == nil {
+		return nil, errors.New("components.schemas.Error is missing")
+	}
+	narrowed := openapi3.NewObjectSchema()
+	narrowed.Required = []string{"code", "status"}
+	narrowed.Properties = openapi3.Schemas{
+		"code":   openapi3.NewStringSchema().WithEnum("method_not_allowed").NewRef(),
+		"status": openapi3.NewIntegerSchema().WithMin(http.StatusMethodNotAllowed).WithMax(http.StatusMethodNotAllowed).NewRef(),
+	}
+	schema := &openapi3.Schema{AllOf: openapi3.SchemaRefs{base, narrowed.NewRef()}}
+	resp := openapi3.NewResponse().WithDescription("The path exists but not with this method.").WithJSONSchema(schema)
+	resp.Headers = openapi3.Headers{"Allow": &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+		Required: true,
+		Schema:   openapi3.NewStringSchema().WithPattern(`^[A-Z]+(, [A-Z]+)*$`).NewRef(),
+	}}}}
+	for _, name := range []string{"Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
+		h := doc.Components.Headers[name]
+		if h == nil {
+			return nil, fmt.Errorf("components.headers.%s is missing", name)
+		}
+		resp.Headers[name] = h
 	}
 	return &openapi3.ResponseRef{Value: resp}, nil
 }

@@ -359,36 +359,6 @@ func (e KeyRolledEventType) Valid() bool {
 	}
 }
 
-// Defines values for MethodNotAllowedErrorCode.
-const (
-	MethodNotAllowedErrorCodeMethodNotAllowed MethodNotAllowedErrorCode = "method_not_allowed"
-)
-
-// Valid indicates whether the value is a known member of the MethodNotAllowedErrorCode enum.
-func (e MethodNotAllowedErrorCode) Valid() bool {
-	switch e {
-	case MethodNotAllowedErrorCodeMethodNotAllowed:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for MethodNotAllowedErrorStatus.
-const (
-	N405 MethodNotAllowedErrorStatus = 405
-)
-
-// Valid indicates whether the value is a known member of the MethodNotAllowedErrorStatus enum.
-func (e MethodNotAllowedErrorStatus) Valid() bool {
-	switch e {
-	case N405:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for NotFoundErrorCode.
 const (
 	NotFoundErrorCodeNotFound NotFoundErrorCode = "not_found"
@@ -898,21 +868,6 @@ type KeyRolledEvent struct {
 // KeyRolledEventType defines model for KeyRolledEvent.Type.
 type KeyRolledEventType string
 
-// MethodNotAllowedError defines model for MethodNotAllowedError.
-type MethodNotAllowedError struct {
-	Code MethodNotAllowedErrorCode `json:"code"`
-
-	// Message Human-readable description.
-	Message string                      `json:"message"`
-	Status  MethodNotAllowedErrorStatus `json:"status"`
-}
-
-// MethodNotAllowedErrorCode defines model for MethodNotAllowedError.Code.
-type MethodNotAllowedErrorCode string
-
-// MethodNotAllowedErrorStatus defines model for MethodNotAllowedError.Status.
-type MethodNotAllowedErrorStatus int
-
 // NewPet An animal to add. Fields other than these (`id` included) are refused, as are repeated
 // fields and anything after the object.
 type NewPet struct {
@@ -1162,9 +1117,6 @@ type InsufficientScope = InsufficientScopeError
 
 // InternalError defines model for InternalError.
 type InternalError = InternalServerError
-
-// MethodNotAllowed defines model for MethodNotAllowed.
-type MethodNotAllowed = MethodNotAllowedError
 
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = PayloadTooLargeError
@@ -2068,17 +2020,6 @@ type ListCategoriesResponse403Headers struct {
 	XRateLimitReset     UnixTime
 }
 
-// ListCategoriesResponse405Headers the declared response headers of an HTTP 405 response for ListCategories
-type ListCategoriesResponse405Headers struct {
-	Allow               string
-	RateLimit           RateLimitState
-	RateLimitPolicy     RateLimitPolicy
-	RequestId           string
-	XRateLimitLimit     RequestCount
-	XRateLimitRemaining RequestCount
-	XRateLimitReset     UnixTime
-}
-
 // ListCategoriesResponse413Headers the declared response headers of an HTTP 413 response for ListCategories
 type ListCategoriesResponse413Headers struct {
 	APIStability        string
@@ -2124,8 +2065,6 @@ type ListCategoriesResponse struct {
 	JSON401 *UnauthorizedError
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *InsufficientScopeError
-	// JSON405 the response for an HTTP 405 `application/json` response
-	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLargeError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -2140,8 +2079,6 @@ type ListCategoriesResponse struct {
 	Headers401 *ListCategoriesResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListCategoriesResponse403Headers
-	// Headers405 the parsed response headers for an HTTP 405 response
-	Headers405 *ListCategoriesResponse405Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ListCategoriesResponse413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -2168,11 +2105,6 @@ func (r ListCategoriesResponse) GetJSON401() *UnauthorizedError {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListCategoriesResponse) GetJSON403() *InsufficientScopeError {
 	return r.JSON403
-}
-
-// GetJSON405 returns the response for an HTTP 405 `application/json` response
-func (r ListCategoriesResponse) GetJSON405() *MethodNotAllowed {
-	return r.JSON405
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -2262,17 +2194,6 @@ type ListPetsResponse403Headers struct {
 	XRateLimitReset     UnixTime
 }
 
-// ListPetsResponse405Headers the declared response headers of an HTTP 405 response for ListPets
-type ListPetsResponse405Headers struct {
-	Allow               string
-	RateLimit           RateLimitState
-	RateLimitPolicy     RateLimitPolicy
-	RequestId           string
-	XRateLimitLimit     RequestCount
-	XRateLimitRemaining RequestCount
-	XRateLimitReset     UnixTime
-}
-
 // ListPetsResponse413Headers the declared response headers of an HTTP 413 response for ListPets
 type ListPetsResponse413Headers struct {
 	RateLimit           RateLimitState
@@ -2315,8 +2236,6 @@ type ListPetsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *InsufficientScope
-	// JSON405 the response for an HTTP 405 `application/json` response
-	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -2331,8 +2250,6 @@ type ListPetsResponse struct {
 	Headers401 *ListPetsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListPetsResponse403Headers
-	// Headers405 the parsed response headers for an HTTP 405 response
-	Headers405 *ListPetsResponse405Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ListPetsResponse413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -2359,11 +2276,6 @@ func (r ListPetsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListPetsResponse) GetJSON403() *InsufficientScope {
 	return r.JSON403
-}
-
-// GetJSON405 returns the response for an HTTP 405 `application/json` response
-func (r ListPetsResponse) GetJSON405() *MethodNotAllowed {
-	return r.JSON405
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -2455,17 +2367,6 @@ type CreatePetResponse403Headers struct {
 	XRateLimitReset     UnixTime
 }
 
-// CreatePetResponse405Headers the declared response headers of an HTTP 405 response for CreatePet
-type CreatePetResponse405Headers struct {
-	Allow               string
-	RateLimit           RateLimitState
-	RateLimitPolicy     RateLimitPolicy
-	RequestId           string
-	XRateLimitLimit     RequestCount
-	XRateLimitRemaining RequestCount
-	XRateLimitReset     UnixTime
-}
-
 // CreatePetResponse413Headers the declared response headers of an HTTP 413 response for CreatePet
 type CreatePetResponse413Headers struct {
 	RateLimit           RateLimitState
@@ -2528,8 +2429,6 @@ type CreatePetResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *InsufficientScope
-	// JSON405 the response for an HTTP 405 `application/json` response
-	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -2548,8 +2447,6 @@ type CreatePetResponse struct {
 	Headers401 *CreatePetResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreatePetResponse403Headers
-	// Headers405 the parsed response headers for an HTTP 405 response
-	Headers405 *CreatePetResponse405Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreatePetResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -2580,11 +2477,6 @@ func (r CreatePetResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreatePetResponse) GetJSON403() *InsufficientScope {
 	return r.JSON403
-}
-
-// GetJSON405 returns the response for an HTTP 405 `application/json` response
-func (r CreatePetResponse) GetJSON405() *MethodNotAllowed {
-	return r.JSON405
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -2708,17 +2600,6 @@ type GetPetResponse404Headers struct {
 	XRateLimitReset     UnixTime
 }
 
-// GetPetResponse405Headers the declared response headers of an HTTP 405 response for GetPet
-type GetPetResponse405Headers struct {
-	Allow               string
-	RateLimit           RateLimitState
-	RateLimitPolicy     RateLimitPolicy
-	RequestId           string
-	XRateLimitLimit     RequestCount
-	XRateLimitRemaining RequestCount
-	XRateLimitReset     UnixTime
-}
-
 // GetPetResponse410Headers the declared response headers of an HTTP 410 response for GetPet
 type GetPetResponse410Headers struct {
 	Deprecation         string
@@ -2785,8 +2666,6 @@ type GetPetResponse struct {
 	JSON403 *InsufficientScopeError
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFoundError
-	// JSON405 the response for an HTTP 405 `application/json` response
-	JSON405 *MethodNotAllowed
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *GoneError
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -2805,8 +2684,6 @@ type GetPetResponse struct {
 	Headers403 *GetPetResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetPetResponse404Headers
-	// Headers405 the parsed response headers for an HTTP 405 response
-	Headers405 *GetPetResponse405Headers
 	// Headers410 the parsed response headers for an HTTP 410 response
 	Headers410 *GetPetResponse410Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -2840,11 +2717,6 @@ func (r GetPetResponse) GetJSON403() *InsufficientScopeError {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetPetResponse) GetJSON404() *NotFoundError {
 	return r.JSON404
-}
-
-// GetJSON405 returns the response for an HTTP 405 `application/json` response
-func (r GetPetResponse) GetJSON405() *MethodNotAllowed {
-	return r.JSON405
 }
 
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
@@ -3047,13 +2919,6 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 			return nil, err
 		}
 		response.JSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
-		var dest MethodNotAllowed
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON405 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLargeError
@@ -3308,58 +3173,6 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 			headers.XRateLimitReset = value
 		}
 		response.Headers403 = &headers
-	case rsp.StatusCode == 405:
-		var headers ListCategoriesResponse405Headers
-		if values := rsp.Header.Values("Allow"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.Allow = value
-		}
-		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
-			var value RateLimitState
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimit = value
-		}
-		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
-			var value RateLimitPolicy
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitPolicy = value
-		}
-		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RequestId = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value UnixTime
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = value
-		}
-		response.Headers405 = &headers
 	case rsp.StatusCode == 413:
 		var headers ListCategoriesResponse413Headers
 		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
@@ -3569,13 +3382,6 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
-		var dest MethodNotAllowed
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON405 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -3802,58 +3608,6 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers403 = &headers
-	case rsp.StatusCode == 405:
-		var headers ListPetsResponse405Headers
-		if values := rsp.Header.Values("Allow"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.Allow = value
-		}
-		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
-			var value RateLimitState
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimit = value
-		}
-		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
-			var value RateLimitPolicy
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitPolicy = value
-		}
-		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RequestId = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value UnixTime
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = value
-		}
-		response.Headers405 = &headers
 	case rsp.StatusCode == 413:
 		var headers ListPetsResponse413Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -4042,13 +3796,6 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
-		var dest MethodNotAllowed
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON405 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -4303,58 +4050,6 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers403 = &headers
-	case rsp.StatusCode == 405:
-		var headers CreatePetResponse405Headers
-		if values := rsp.Header.Values("Allow"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.Allow = value
-		}
-		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
-			var value RateLimitState
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimit = value
-		}
-		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
-			var value RateLimitPolicy
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitPolicy = value
-		}
-		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RequestId = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value UnixTime
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = value
-		}
-		response.Headers405 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreatePetResponse413Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -4640,13 +4335,6 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
-		var dest MethodNotAllowed
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON405 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
 		var dest GoneError
@@ -5023,58 +4711,6 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers404 = &headers
-	case rsp.StatusCode == 405:
-		var headers GetPetResponse405Headers
-		if values := rsp.Header.Values("Allow"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.Allow = value
-		}
-		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
-			var value RateLimitState
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimit = value
-		}
-		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
-			var value RateLimitPolicy
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitPolicy = value
-		}
-		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RequestId = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value UnixTime
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = value
-		}
-		response.Headers405 = &headers
 	case rsp.StatusCode == 410:
 		var headers GetPetResponse410Headers
 		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {

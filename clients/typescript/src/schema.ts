@@ -497,12 +497,6 @@ export interface components {
             /** @constant */
             status: 403;
         };
-        MethodNotAllowedError: components["schemas"]["Error"] & {
-            /** @constant */
-            code: "method_not_allowed";
-            /** @constant */
-            status: 405;
-        };
         GoneError: components["schemas"]["Error"] & {
             /** @constant */
             code: "gone";
@@ -756,22 +750,6 @@ export interface components {
                 "application/json": components["schemas"]["InsufficientScopeError"];
             };
         };
-        /** @description The path exists but not with this method; `Allow` lists the methods it supports. */
-        MethodNotAllowed: {
-            headers: {
-                "Request-Id": components["headers"]["Request-Id"];
-                Allow: components["headers"]["Allow"];
-                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                RateLimit: components["headers"]["RateLimit"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["MethodNotAllowedError"];
-            };
-        };
         /** @description The request body is larger than 64 KiB. */
         PayloadTooLarge: {
             headers: {
@@ -945,11 +923,6 @@ export interface components {
         /** @description The bearer challenge of a key without the scope the operation needs (RFC 6750 section 3.1), naming that scope. */
         "WWW-Authenticate-insufficient-scope": "Bearer error=\"insufficient_scope\", scope=\"pets:read\"" | "Bearer error=\"insufficient_scope\", scope=\"pets:write\"";
         /**
-         * @description The methods the path supports.
-         * @example GET, HEAD, POST
-         */
-        Allow: string;
-        /**
          * @description The address of the new animal (for the deprecated `getPet`): absolute under the service's
          *     public address when it has one (`serve --public-url`), otherwise from the root of the host.
          * @example /v1/pets/482915307716243
@@ -1032,7 +1005,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["InsufficientScope"];
-            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1100,7 +1072,6 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["InsufficientScope"];
-            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description This `Idempotency-Key` was used before with another body; nothing was added. */
@@ -1233,7 +1204,6 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            405: components["responses"]["MethodNotAllowed"];
             /**
              * @description From 5 December 2030 (the `Sunset`), `getPet` is removed: every request with a valid
              *     key gets `410` with code `gone`, naming the replacement, `listPets` with its `status`
@@ -1404,7 +1374,6 @@ export interface operations {
                     "application/json": components["schemas"]["InsufficientScopeError"];
                 };
             };
-            405: components["responses"]["MethodNotAllowed"];
             /** @description The request body is larger than 64 KiB. */
             413: {
                 headers: {
@@ -1487,7 +1456,6 @@ export interface operations {
             };
             304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
-            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1524,7 +1492,6 @@ export interface operations {
             };
             304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
-            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
