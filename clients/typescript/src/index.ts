@@ -338,14 +338,15 @@ export class PetstoreClient {
     if (call.signal) init.signal = call.signal;
     for (let attempt = 1; ; attempt++) {
       let response: Response;
+      let text: string;
       try {
         response = await this.#fetch(url, init);
+        text = await response.text();
       } catch (error) {
         if (call.signal?.aborted || attempt >= this.#maxAttempts) throw error;
         await this.#wait({ method, url: redacted(url), attempt, delayMs: this.#backoff(attempt), retryAfter: false, error }, call.signal);
         continue;
       }
-      const text = await response.text();
       const retryAfterMs = retryAfter(response);
       if ((response.status === 429 || response.status === 503) && attempt < this.#maxAttempts) {
         if (retryAfterMs === undefined) {
@@ -372,7 +373,7 @@ export class PetstoreClient {
           // An unreadable body is reported below as an answer that is not the API's.
         }
       }
-      throw errorFrom(method, url, response, text, rateLimit, retryAfterMs, requestId);
+      throw errorFrom(this.#base, method, url, response, text, rateLimit, retryAfterMs, requestId);
     }
   }
 
@@ -415,6 +416,7 @@ function isJSON(response: Response): boolean {
 
 /** The PetstoreError for an answer whose status is not the one asked for. */
 function errorFrom(
+  base: URL,
   method: string,
   url: URL,
   response: Response,
@@ -455,7 +457,7 @@ function errorFrom(
   const snippet = text.replace(/\s+/g, " ").trim().slice(0, 200);
   if (snippet) detail += `: ${snippet}`;
   if (response.status === 404 || response.status === 405) {
-    detail += `; is ${redacted(url).replace(/pets.*$/, "")} the API's base URL (its /v1)?`;
+    detail += `; is ${redacted(base)} the API's base URL (its /v1)?`;
   }
   return new PetstoreError({ ...common, detail });
 }
