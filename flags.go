@@ -13,6 +13,9 @@ import (
 	"petstore/limits"
 )
 
+// defaultHTTPAddr is PocketBase's serve --http without --https.
+const defaultHTTPAddr = "127.0.0.1:8090"
+
 // flagValues are what petstore's flags hold while cobra parses the command
 // line; options makes the service's Options of them once it has.
 type flagValues struct {
@@ -79,6 +82,8 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 		"connections one client network (an IPv4 address, an IPv6 /64) may hold open; more are closed at once")
 	root.IntVar(&o.Server.MaxConnsPerNetwork, "max-conns-per-network", 0,
 		"connections the clients of one wider network (an IPv4 /24, an IPv6 /48) may hold open together; more are closed at once (0: an eighth of --max-conns)")
+	root.StringVar(&o.Server.TrustedProxyHeaders, "trusted-proxy-headers", "",
+		"the headers that give the client's address behind the proxies, comma-separated (X-Forwarded-For): set as PocketBase's trusted proxy headers at each start; none: the dashboard's setting")
 	root.StringVar(&o.Server.ProxyAddresses, "proxy-addresses", "",
 		"the reverse proxies' addresses or networks, comma-separated (127.0.0.1,10.0.0.0/8): --max-conns-per-address does not bound them, and the trusted proxy headers are believed from them alone")
 	root.IntVar(&o.Server.MaxConns, "max-conns", 0,
@@ -98,6 +103,9 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 		"log /v1 requests that take longer than this as warnings (0: never)")
 	root.DurationVar(&o.Server.DrainDelay, "drain-delay", 0,
 		"on SIGTERM, how long to keep serving while /readyz answers 503, before the listener closes")
+
+	// Cluster mode.
+	o.Cluster.AddFlags(serve)
 
 	envflag.Document(root)
 	envflag.Document(serve)
@@ -126,8 +134,13 @@ func (f *flagValues) options(serving bool, stdout, stderr io.Writer) (hooks.Opti
 	}
 	opts.RequestLog = requestlog.Mode(f.requestLog)
 	opts.HTTPS = f.serve.Lookup("https").Value.String() != ""
+	opts.HTTPAddr = f.serve.Lookup("http").Value.String()
+	if opts.HTTPAddr == "" {
+		opts.HTTPAddr = defaultHTTPAddr
+	}
 	startup := f.startup
 	startup.Serving = serving
+	startup.Cluster = serving && opts.Cluster.Enabled()
 	opts.Startup = &startup
 	return opts, opts.Check()
 }

@@ -4,6 +4,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -63,10 +64,16 @@ func main() {
 	// and checked, then the service is bound and the data directory opened.
 	// Nothing touches the directory before its options are known good.
 	cobra.EnableTraverseRunHooks = true // keys' own pre-run follows this one
+	// The console, once the options are known: a command's failure is then
+	// one event of its format (one JSON object in JSON), not plain text.
+	var console *slog.Logger
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		opts, err := flags.options(c == serve, os.Stdout, os.Stderr)
 		if err != nil || withoutData[c] {
 			return err
+		}
+		if opts.Banner == nil { // JSON
+			console = slog.New(opts.Console)
 		}
 		hooks.Register(app, opts)
 		if err := app.Bootstrap(); err != nil {
@@ -80,7 +87,11 @@ func main() {
 
 	err = execute(app, signals)
 	switch {
-	case err != nil && !errors.Is(err, keys.Err()): // keys prints its own
+	case errors.Is(err, hooks.ErrStopped): // a cluster follower's SIGTERM
+	case err != nil && !errors.Is(err, keys.Err()) && console != nil: // keys prints its own
+		console.Error("petstore failed", "error", err.Error())
+		os.Exit(1)
+	case err != nil && !errors.Is(err, keys.Err()):
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	case err != nil || healthcheck.Err() != nil:

@@ -70,6 +70,7 @@ const (
 	CodeRateLimitExceeded    ErrorCode = "rate_limit_exceeded"    // 429: over a rate limit; see RetryAfter
 	CodeAPIKeyBanned         ErrorCode = "api_key_banned"         // 429: the key is banned for a while; see RetryAfter
 	CodeInternalError        ErrorCode = "internal_error"         // 500: a failure inside the service
+	CodeNotLeader            ErrorCode = "not_leader"             // 503: cluster mode: no leader reachable now; retry
 )
 
 // errorFrom reads an answer whose status is not the one asked for.

@@ -14,7 +14,7 @@ version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 CGO_ENABLED=0 go build -trimpath -buildvcs=auto \
   -ldflags "-s -w -X petstore/internal/version.Version=$version" -o "$context/petstore" .
 cp /etc/ssl/certs/ca-certificates.crt "$context/"
-mkdir "$context/pb_data"
+mkdir "$context/pb_data" "$context/replica"
 # podman builds OCI images by default, which have no HEALTHCHECK: ask for
 # Docker's format, which keeps it.
 format=()

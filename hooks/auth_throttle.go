@@ -10,7 +10,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
-	"petstore/limits"
+	"petstore/internal/clientnet"
 )
 
 // authRoutes are the routes of auth collections that PocketBase's rate
@@ -40,7 +40,7 @@ var authRoutes = map[string][]string{
 const authThrottlePriority = apis.DefaultRateLimitMiddlewarePriority - 1
 
 // authThrottle applies PocketBase's rate-limit rules to its auth routes per
-// client network, as /v1 counts keyless callers (limits.Network): an IPv6
+// client network, as /v1 counts keyless callers (clientnet.Of): an IPv6
 // client is given a /64, so one guesser has 2^64 addresses, and an
 // IPv4-mapped address is the IPv4 client it maps. PocketBase's limiter,
 // which counts each exact address, still runs after it; a network's count
@@ -109,9 +109,9 @@ func (t *authThrottle) check(e *core.RequestEvent) error {
 		return e.Next()
 	}
 	// A changed rule starts counting afresh, as PocketBase's does.
-	key := collection.Id + " " + e.Request.Pattern + " " + rule.String() + " " + limits.Network(ip)
+	key := collection.Id + " " + e.Request.Pattern + " " + rule.String() + " " + clientnet.Of(ip)
 	if !t.take(key, rule, time.Now()) {
-		return e.TooManyRequestsError("", errors.New("triggered rate limit rule "+rule.String()+" for the client network "+limits.Network(ip)))
+		return e.TooManyRequestsError("", errors.New("triggered rate limit rule "+rule.String()+" for the client network "+clientnet.Of(ip)))
 	}
 	return e.Next()
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
@@ -20,8 +21,11 @@ func bindBanner(app core.App, opts Options, s *Service) {
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreBanner",
 		Func: func(se *core.ServeEvent) error {
-			if opts.Installer != nil {
-				se.InstallerFunc = installer(opts.Installer, opts.Self)
+			switch {
+			case opts.Installer != nil && opts.Banner != nil:
+				se.InstallerFunc = installer(opts.Installer, s.log, opts.Self)
+			case opts.Installer != nil: // JSON logs: the hint is an event
+				se.InstallerFunc = installer(nil, s.log, opts.Self)
 			}
 			// The listener exists once the rest of the chain has run.
 			if err := se.Next(); err != nil {
@@ -32,6 +36,11 @@ func bindBanner(app core.App, opts Options, s *Service) {
 				"dataDir", se.App.DataDir(), "publicURL", s.base.Public(), "rateLimits", rateLimitStore(opts.Limits.RedisURL))
 			if opts.Banner != nil {
 				printBanner(opts.Banner, base, s.base.Public())
+			}
+			// Under systemd's Type=notify the unit is started once the
+			// listener is: no poll of a fixed port (none without NOTIFY_SOCKET).
+			if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
+				s.log.Warn("Could not tell systemd that petstore is ready", "error", err)
 			}
 			return nil
 		},

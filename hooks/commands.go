@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	neturl "net/url"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"petstore/internal/envflag"
 	"petstore/internal/version"
 )
 
@@ -35,28 +39,67 @@ type HealthcheckCommand struct {
 // Err is why the check failed, if it did.
 func (c *HealthcheckCommand) Err() error { return c.err }
 
-// NewHealthcheckCommand makes the command.
+// NewHealthcheckCommand makes the command. Without --url it checks the
+// server that `serve` with the same environment listens on: the address of
+// PETSTORE_HTTP, as serve reads it, else serve's default.
 func NewHealthcheckCommand() *HealthcheckCommand {
 	c := &HealthcheckCommand{}
 	var url string
 	var timeout time.Duration
 	c.Command = &cobra.Command{
 		Use:   "healthcheck",
-		Short: "Exit 0 if the server at --url is ready (GET /readyz answers 200), else 1",
+		Short: "Exit 0 if the server is ready (GET /readyz answers 200), else 1 with the reason on stderr",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			c.err = checkReady(cmd.OutOrStdout(), url, timeout)
+			target := url
+			if target == "" {
+				target = localReadyz(os.Getenv(envflag.Name("http")))
+			}
+			c.err = checkReady(readyzOf(target), timeout)
 			if c.err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "petstore healthcheck:", c.err)
 			}
 		},
 	}
-	c.Flags().StringVar(&url, "url", "http://127.0.0.1:8090/readyz", "the readiness URL to check")
+	c.Flags().StringVar(&url, "url", "",
+		"the server to check: its readiness URL, or its base URL (http://host:port, whose /readyz is checked); "+
+			"by default the address of PETSTORE_HTTP, else 127.0.0.1:8090")
 	c.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")
 	return c
 }
 
-func checkReady(out io.Writer, url string, timeout time.Duration) error {
+// localReadyz is the readiness URL of a server listening on listen (serve's
+// --http, HOST:PORT), reached from the same machine: a wildcard host is
+// the loopback address.
+func localReadyz(listen string) string {
+	if listen == "" {
+		return "http://127.0.0.1:8090/readyz"
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "http://" + listen + "/readyz"
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/readyz"
+}
+
+// readyzOf is target, or its /readyz when target is a base URL (no path).
+func readyzOf(target string) string {
+	if u, err := neturl.Parse(target); err == nil && (u.Path == "" || u.Path == "/") {
+		u.Path = "/readyz"
+		return u.String()
+	}
+	return target
+}
+
+// checkReady is nil when url answers 200; quiet on success, as a
+// HEALTHCHECK's command is run every few seconds.
+func checkReady(url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -72,6 +115,5 @@ func checkReady(out io.Writer, url string, timeout time.Duration) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, body)
 	}
-	_, err = out.Write(body)
-	return err
+	return nil
 }

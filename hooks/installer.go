@@ -3,6 +3,7 @@ package hooks
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -55,7 +56,9 @@ func shellQuote(word string) string {
 // names `go run .` for any binary under the temporary directory, and no
 // --dir): the installer link, whose token creates the first superuser in
 // the dashboard, and the command that creates one on this data directory.
-func installer(w io.Writer, self Invocation) func(core.App, *core.Record, string) error {
+// With w nil (JSON logs), the hint is an event of log's, on stderr with the
+// service's other events, not text on stdout.
+func installer(w io.Writer, log *slog.Logger, self Invocation) func(core.App, *core.Record, string) error {
 	return func(_ core.App, superuser *core.Record, baseURL string) error {
 		token, err := superuser.NewStaticAuthToken(30 * time.Minute)
 		if err != nil {
@@ -63,8 +66,14 @@ func installer(w io.Writer, self Invocation) func(core.App, *core.Record, string
 		}
 		url := strings.TrimRight(baseURL, "/") + "/_/#/pbinstall/" + token
 		_ = osutils.LaunchURL(url) // as PocketBase does; the hint below is the way on a server
+		command := self.Command("superuser", "upsert", "EMAIL", "PASS")
+		if w == nil {
+			log.Warn("No superuser yet: open the installer link within 30 minutes to create the first one, or run the command",
+				"installerURL", url, "command", command)
+			return nil
+		}
 		_, err = fmt.Fprintf(w, "\n(!) Launch the URL below in the browser if it hasn't been open already to create your first superuser account:\n%s\n"+
-			"(you can also create your first superuser by running: %s)\n\n", url, self.Command("superuser", "upsert", "EMAIL", "PASS"))
+			"(you can also create your first superuser by running: %s)\n\n", url, command)
 		return err
 	}
 }

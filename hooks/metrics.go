@@ -23,7 +23,7 @@ import (
 // startMetrics serves m at GET /metrics on addr, a listener of its own (never
 // the public one), with the figures read at each scrape: pets, categories, keys by state,
 // the databases' files, the limiter's Redis, realtime subscribers, the
-// request log's rows, the public listener's connections. It returns the
+// request log's rows, the public listener's connections, the newest backup. It returns the
 // listener's stop.
 func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, limiter *limits.Limiter, reqlog *requestlog.Logger,
 	conns *connlimit.Limiter, log *slog.Logger) (func() error, error) {
@@ -59,6 +59,9 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "petstore_http_connections_open", Help: "Connections open on the public listener.",
 		}, func() float64 { return float64(conns.Open()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "petstore_backup_last_success_timestamp_seconds", Help: "Unix time of the newest of PocketBase's backups; 0 without one.",
+		}, lastBackupTime(app, log)),
 	)
 	for _, reason := range connlimit.Reasons {
 		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -92,6 +95,12 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 		}, func() float64 { return float64(limiter.RedisLost()) }))
 	}
 
+	return serveMetrics(addr, m, log)
+}
+
+// serveMetrics serves m at GET /metrics on a listener of its own on addr,
+// until the returned stop.
+func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (func() error, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

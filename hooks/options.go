@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"petstore/internal/api"
+	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
 	"petstore/internal/envflag"
 	"petstore/internal/requestlog"
@@ -61,6 +62,12 @@ type Options struct {
 	// MetricsAddr is where GET /metrics is served (serve --metrics-addr),
 	// on a listener of its own; empty: nowhere.
 	MetricsAddr string
+	// HTTPAddr is serve's --http: where a cluster node listens from its
+	// start, before PocketBase does.
+	HTTPAddr string
+	// Cluster is cluster mode's configuration (serve --cluster-etcd and the
+	// flags beside it); off when Cluster.Etcd is empty.
+	Cluster cluster.Config
 	// Startup guards the bootstrap of the app (startup.go); nil binds no
 	// guard, for apps bootstrapped before Register.
 	Startup *StartupConfig
@@ -73,6 +80,14 @@ const DefaultSlowRequest = time.Second
 // variable) of the first value that cannot. It dials nothing: a Redis that
 // does not answer is serve's to report.
 func (o Options) Check() error {
+	if o.Cluster.Enabled() {
+		if o.HTTPS {
+			return fmt.Errorf("--https is not supported in cluster mode: put a TLS proxy in front of the nodes")
+		}
+		if err := o.Cluster.Validate(o.HTTPAddr); err != nil {
+			return err
+		}
+	}
 	if _, err := api.ParseBaseURL(o.PublicURL); err != nil {
 		return invalid("public-url", o.PublicURL, fmt.Errorf("%w; e.g. https://shop.example.org/api/v1", err))
 	}

@@ -39,6 +39,8 @@ type serviceParts struct {
 	reqlog    *requestlog.Logger
 
 	categoryReads *categories.Reads // /v1's list of categories
+
+	clusterTerm int64 // the term this node leads, in cluster mode
 }
 
 // list is the one list of the parts, in the order they start; they stop in
@@ -49,6 +51,7 @@ type serviceParts struct {
 // node deciding whether this process may write) is early and comes first.
 func (p *serviceParts) list() []part {
 	return []part{
+		{name: "cluster node", early: true, start: p.startCluster},
 		{name: "connection bounds", start: p.startConnLimits},
 		{name: "usage history", start: p.startUsage},
 		{name: "rate limiter", start: p.startLimiter},
@@ -62,8 +65,12 @@ func (p *serviceParts) list() []part {
 	}
 }
 
-// startConnLimits makes the public listener's connection bounds.
+// startConnLimits applies the declared proxy headers, then makes the public
+// listener's connection bounds, which depend on them.
 func (p *serviceParts) startConnLimits() (func() error, error) {
+	if err := applyTrustedProxyHeaders(p.app, p.opts.Server, p.s.log); err != nil {
+		return nil, err
+	}
 	conns, err := newConnLimiter(p.opts.Server, len(p.app.Settings().TrustedProxy.Headers) > 0, p.s.log)
 	p.s.conns = conns
 	return nil, err
@@ -144,7 +151,16 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 	}
 	writer.OnCreated(events.created)
 	outbox := p.s.outbox
+	mayWrite := func() bool { return true }
+	if p.s.cluster != nil {
+		mayWrite = p.s.cluster.Node.MayWrite
+	}
 	writer.OnInserted(func(tx core.App, rows []pets.Row) error {
+		// The last moment before the commit: a cluster node whose fence
+		// closed while the creates waited commits none of them.
+		if !mayWrite() {
+			return api.ErrNotLeader
+		}
 		if !outbox.Subscribed(webhooks.PetCreated) {
 			return nil
 		}

@@ -9,6 +9,7 @@ package hooks
 
 import (
 	"log/slog"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/audit"
 	"petstore/internal/categories"
+	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/guestlimit"
@@ -41,6 +43,10 @@ type Service struct {
 	bans     func()             // counts a ban started; nil without metrics
 	audits   func(string)       // counts an audit record by action; nil without metrics
 	outbox   *webhooks.Outbox
+	// In cluster mode, the node, and the listener it hands PocketBase once
+	// elected; nil otherwise.
+	cluster  *cluster.Process
+	listener net.Listener
 }
 
 // Err is the error that stopped `serve` from starting, if any.
@@ -51,7 +57,17 @@ func Register(app core.App, opts Options) *Service {
 	s := &Service{log: newLogger(app, opts.Console), outbox: webhooks.NewOutbox(app)}
 	parts := &serviceParts{app: app, opts: opts, s: s}
 	if opts.MetricsAddr != "" {
-		parts.metrics = metrics.New()
+		actions := make([]string, len(audit.Actions))
+		for i, a := range audit.Actions {
+			actions[i] = string(a)
+		}
+		parts.metrics = metrics.New(metrics.Known{
+			Plans:               []string{api.AnonymousPlan},
+			RateLimitOutcomes:   api.RateLimitOutcomes,
+			IdempotencyOutcomes: api.IdempotencyOutcomes,
+			WebhookOutcomes:     webhooks.Outcomes,
+			AuditActions:        actions,
+		})
 		s.bans = parts.metrics.ObserveBan
 		s.audits = parts.metrics.ObserveAudit
 	}
@@ -141,7 +157,12 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	staff.AddRoutes(se.Router, p.history, staff.Webhooks{Outbox: s.outbox, Targets: targets, Log: s.log})
 	// PocketBase's sign-in and account routes, counted per client network.
 	se.Router.Bind(newAuthThrottle().handler())
-	api.AddHealthRoutes(se.Router, api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter})
+	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}
+	if s.cluster != nil {
+		health.Cluster = clusterHealth(s.cluster)
+		serveCluster(se, s.cluster, s.log)
+	}
+	api.AddHealthRoutes(se.Router, health)
 	// The reference page's copy of the contract, outside /v1 and so not
 	// counted: the page renders for visitors whose address is over its
 	// keyless limit (behind a shared NAT, everyone's).
@@ -154,5 +175,8 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	}
 	// The handler exists only once the mux is built, in Next.
 	se.Server.Handler = connlimit.BodyDeadline(orDefault(opts.Server.BodyTimeout, DefaultBodyTimeout), api.GuardServer(se.Server.Handler))
+	if s.cluster != nil {
+		promoted(app, s.cluster, p.clusterTerm, s.log)
+	}
 	return nil
 }

@@ -2,12 +2,16 @@ package hooks
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
@@ -43,6 +47,10 @@ type ServerConfig struct {
 	// listener; 0: an eighth of MaxConns (connlimit.DefaultPerNetwork).
 	// ProxyAddresses are not bound by it.
 	MaxConnsPerNetwork int
+	// TrustedProxyHeaders, when set, replaces PocketBase's trusted client
+	// address headers (Settings, Application, User IP proxy headers) at
+	// each start: comma-separated header names, X-Forwarded-For.
+	TrustedProxyHeaders string
 	// ProxyAddresses lists the reverse proxies' own addresses and networks,
 	// comma-separated: every client's connection comes from them.
 	ProxyAddresses string
@@ -117,6 +125,10 @@ func bindServer(app core.App, cfg ServerConfig, https bool, service *Service) {
 		Id:       listenerHookId,
 		Priority: listenerHookPriority,
 		Func: func(se *core.ServeEvent) error {
+			if se.Listener == nil && service.listener != nil {
+				// The cluster node's, which listened from the start.
+				se.Listener = service.listener
+			}
 			if se.Listener == nil {
 				// PocketBase's own listener, made here to be wrapped.
 				addr := se.Server.Addr
@@ -148,6 +160,7 @@ func bindServer(app core.App, cfg ServerConfig, https bool, service *Service) {
 			// exit 0 instead of restarting.
 			if s := server.Load(); s != nil && !te.IsRestart {
 				service.draining.Store(true)
+				_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) // nothing to do about a failure at a stop
 				started := time.Now()
 				service.log.Info("petstore stopping", "drain_delay_ms", logging.Milliseconds(cfg.DrainDelay))
 				time.Sleep(cfg.DrainDelay)
@@ -170,6 +183,36 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// applyTrustedProxyHeaders saves cfg.TrustedProxyHeaders, when set, as
+// PocketBase's trusted proxy headers: a flag or variable declares them for
+// every start, where the dashboard's setting lasts until changed. It warns
+// when proxies are named and no header is trusted: every client behind them
+// would then count as the proxy's one address.
+func applyTrustedProxyHeaders(app core.App, cfg ServerConfig, log *slog.Logger) error {
+	if cfg.TrustedProxyHeaders != "" {
+		var headers []string
+		for h := range strings.SplitSeq(cfg.TrustedProxyHeaders, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				headers = append(headers, h)
+			}
+		}
+		settings := app.Settings()
+		if !slices.Equal(settings.TrustedProxy.Headers, headers) {
+			settings.TrustedProxy.Headers = headers
+			if err := app.Save(settings); err != nil {
+				return fmt.Errorf("--trusted-proxy-headers: %w", err)
+			}
+			log.Info("Trusted proxy headers set from --trusted-proxy-headers", "headers", headers)
+		}
+	}
+	if cfg.ProxyAddresses != "" && len(app.Settings().TrustedProxy.Headers) == 0 {
+		log.Warn("--proxy-addresses names proxies but no header gives the client's address (--trusted-proxy-headers, or the dashboard's "+
+			"Settings, Application, User IP proxy headers): every client behind them counts as the proxy's address in the rate limits",
+			"proxyAddresses", cfg.ProxyAddresses)
+	}
+	return nil
 }
 
 // newConnLimiter raises the process's descriptor limit, logs it, and makes

@@ -16,6 +16,7 @@ import (
 	"petstore/internal/database"
 	"petstore/internal/datadir"
 	"petstore/internal/logging"
+	"petstore/internal/replica"
 	"petstore/internal/version"
 )
 
@@ -24,6 +25,9 @@ type StartupConfig struct {
 	// Serving is true for `serve`: it checks the database and logs the
 	// directory it opened; the other commands only wait, refuse and migrate.
 	Serving bool
+	// Cluster is true for serve in cluster mode: the data directory may
+	// hold a follower's copy, which the node follows, promotes or sets aside.
+	Cluster bool
 	// LockTimeout bounds the wait for another process's start (--lock-timeout).
 	LockTimeout time.Duration
 	// QuickCheck bounds serve's PRAGMA quick_check of data.db
@@ -94,6 +98,18 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 	}
 	dbPath := filepath.Join(dir, database.DataFile)
 
+	if !cfg.Cluster {
+		// A cluster follower's copy changes only by what the leader ships:
+		// a command's write there would be overwritten, or break the copy,
+		// and a single server would serve a copy that may lag.
+		following, err := replica.Following(dir)
+		if err != nil {
+			return err
+		}
+		if following {
+			return fmt.Errorf("%s is a cluster follower's copy of the leader's data: run commands with the leader's --dir, on the leader's machine (any node's /readyz names the leader), and serve it with --cluster-etcd", dir)
+		}
+	}
 	if cfg.Serving {
 		if err := beforeOpen(); err != nil {
 			return err

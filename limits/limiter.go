@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"petstore/internal/clientnet"
 )
 
 // Limiter decides, request by request, whether a caller is within its
@@ -86,13 +88,13 @@ func (l *Limiter) keyDecision(q Quota, now time.Time, admitted bool, minute, min
 // client network's minute window (see Network), unless the window is at its
 // limit.
 func (l *Limiter) TakeAnonymous(ctx context.Context, ip string) (Decision, error) {
-	return l.address(ctx, l.anonymous(), Network(ip), true)
+	return l.address(ctx, l.anonymous(), clientnet.Of(ip), true)
 }
 
 // PeekAnonymous is the client network's minute window without counting a
 // request, for the answers that are not counted (CORS preflights).
 func (l *Limiter) PeekAnonymous(ctx context.Context, ip string) (Decision, error) {
-	return l.address(ctx, l.anonymous(), Network(ip), false)
+	return l.address(ctx, l.anonymous(), clientnet.Of(ip), false)
 }
 
 // TakeGuest counts one request outside /v1 without PocketBase auth (a page,
@@ -100,7 +102,7 @@ func (l *Limiter) PeekAnonymous(ctx context.Context, ip string) (Decision, error
 // guest window, a window of its own beside /v1's, unless the window is at its
 // limit.
 func (l *Limiter) TakeGuest(ctx context.Context, ip string) (Decision, error) {
-	return l.address(ctx, addressWindow{name: "guest", limit: l.cfg.GuestPerMinute}, Network(ip), true)
+	return l.address(ctx, addressWindow{name: "guest", limit: l.cfg.GuestPerMinute}, clientnet.Of(ip), true)
 }
 
 func (l *Limiter) anonymous() addressWindow {

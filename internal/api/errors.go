@@ -24,13 +24,14 @@ const (
 	CodeRateLimitExceeded    = "rate_limit_exceeded"
 	CodeAPIKeyBanned         = "api_key_banned"
 	CodeInternalError        = "internal_error"
+	CodeNotLeader            = "not_leader"
 )
 
 // Codes is the whole catalogue; the OpenAPI document's Error.code lists
 // exactly these (checked by the openapi package's tests).
 var Codes = []string{
 	CodeInvalidRequest, CodeUnauthorized, CodeInsufficientScope, CodeNotFound, CodeMethodNotAllowed, CodeGone, CodePayloadTooLarge,
-	CodeUnsupportedMediaType, CodeIdempotencyKeyReused, CodeRateLimitExceeded, CodeAPIKeyBanned, CodeInternalError,
+	CodeUnsupportedMediaType, CodeIdempotencyKeyReused, CodeRateLimitExceeded, CodeAPIKeyBanned, CodeInternalError, CodeNotLeader,
 }
 
 // Error is the spec's Error body. Handlers and middleware return it as an

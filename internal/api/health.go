@@ -26,6 +26,15 @@ type Health struct {
 	Draining func() bool // true from SIGTERM on
 	DB       *sql.DB     // the read pool
 	Limiter  *limits.Limiter
+	// Cluster is the node's state in cluster mode; nil otherwise.
+	Cluster func() ClusterHealth
+}
+
+// ClusterHealth is what /readyz says of a cluster node that serves.
+type ClusterHealth struct {
+	Term       int64
+	Leading    bool  // the node leads, and may write
+	ReplicaErr error // why the replica's storage cannot be reached; nil when it can
 }
 
 // AddHealthRoutes serves /healthz (the process answers) and /readyz (it can
@@ -45,6 +54,12 @@ type readiness struct {
 	Status      string `json:"status"`      // "ready"
 	Database    string `json:"database"`    // "ok"
 	RateLimiter string `json:"rateLimiter"` // "memory", "redis", or "local" while Redis fails
+	// In cluster mode: the node's role ("leader"), its term, and whether
+	// its data ships to the replica ("ok", or "unreachable": the leader
+	// serves on, and a failover loses what was not shipped).
+	Role    string `json:"role,omitempty"`
+	Term    int64  `json:"term,omitempty"`
+	Replica string `json:"replica,omitempty"`
 }
 
 func (h Health) handleReadyz(e *core.RequestEvent) error {
@@ -63,5 +78,18 @@ func (h Health) handleReadyz(e *core.RequestEvent) error {
 		return nil
 	}
 	// A Redis outage leaves the service ready: the limiter counts locally.
-	return writeJSON(e.Response, http.StatusOK, readiness{Status: "ready", Database: "ok", RateLimiter: h.Limiter.Counting()})
+	body := readiness{Status: "ready", Database: "ok", RateLimiter: h.Limiter.Counting()}
+	if h.Cluster != nil {
+		c := h.Cluster()
+		if !c.Leading {
+			writeError(e.Response, newError(http.StatusServiceUnavailable, CodeNotReady,
+				"This node no longer leads the cluster (term %d); it restarts as a follower.", c.Term))
+			return nil
+		}
+		body.Role, body.Term, body.Replica = "leader", c.Term, "ok"
+		if c.ReplicaErr != nil {
+			body.Replica = "unreachable"
+		}
+	}
+	return writeJSON(e.Response, http.StatusOK, body)
 }

@@ -35,6 +35,17 @@ const (
 	idempotencyConflict = "conflict"
 )
 
+// The label values an Observer gets whatever the traffic, so that it can
+// show each series at 0 from the start: a counter that appears at its first
+// event hides that event from rate() and increase().
+var (
+	RateLimitOutcomes   = []string{outcomeAdmitted, outcomeLimited, outcomeBanned}
+	IdempotencyOutcomes = []string{idempotencyStored, idempotencyReplayed, idempotencyConflict}
+	// AnonymousPlan is the plan of requests without a valid key; the
+	// others are the plans staff keep.
+	AnonymousPlan = planAnonymous
+)
+
 // routeOther is the route of every path that matches no /v1 route.
 const routeOther = "other"
 

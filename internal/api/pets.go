@@ -81,7 +81,7 @@ func handleCreatePet(writer *pets.Writer, petsURL string, o Observer) func(*core
 		}
 		pet, err := writer.Create(np)
 		if err != nil {
-			return err
+			return writeFailed(e, err)
 		}
 		e.Response.Header().Set("Location", location.of(pet))
 		return writeJSON(e.Response, http.StatusCreated, pet)
@@ -122,7 +122,7 @@ func createPetOnce(e *core.RequestEvent, writer *pets.Writer, location petLocati
 	}
 	switch {
 	case err != nil:
-		return err
+		return writeFailed(e, err)
 	case outcome == idempotency.Reused:
 		return newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
 			"This Idempotency-Key was used with another request body: use a new key for a new request.")

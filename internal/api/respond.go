@@ -42,3 +42,15 @@ func writeJSONBytes(w http.ResponseWriter, status int, data []byte) error {
 func writeError(w http.ResponseWriter, err *Error) {
 	_ = writeJSON(w, err.Status, err)
 }
+
+// WriteError writes the Error body of code and message with status: for
+// answers made outside the /v1 routes' chain (cluster mode's gate).
+func WriteError(w http.ResponseWriter, status int, code, message string) {
+	writeError(w, newError(status, code, "%s", message))
+}
+
+// WriteJSON writes body as the whole JSON response, for answers made outside
+// the routes' chain (cluster mode's gate).
+func WriteJSON(w http.ResponseWriter, status int, body any) error {
+	return writeJSON(w, status, body)
+}

@@ -81,6 +81,14 @@ const (
 	WebhookTestSent     Action = "webhook.test_sent"
 )
 
+// The actions of cluster mode, by the service (System): a node became the
+// leader and serves (its details name the term and the node), or a leader
+// handed the leadership over.
+const (
+	ClusterPromoted    Action = "cluster.promoted"
+	ClusterSteppedDown Action = "cluster.stepped_down"
+)
+
 // The actions on categories, which staff name in the dashboard, on the staff
 // page or with the categories command. Their details hold the name:
 // {"name": {"old": …, "new": …}}, without "old" for a creation and without
@@ -90,6 +98,17 @@ const (
 	CategoryRenamed Action = "category.renamed"
 	CategoryDeleted Action = "category.deleted"
 )
+
+// Actions are every action above, so that a count of records by action can
+// show each at 0 from the start (TestActionsListsEveryAction holds the list
+// to the constants).
+var Actions = []Action{
+	KeyCreated, KeyRolled, KeyRevoked, KeyExpiryChanged, KeyBanLifted, KeyBanned, KeyScopesChanged, KeyQuotaChanged,
+	PlanChanged,
+	BackupCreated, BackupDownloaded, BackupUploaded, BackupRestored, BackupDeleted,
+	WebhookCreated, WebhookChanged, WebhookDeleted, WebhookSecretRolled, WebhookPaused, WebhookEventResent, WebhookTestSent,
+	CategoryCreated, CategoryRenamed, CategoryDeleted,
+}
 
 // Actors that are not a superuser. A superuser acts as its record id, with
 // its email beside it.

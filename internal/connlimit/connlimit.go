@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"petstore/limits"
+	"petstore/internal/clientnet"
 )
 
 // Reasons a connection is refused, the values of the refused metric's
@@ -152,7 +152,7 @@ func (l *Limiter) admit(addr net.Addr) (c client, reason string) {
 	ap, err := netip.ParseAddrPort(addr.String())
 	ip := ap.Addr().Unmap()
 	if err == nil {
-		c = client{address: limits.Network(ip.String()), network: wideNetwork(ip)}
+		c = client{address: clientnet.Of(ip.String()), network: clientnet.Wide(ip)}
 	} else {
 		c = client{address: addr.String(), network: addr.String()} // not an IP socket: a network of its own
 	}
@@ -199,23 +199,9 @@ func (l *Limiter) admit(addr net.Addr) (c client, reason string) {
 
 // client names where a connection comes from, as each bound counts it.
 type client struct {
-	address string // limits.Network: an IPv4 address, an IPv6 /64
-	network string // wideNetwork: an IPv4 /24, an IPv6 /48
+	address string // clientnet.Of: an IPv4 address, an IPv6 /64
+	network string // clientnet.Wide: an IPv4 /24, an IPv6 /48
 	exempt  bool   // a proxy's: counted in Global alone
-}
-
-// wideNetwork is the wider network of ip that PerNetwork bounds: an IPv4
-// /24, an IPv6 /48, the smallest network a site is commonly given.
-func wideNetwork(ip netip.Addr) string {
-	bits := 48
-	if ip.Is4() {
-		bits = 24
-	}
-	p, err := ip.WithZone("").Prefix(bits)
-	if err != nil {
-		return ip.String()
-	}
-	return p.String()
 }
 
 func (l *Limiter) exempt(ip netip.Addr) bool {

@@ -7,6 +7,10 @@
 // figure) that hooks makes here and hands down.
 //
 // The names, one source of truth for code, docs and the Grafana dashboard.
+// The labelled counters whose label values are known (the rate limiter's
+// outcomes for the anonymous plan, Idempotency-Key and webhook outcomes,
+// audit actions) start at 0 (Known).
+//
 // No label carries a key, a key's id or prefix, a pet id, a path with an id,
 // or any client-controlled value without a bound.
 //
@@ -38,6 +42,14 @@
 //	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed)
 //	petstore_webhook_delivery_duration_seconds  histogram  one delivery attempt
 //	petstore_webhook_outbox_pending             gauge      events not yet delivered
+//	petstore_backup_last_success_timestamp_seconds gauge  Unix time of the newest of PocketBase's backups, 0 without one
+//	petstore_cluster_role                       gauge      role (candidate, follower, leader): 1 for this node's, cluster mode only
+//	petstore_cluster_term                       gauge      the term this node leads (0: it does not)
+//	petstore_cluster_leader_term                gauge      the term of the leader this node knows (0: none)
+//	petstore_cluster_elections_total            counter    leader changes this node has seen
+//	petstore_cluster_lag_seconds                gauge      a follower's copy: age of the oldest transaction not applied
+//	petstore_cluster_lag_transactions           gauge      a follower's copy: transactions not applied
+//	petstore_cluster_replica_up                 gauge      the leader: 1 while its data ships to the replica
 //	petstore_build_info                         gauge      version, revision, goversion; always 1
 //	go_*, process_*                                        the Go and process collectors
 package metrics

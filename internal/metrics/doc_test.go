@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -30,27 +31,36 @@ func documented(t *testing.T) map[string]bool {
 	return names
 }
 
-// TestDashboardReadsDocumentedMetrics holds docs/grafana-dashboard.json to
-// the names the service exports: every petstore_ or http_server_ series a
-// panel queries is in doc.go's list.
-func TestDashboardReadsDocumentedMetrics(t *testing.T) {
-	names := documented(t)
-	data, err := os.ReadFile("../../docs/grafana-dashboard.json")
+// dashboardPanels are the panels of deploy/monitoring/grafana-dashboard.json.
+func dashboardPanels(t *testing.T) []dashboardPanel {
+	t.Helper()
+	data, err := os.ReadFile("../../deploy/monitoring/grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dashboard struct {
-		Panels []struct {
-			Title   string
-			Targets []struct{ Expr string }
-		}
-	}
+	var dashboard struct{ Panels []dashboardPanel }
 	if err := json.Unmarshal(data, &dashboard); err != nil {
 		t.Fatal(err)
 	}
+	if len(dashboard.Panels) == 0 {
+		t.Fatal("the dashboard has no panels")
+	}
+	return dashboard.Panels
+}
+
+type dashboardPanel struct {
+	Title   string
+	Targets []struct{ Expr string }
+}
+
+// TestDashboardReadsDocumentedMetrics holds the dashboard to the names the
+// service exports: every petstore_ or http_server_ series a panel queries is
+// in doc.go's list.
+func TestDashboardReadsDocumentedMetrics(t *testing.T) {
+	names := documented(t)
 	series := regexp.MustCompile(`\b(petstore_[a-z_]+|http_server_[a-z_]+)`)
 	queried := 0
-	for _, p := range dashboard.Panels {
+	for _, p := range dashboardPanels(t) {
 		for _, target := range p.Targets {
 			for _, name := range series.FindAllString(target.Expr, -1) {
 				queried++
@@ -62,5 +72,27 @@ func TestDashboardReadsDocumentedMetrics(t *testing.T) {
 	}
 	if queried == 0 {
 		t.Fatal("no panel queries a petstore metric")
+	}
+}
+
+// TestDashboardSelectsJobAndInstance holds every series a panel reads to the
+// dashboard's job and instance variables, so that no panel adds up another
+// service's series of the same name (http_server_request_duration_seconds is
+// OpenTelemetry's, go_* and process_* every Go service's).
+func TestDashboardSelectsJobAndInstance(t *testing.T) {
+	selector := regexp.MustCompile(`\b((?:petstore|http_server|go|process)_[a-z_]+)(\{[^}]*\})?`)
+	selectors := 0
+	for _, p := range dashboardPanels(t) {
+		for _, target := range p.Targets {
+			for _, m := range selector.FindAllStringSubmatch(target.Expr, -1) {
+				selectors++
+				if !strings.Contains(m[2], `job=~"$job"`) || !strings.Contains(m[2], `instance=~"$instance"`) {
+					t.Errorf("panel %q reads %s%s without job=~\"$job\" and instance=~\"$instance\"", p.Title, m[1], m[2])
+				}
+			}
+		}
+	}
+	if selectors == 0 {
+		t.Fatal("no panel reads a series")
 	}
 }

@@ -36,9 +36,22 @@ type requestLabels struct {
 	status        int
 }
 
-// New makes the registry with the Go and process collectors and the build's
-// information.
-func New() *Metrics {
+// Known are the label values of the labelled counters that exist whatever
+// the traffic. New makes each series at 0, so that it is scraped from the
+// start: a series that appears at its first event hides that event from
+// rate() and increase(), and an alert on it cannot tell "none" from "no
+// series".
+type Known struct {
+	Plans               []string // of the rate limiter's decisions: the plan of keyless requests
+	RateLimitOutcomes   []string
+	IdempotencyOutcomes []string
+	WebhookOutcomes     []string
+	AuditActions        []string
+}
+
+// New makes the registry with the Go and process collectors, the build's
+// information, and known's series at 0.
+func New(known Known) *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -89,6 +102,20 @@ func New() *Metrics {
 		ConstLabels: prometheus.Labels{"version": info.Version, "revision": info.Revision, "goversion": info.GoVersion},
 	})
 	build.Set(1)
+	for _, plan := range known.Plans {
+		for _, outcome := range known.RateLimitOutcomes {
+			m.rateLimit.WithLabelValues(plan, outcome)
+		}
+	}
+	for _, outcome := range known.IdempotencyOutcomes {
+		m.idempotency.WithLabelValues(outcome)
+	}
+	for _, outcome := range known.WebhookOutcomes {
+		m.webhookDeliveries.WithLabelValues(outcome)
+	}
+	for _, action := range known.AuditActions {
+		m.audits.WithLabelValues(action)
+	}
 	m.registry.MustRegister(m.requests, m.rateLimit, m.bans, m.audits, m.idempotency, m.writerBatches, m.writerCommits,
 		m.webhookDeliveries, m.webhookDurations, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

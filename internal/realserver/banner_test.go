@@ -2,6 +2,9 @@ package realserver_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/realserver"
 )
 
 // Every address the start banner prints answers when a newcomer opens it:
@@ -68,5 +73,46 @@ func TestFirstStartHintCreatesTheSuperuserHere(t *testing.T) {
 		[]byte(`{"identity":"first@example.org","password":"a long enough password"}`))
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("the superuser the hint made cannot sign in here: %d %v %s", status, err, body)
+	}
+}
+
+// With JSON logs every line on stderr is one JSON object: the first-start
+// hint is an event there, not text on stdout, and a start that fails (its
+// address taken) is one event at ERROR, with exit status 1.
+func TestJSONLogsCarryTheHintAndTheFailure(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, dir, "--log-format", "json")
+	var hint map[string]any
+	for deadline := time.Now().Add(10 * time.Second); hint == nil; time.Sleep(20 * time.Millisecond) {
+		for _, line := range strings.Split(p.Output(), "\n") {
+			var event map[string]any
+			if json.Unmarshal([]byte(line), &event) == nil && strings.HasPrefix(fmt.Sprint(event["msg"]), "No superuser yet") {
+				hint = event
+			}
+		}
+		if hint == nil && time.Now().After(deadline) {
+			t.Fatalf("no first-start event:\n%s", p.Output())
+		}
+	}
+	if url := fmt.Sprint(hint["installerURL"]); !strings.Contains(url, "/_/#/pbinstall/") || hint["level"] != "WARN" ||
+		!strings.Contains(fmt.Sprint(hint["command"]), "superuser upsert EMAIL PASS --dir") {
+		t.Errorf("the first-start event: %v", hint)
+	}
+
+	stdout, stderr, err := realserver.Run(bin, t.TempDir(), "serve", "--http", p.Addr, "--log-format", "json")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || strings.Contains(stdout, "pbinstall") {
+		t.Fatalf("serve on a taken address: %v; stdout %q", err, stdout)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for _, line := range lines {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("not a JSON object on stderr: %q", line)
+		}
+	}
+	var last map[string]any
+	if json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil || last["level"] != "ERROR" ||
+		!strings.Contains(fmt.Sprint(last["error"]), "address already in use") {
+		t.Errorf("the failure's event: %s", lines[len(lines)-1])
 	}
 }

@@ -128,10 +128,11 @@ func TestDisasterRecoveryStandby(t *testing.T) {
 // replication is deploy/litestream.yml with one replica: the configuration
 // the drills run, as operators run it.
 type replication struct {
-	bin        string        // litestream
-	config     string        // deploy/litestream.yml
-	window     time.Duration // its monitor-interval + sync-interval: a commit older than this is in the replica
-	replicaURL string        // file:///...
+	bin         string        // litestream
+	config      string        // deploy/litestream.yml, its metrics on metricsAddr
+	window      time.Duration // its monitor-interval + sync-interval: a commit older than this is in the replica
+	replicaURL  string        // file:///...
+	metricsAddr string        // where Litestream serves /metrics
 }
 
 // interval reads a duration setting of deploy/litestream.yml.
@@ -175,7 +176,41 @@ func newReplication(t *testing.T) *replication {
 	}
 	monitor, sync := interval(t, config, yml, "monitor-interval"), interval(t, config, yml, "sync-interval")
 	t.Logf("litestream %s, monitor-interval %v, sync-interval %v", strings.TrimSpace(string(version)), monitor, sync)
-	return &replication{bin: bin, config: config, window: monitor + sync, replicaURL: "file://" + t.TempDir()}
+	// The file as it is, but for the port of its metrics: a free one, so
+	// that drills running at once on one machine do not share it.
+	addr := regexp.MustCompile(`(?m)^addr:\s*\S+\s*$`)
+	if !addr.Match(yml) {
+		t.Fatalf("%s enables no metrics (addr:)", config)
+	}
+	metricsAddr := freeAddr(t)
+	config = filepath.Join(t.TempDir(), "litestream.yml")
+	if err := os.WriteFile(config, addr.ReplaceAll(yml, []byte("addr: "+metricsAddr)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &replication{bin: bin, config: config, window: monitor + sync, replicaURL: "file://" + t.TempDir(), metricsAddr: metricsAddr}
+}
+
+// checkMetrics scrapes Litestream's /metrics while it replicates and finds
+// data.db's WAL copied and synced: the figures rules.yml alerts on.
+func (r *replication) checkMetrics(t *testing.T) {
+	t.Helper()
+	families := scrape(t, r.metricsAddr)
+	for _, name := range []string{"litestream_sync_count", "litestream_total_wal_bytes"} {
+		var value float64
+		for _, m := range families[name].GetMetric() {
+			if strings.HasSuffix(labelsOf(m), "/data.db") {
+				value += m.GetCounter().GetValue()
+			}
+		}
+		if value == 0 {
+			t.Errorf("Litestream's %s for data.db: %v while petstore writes (%v)", name, value, families[name].GetMetric())
+		}
+	}
+	for _, name := range []string{"litestream_sync_error_count", "litestream_disk_full"} {
+		if _, ok := families[name]; !ok {
+			t.Errorf("Litestream exports no %s", name)
+		}
+	}
 }
 
 // command is `litestream ARGS` with deploy/litestream.yml's variables set for
@@ -428,6 +463,7 @@ func loadAndKill(t *testing.T, r *replication, s *store, rng *rand.Rand) ([]*cre
 		})
 	}
 	time.Sleep(r.window + time.Duration(500+rng.IntN(2500))*time.Millisecond)
+	r.checkMetrics(t)
 	kill := time.Now()
 	s.p.Kill()
 	wg.Wait()

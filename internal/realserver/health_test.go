@@ -3,8 +3,11 @@ package realserver_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,6 +57,16 @@ func TestHealthAnswersOverTheKeylessLimit(t *testing.T) {
 	if _, _, status := petstore(t, dir, "healthcheck", "--url", p.URL+"/readyz"); status != 0 {
 		t.Errorf("healthcheck of a ready server: exit status %d", status)
 	}
+	// A base URL is checked at its /readyz, quietly.
+	if stdout, stderr, status := petstore(t, dir, "healthcheck", "--url", p.URL); status != 0 || stdout != "" {
+		t.Errorf("healthcheck of a base URL: exit status %d, stdout %q, stderr %q; want 0 and nothing printed", status, stdout, stderr)
+	}
+	// Without --url, the address serve takes from PETSTORE_HTTP.
+	check := exec.Command(bin, "healthcheck")
+	check.Env = append(os.Environ(), "PETSTORE_HTTP="+p.Addr)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("healthcheck with PETSTORE_HTTP=%s: %v %s", p.Addr, err, out)
+	}
 	if _, stderr, status := petstore(t, dir, "healthcheck", "--url", "http://127.0.0.1:1/readyz", "--timeout", "2s"); status != 1 {
 		t.Errorf("healthcheck of no server: exit status %d, want 1 (%s)", status, stderr)
 	}
@@ -94,4 +107,31 @@ func TestReadyzRefusesWhileDraining(t *testing.T) {
 	if code, err := p.Wait(30 * time.Second); err != nil || code != 0 {
 		t.Fatalf("exit: %d %v:\n%s", code, err, p.Output())
 	}
+}
+
+// Under systemd's Type=notify, serve says READY=1 once it listens and
+// STOPPING=1 at SIGTERM, on the socket NOTIFY_SOCKET names.
+func TestServeNotifiesSystemd(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: socket, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", socket)
+	p := start(t, t.TempDir())
+	read := func(want string) {
+		t.Helper()
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 256)
+		n, err := conn.Read(buf)
+		if err != nil || !strings.Contains(string(buf[:n]), want) {
+			t.Fatalf("systemd heard %q (%v), want %s", buf[:n], err, want)
+		}
+	}
+	read("READY=1")
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	read("STOPPING=1")
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"petstore/internal/audit"
 )
 
 // TestMetricsCountEveryAnswer sends a known mix of /v1 requests to the
@@ -160,6 +163,74 @@ func TestMetricsCountEveryAnswer(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMetricsStartAtZero scrapes a fresh server's /metrics and finds every
+// known series of the labelled counters at 0 before their first event (the
+// rate limiter's outcomes for keyless requests, the Idempotency-Key outcomes,
+// the webhook attempts' outcomes, every audit action), and
+// petstore_backup_last_success_timestamp_seconds at 0 without a backup; after
+// a backup through PocketBase's API, the backup's time and its audit record
+// counted.
+func TestMetricsStartAtZero(t *testing.T) {
+	metricsAddr := freeAddr(t)
+	_, p := serveBinary(t, "--metrics-addr", metricsAddr)
+	families := scrape(t, metricsAddr)
+
+	want := map[string][]string{
+		"petstore_ratelimit_requests_total":   {"outcome=admitted,plan=anonymous", "outcome=banned,plan=anonymous", "outcome=limited,plan=anonymous"},
+		"petstore_idempotency_requests_total": {"outcome=conflict", "outcome=replayed", "outcome=stored"},
+		"petstore_webhook_deliveries_total":   {"outcome=delivered", "outcome=failed", "outcome=retried"},
+	}
+	for _, action := range audit.Actions {
+		want["petstore_audit_events_total"] = append(want["petstore_audit_events_total"], "action="+string(action))
+	}
+	for name, labels := range want {
+		var got []string
+		for _, m := range families[name].GetMetric() {
+			got = append(got, labelsOf(m))
+			if v := m.GetCounter().GetValue(); v != 0 {
+				t.Errorf("%s{%s} is %v on a fresh start", name, labelsOf(m), v)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(labels)
+		if !slices.Equal(got, labels) {
+			t.Errorf("%s: %v, want %v", name, got, labels)
+		}
+	}
+	backupTime := func(families map[string]*dto.MetricFamily) float64 {
+		t.Helper()
+		m := families["petstore_backup_last_success_timestamp_seconds"].GetMetric()
+		if len(m) != 1 {
+			t.Fatalf("petstore_backup_last_success_timestamp_seconds: %v, want one series", m)
+		}
+		return m[0].GetGauge().GetValue()
+	}
+	if v := backupTime(families); v != 0 {
+		t.Errorf("petstore_backup_last_success_timestamp_seconds without a backup: %v, want 0", v)
+	}
+
+	before := time.Now().Truncate(time.Second)
+	staff := staffClient(t, p)
+	if status, body := staff(http.MethodPost, "/api/backups", []byte(`{"name":"daily.zip"}`), "application/json"); status != http.StatusNoContent {
+		t.Fatalf("backup: %d %s", status, body)
+	}
+	after := time.Now()
+	families = scrape(t, metricsAddr)
+	if v := backupTime(families); v < float64(before.Unix()) || v > float64(after.UnixMilli())/1000 {
+		t.Errorf("petstore_backup_last_success_timestamp_seconds after a backup made between %v and %v: %v",
+			before.Unix(), after.Unix(), v)
+	}
+	created := -1.0
+	for _, m := range families["petstore_audit_events_total"].GetMetric() {
+		if labelsOf(m) == "action=backup.created" {
+			created = m.GetCounter().GetValue()
+		}
+	}
+	if created != 1 {
+		t.Errorf("petstore_audit_events_total{action=backup.created} after a backup: %v, want 1", created)
 	}
 }
 

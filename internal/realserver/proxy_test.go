@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/hooks"
 	"petstore/internal/redistest"
 )
 
@@ -40,10 +41,13 @@ func TestDeployProxiesServeEverything(t *testing.T) {
 			public := "http://" + listen + "/v1"
 			dir := t.TempDir()
 			key, _ := createKey(t, dir, "--plan", "free")
-			a := start(t, dir, "--public-url", public, "--ratelimit-redis", redis.URL(0), "--proxy-addresses", "127.0.0.1")
-			b := start(t, dir, "--public-url", public, "--ratelimit-redis", redis.URL(0), "--proxy-addresses", "127.0.0.1")
+			args := []string{"--public-url", public, "--ratelimit-redis", redis.URL(0), "--ratelimit-anonymous", "3",
+				"--proxy-addresses", "127.0.0.1", "--trusted-proxy-headers", "X-Forwarded-For"}
+			a := start(t, dir, args...)
+			b := start(t, dir, args...)
 			proxy.start(t, listen, []string{a.Addr, b.Addr})
 			checkThroughProxy(t, "http://"+listen, public, key, proxy.id)
+			checkClientsCountedApart(t, "http://"+listen)
 		})
 	}
 }
@@ -116,6 +120,47 @@ func checkThroughProxy(t *testing.T, base, public, key string, proxyIDs *regexp.
 		}
 	}
 	t.Errorf("realtime through the proxy: no PB_CONNECT event within 5 s (%d, %v)", resp.StatusCode, lines.Err())
+}
+
+// checkClientsCountedApart sends keyless requests through the proxy from
+// two addresses: each is counted in its own network's window (3 a minute),
+// not the proxy's.
+func checkClientsCountedApart(t *testing.T, base string) {
+	t.Helper()
+	status := func(ip string) int {
+		t.Helper()
+		resp, err := from(ip).Get(base + "/v1/pets")
+		if err != nil {
+			t.Fatalf("GET /v1/pets from %s through the proxy: %v", ip, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range 4 {
+		want := http.StatusUnauthorized
+		if i == 3 {
+			want = http.StatusTooManyRequests
+		}
+		if got := status("127.0.0.2"); got != want {
+			t.Fatalf("keyless request %d from 127.0.0.2 through the proxy: %d, want %d", i, got, want)
+		}
+	}
+	if got := status("127.0.0.3"); got != http.StatusUnauthorized {
+		t.Errorf("keyless request from 127.0.0.3 through the proxy, after 127.0.0.2's window filled: %d, want 401 (its own window)", got)
+	}
+}
+
+// The start warns when proxies are named and no header gives the client's
+// address: every client would count as the proxy.
+func TestProxyAddressesWithoutAHeaderWarn(t *testing.T) {
+	const warning = `--proxy-addresses names proxies but no header gives the client's address`
+	if p := start(t, t.TempDir(), "--proxy-addresses", "127.0.0.1"); !strings.Contains(p.Output(), warning) {
+		t.Errorf("serve --proxy-addresses without a header does not warn:\n%s", p.Output())
+	}
+	if p := start(t, t.TempDir(), "--proxy-addresses", "127.0.0.1", "--trusted-proxy-headers", "X-Forwarded-For"); strings.Contains(p.Output(), warning) ||
+		!strings.Contains(p.Output(), `msg="Trusted proxy headers set from --trusted-proxy-headers" headers=[X-Forwarded-For]`) {
+		t.Errorf("serve --trusted-proxy-headers X-Forwarded-For:\n%s", p.Output())
+	}
 }
 
 // startNginx runs deploy/nginx.conf, listening on listen with upstreams as its
@@ -236,5 +281,30 @@ func writeFile(t *testing.T, name, content string) {
 	t.Helper()
 	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Compose's stop_grace_period outlasts what a stop takes: the drain and the
+// graceful shutdown that deploy/.env sets (or their defaults), and 5 s for
+// the parts' stops (measured at about 1 s); else Compose kills petstore
+// mid-request.
+func TestComposeGraceOutlastsTheStop(t *testing.T) {
+	setting := func(file, pattern, fallback string) time.Duration {
+		t.Helper()
+		value := fallback
+		if m := regexp.MustCompile(`(?m)` + pattern).FindStringSubmatch(readDeployFile(t, file)); m != nil {
+			value = m[1]
+		}
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", file, pattern, err)
+		}
+		return d
+	}
+	grace := setting("compose.yaml", `^\s+stop_grace_period: (\S+)$`, "10s")
+	drain := setting(".env", `^PETSTORE_DRAIN_DELAY=(\S+)$`, "0s")
+	shutdown := setting(".env", `^PETSTORE_SHUTDOWN_TIMEOUT=(\S+)$`, hooks.DefaultShutdownTimeout.String())
+	if grace < drain+shutdown+5*time.Second {
+		t.Errorf("stop_grace_period %v, under the drain %v plus the shutdown %v plus 5 s", grace, drain, shutdown)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"petstore/limits"
+	"petstore/internal/clientnet"
 )
 
 // maxHeldRefusals bounds the client networks whose refusals a minute holds
@@ -64,7 +64,7 @@ const (
 // counts of past minutes), and what became of en.
 func (r *refusals) add(ip string, en entry) (due []entry, fate refusalFate) {
 	minute := en.created.Unix() / 60
-	key := refusalKey{limits.Network(ip), en.status()}
+	key := refusalKey{clientnet.Of(ip), en.status()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if minute != r.minute {

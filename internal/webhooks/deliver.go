@@ -72,6 +72,18 @@ type Observer interface {
 	ObserveWebhookAttempt(outcome string, took time.Duration)
 }
 
+// The outcomes of an attempt: delivered; failed and tried again later;
+// failed for the last time.
+const (
+	outcomeDelivered = "delivered"
+	outcomeRetried   = "retried"
+	outcomeFailed    = "failed"
+)
+
+// Outcomes are every outcome an Observer gets, so that it can show each at 0
+// from the start.
+var Outcomes = []string{outcomeDelivered, outcomeRetried, outcomeFailed}
+
 // Config configures a Deliverer.
 type Config struct {
 	Targets  Targets
@@ -515,7 +527,7 @@ func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []
 	for i, r := range results {
 		ev := batch[i]
 		if r.delivered() {
-			outcomes[i] = "delivered"
+			outcomes[i] = outcomeDelivered
 			delivered = append(delivered, ev)
 			slowest = max(slowest, r.latency)
 			if i+1 == len(results) || !results[i+1].delivered() {
@@ -530,9 +542,9 @@ func (d *Deliverer) record(tx core.App, stmt func(*sql.Stmt) *sql.Stmt, batch []
 		rows = append(rows, []any{batchID(now, len(rows)), ev.ID, ev.WebhookID, 1, r.status, errText, r.latency.Milliseconds(), r.answer})
 		attempts := ev.Attempts + 1
 		status, next := "failed", ev.NextAttempt
-		outcomes[i] = "failed"
+		outcomes[i] = outcomeFailed
 		if attempts < MaxAttempts && !r.gone() {
-			status, outcomes[i] = "pending", "retried"
+			status, outcomes[i] = "pending", outcomeRetried
 			next = dateString(now.Add(jitter(retryAfter[attempts-1])))
 		}
 		if _, err := stmt(d.stmts.failed).Exec(sql.Named("status", status), sql.Named("attempts", attempts),

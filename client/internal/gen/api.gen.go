@@ -102,6 +102,7 @@ const (
 	ErrorCodeInvalidRequest       ErrorCode = "invalid_request"
 	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
 	ErrorCodeNotFound             ErrorCode = "not_found"
+	ErrorCodeNotLeader            ErrorCode = "not_leader"
 	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
 	ErrorCodeRateLimitExceeded    ErrorCode = "rate_limit_exceeded"
 	ErrorCodeUnauthorized         ErrorCode = "unauthorized"
@@ -126,6 +127,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeMethodNotAllowed:
 		return true
 	case ErrorCodeNotFound:
+		return true
+	case ErrorCodeNotLeader:
 		return true
 	case ErrorCodePayloadTooLarge:
 		return true

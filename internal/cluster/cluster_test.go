@@ -1,0 +1,494 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/internal/cluster"
+	"petstore/internal/etcdtest"
+)
+
+// testTTL is the shortest lease cluster mode allows: the tests wait for
+// leases to end.
+const testTTL = 2 * time.Second
+
+func TestConfigRefusesBadValuesNamingTheFlag(t *testing.T) {
+	good := func() cluster.Config {
+		return cluster.Config{Etcd: "http://127.0.0.1:2379,http://127.0.0.1:2380", Name: "petstore", NodeName: "a",
+			AdvertiseURL: "http://127.0.0.1:8090", ReplicaURL: "file:///var/lib/petstore-replica", TTL: 5 * time.Second}
+	}
+	c := good()
+	if err := c.Validate("127.0.0.1:8090"); err != nil {
+		t.Fatalf("a good configuration is refused: %v", err)
+	}
+	for _, tc := range []struct {
+		change func(*cluster.Config)
+		flag   string
+	}{
+		{func(c *cluster.Config) { c.Etcd = "127.0.0.1:2379" }, "--cluster-etcd"},
+		{func(c *cluster.Config) { c.Etcd = "http://[::1" }, "--cluster-etcd"},
+		{func(c *cluster.Config) { c.Etcd = " , " }, "--cluster-etcd"},
+		{func(c *cluster.Config) { c.Name = "" }, "--cluster-name"},
+		{func(c *cluster.Config) { c.Name = "a/b" }, "--cluster-name"},
+		{func(c *cluster.Config) { c.NodeName = "" }, "--node-name"},
+		{func(c *cluster.Config) { c.AdvertiseURL = "http//x" }, "--advertise-url"},
+		{func(c *cluster.Config) { c.AdvertiseURL = "http://x:8090/v1" }, "--advertise-url"},
+		{func(c *cluster.Config) { c.ReplicaURL = "" }, "--replica-url"},
+		{func(c *cluster.Config) { c.ReplicaURL = "/var/lib/replica" }, "--replica-url"},
+		{func(c *cluster.Config) { c.ReplicaURL = "s3://" }, "--replica-url"},
+		{func(c *cluster.Config) { c.TTL = time.Second }, "--cluster-ttl"},
+		{func(c *cluster.Config) { c.TTL = 61 * time.Second }, "--cluster-ttl"},
+		{func(c *cluster.Config) { c.TTL = 2500 * time.Millisecond }, "--cluster-ttl"},
+	} {
+		c := good()
+		tc.change(&c)
+		err := c.Validate("127.0.0.1:8090")
+		if err == nil || !strings.HasPrefix(err.Error(), tc.flag) {
+			t.Errorf("%+v: error %v, want one naming %s", c, err, tc.flag)
+		}
+	}
+
+	// --advertise-url defaults to --http when it names a reachable host.
+	c = good()
+	c.AdvertiseURL = ""
+	if err := c.Validate("10.0.0.7:8090"); err != nil {
+		t.Errorf("--http 10.0.0.7:8090 without --advertise-url: %v", err)
+	}
+	for _, addr := range []string{"0.0.0.0:8090", ":8090", "[::]:8090"} {
+		c = good()
+		c.AdvertiseURL = ""
+		if err := c.Validate(addr); err == nil || !strings.HasPrefix(err.Error(), "--advertise-url") {
+			t.Errorf("--http %s without --advertise-url: error %v", addr, err)
+		}
+	}
+}
+
+// testNode is a node with the HTTP server its --advertise-url names: its
+// gate while it does not serve, and a stand-in for the service once it
+// leads, which answers POST with 201 only while the fence is open.
+type testNode struct {
+	*cluster.Node
+	name   string
+	server *httptest.Server
+	cancel context.CancelFunc
+	done   chan error
+	logs   *syncBuffer
+}
+
+func startNode(t *testing.T, etcd *etcdtest.Cluster, name string, opts cluster.Options) *testNode {
+	t.Helper()
+	tn := &testNode{name: name, done: make(chan error, 1), logs: &syncBuffer{}}
+	tn.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tn.Status().Role != cluster.Leader {
+			tn.Gate().ServeHTTP(w, r)
+			return
+		}
+		if r.Method == http.MethodPost && !tn.MayWrite() {
+			http.Error(w, "fenced", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Node", name)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(tn.server.Close)
+	cfg := cluster.Config{Etcd: strings.Join(etcd.Endpoints(), ","), Name: "test", NodeName: name,
+		AdvertiseURL: tn.server.URL, ReplicaURL: "file:///unused", TTL: testTTL}
+	if err := cfg.Validate(""); err != nil {
+		t.Fatal(err)
+	}
+	elected := opts.OnElected
+	opts.OnElected = func(term int64) {
+		if elected != nil {
+			elected(term)
+		}
+		// It fails when the term ends first (a Resign, an outage).
+		if err := tn.Serving(context.Background()); err != nil {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	node, err := cluster.New(cfg, slog.New(slog.NewTextHandler(tn.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Node = node
+	ctx, cancel := context.WithCancel(context.Background())
+	tn.cancel = cancel
+	go func() { tn.done <- node.Run(ctx) }()
+	t.Cleanup(func() { tn.kill() })
+	return tn
+}
+
+// kill ends the node as SIGKILL would: no resignation; its lease ends by
+// itself within the TTL.
+func (tn *testNode) kill() {
+	tn.cancel()
+	<-tn.done
+	tn.done <- nil // kill may run again, from the cleanup
+	_ = tn.Close()
+}
+
+func (tn *testNode) String() string { return tn.name }
+
+// waitFor polls cond every 20 ms until it holds or within passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > within {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// leaders are the nodes whose fence is open.
+func leaders(nodes ...*testNode) []*testNode {
+	var open []*testNode
+	for _, n := range nodes {
+		if n.MayWrite() {
+			open = append(open, n)
+		}
+	}
+	return open
+}
+
+func TestOneLeaderTheOthersFollowAndForward(t *testing.T) {
+	etcd := etcdtest.Start(t, 3)
+	a := startNode(t, etcd, "a", cluster.Options{})
+	b := startNode(t, etcd, "b", cluster.Options{})
+	c := startNode(t, etcd, "c", cluster.Options{})
+	nodes := []*testNode{a, b, c}
+	waitFor(t, 10*time.Second, "one leader, two followers", func() bool {
+		roles := map[cluster.Role]int{}
+		for _, n := range nodes {
+			roles[n.Status().Role]++
+		}
+		return roles[cluster.Leader] == 1 && roles[cluster.Follower] == 2
+	})
+	open := leaders(nodes...)
+	if len(open) != 1 {
+		t.Fatalf("nodes that may write: %v, want exactly the leader", open)
+	}
+	leader := open[0]
+	lead := leader.Status()
+	if lead.Term == 0 || lead.Leader == nil || lead.Leader.Node != leader.name || lead.Leader.Term != lead.Term {
+		t.Fatalf("leader's status %+v", lead)
+	}
+	for _, n := range nodes {
+		if n == leader {
+			continue
+		}
+		s := n.Status()
+		if s.Leader == nil || *s.Leader != (cluster.LeaderInfo{Node: leader.name, URL: leader.server.URL, Term: lead.Term}) {
+			t.Errorf("%s sees the leader as %+v, want %s at term %d", n, s.Leader, leader, lead.Term)
+		}
+		// A follower forwards: the leader answers.
+		resp := post(t, n.server.URL+"/v1/pets")
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Node") != leader.name {
+			t.Errorf("POST to follower %s: %d from %q, want 201 from the leader %s", n, resp.StatusCode, resp.Header.Get("Node"), leader)
+		}
+		// /healthz 200, /readyz 503 naming the leader.
+		if resp := get(t, n.server.URL+"/healthz"); resp.StatusCode != http.StatusOK {
+			t.Errorf("follower %s /healthz: %d", n, resp.StatusCode)
+		}
+		resp = get(t, n.server.URL+"/readyz")
+		body := errorBody(t, resp)
+		if resp.StatusCode != http.StatusServiceUnavailable || body.Code != "not_ready" ||
+			!strings.Contains(body.Message, "the leader is "+leader.name+" at "+leader.server.URL) {
+			t.Errorf("follower %s /readyz: %d %+v", n, resp.StatusCode, body)
+		}
+		// A request that another node forwarded is never forwarded again.
+		req, _ := http.NewRequest(http.MethodPost, n.server.URL+"/v1/pets", nil)
+		req.Header.Set(cluster.ForwardedByHeader, "elsewhere")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = errorBody(t, resp)
+		if resp.StatusCode != http.StatusServiceUnavailable || body.Code != "not_leader" || resp.Header.Get("Retry-After") != "1" {
+			t.Errorf("forwarded request at follower %s: %d %+v Retry-After %q", n, resp.StatusCode, body, resp.Header.Get("Retry-After"))
+		}
+	}
+
+	// Every node is registered, with its role.
+	regs, err := a.Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "registrations with roles", func() bool {
+		regs, err = a.Nodes(context.Background())
+		if err != nil || len(regs) != 3 {
+			return false
+		}
+		for _, r := range regs {
+			want := cluster.Follower
+			if r.Node == leader.name {
+				want = cluster.Leader
+			}
+			if r.Role != want {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("registrations: %+v", regs)
+}
+
+func TestLeaderKilledAFollowerTakesOverWithinTheTTL(t *testing.T) {
+	etcd := etcdtest.Start(t, 3)
+	nodes := []*testNode{
+		startNode(t, etcd, "a", cluster.Options{}),
+		startNode(t, etcd, "b", cluster.Options{}),
+		startNode(t, etcd, "c", cluster.Options{}),
+	}
+	waitFor(t, 10*time.Second, "a leader", func() bool { return len(leaders(nodes...)) == 1 })
+	old := leaders(nodes...)[0]
+	oldTerm := old.Status().Term
+	var rest []*testNode
+	for _, n := range nodes {
+		if n != old {
+			rest = append(rest, n)
+		}
+	}
+	old.kill()
+	took := waitFor(t, testTTL+3*time.Second, "a new leader", func() bool { return len(leaders(rest...)) == 1 })
+	t.Logf("new leader %v %s after the kill (TTL %s)", leaders(rest...), took, testTTL)
+	next := leaders(rest...)[0]
+	if term := next.Status().Term; term <= oldTerm {
+		t.Errorf("new term %d, old %d: a new term is always greater", term, oldTerm)
+	}
+	// The remaining follower now forwards to the new leader.
+	for _, n := range rest {
+		if n == next {
+			continue
+		}
+		waitFor(t, 2*time.Second, "the follower sees the new leader", func() bool {
+			s := n.Status()
+			return s.Leader != nil && s.Leader.Node == next.name
+		})
+		if resp := post(t, n.server.URL+"/v1/pets"); resp.StatusCode != http.StatusCreated || resp.Header.Get("Node") != next.name {
+			t.Errorf("POST to %s: %d from %q, want 201 from %s", n, resp.StatusCode, resp.Header.Get("Node"), next)
+		}
+	}
+}
+
+func TestResignHandsOverAtOnce(t *testing.T) {
+	etcd := etcdtest.Start(t, 3)
+	nodes := []*testNode{startNode(t, etcd, "a", cluster.Options{}), startNode(t, etcd, "b", cluster.Options{})}
+	waitFor(t, 10*time.Second, "a leader", func() bool { return len(leaders(nodes...)) == 1 })
+	old := leaders(nodes...)[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := old.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if old.MayWrite() {
+		t.Fatal("a resigned leader may still write")
+	}
+	var other *testNode
+	for _, n := range nodes {
+		if n != old {
+			other = n
+		}
+	}
+	waitFor(t, time.Second, "the other node leads well within the TTL", other.MayWrite)
+	t.Logf("handover took %s", time.Since(start))
+	time.Sleep(testTTL)
+	if old.MayWrite() || old.Status().Role == cluster.Leader {
+		t.Errorf("the resigned node leads again: %+v", old.Status())
+	}
+}
+
+func TestATakenNodeNameIsRefused(t *testing.T) {
+	etcd := etcdtest.Start(t, 3)
+	first := startNode(t, etcd, "same", cluster.Options{})
+	waitFor(t, 10*time.Second, "the first node leads", first.MayWrite)
+	second := startNode(t, etcd, "same", cluster.Options{})
+	var err error
+	select {
+	case err = <-second.done:
+		second.done <- err
+	case <-time.After(testTTL + 5*time.Second):
+		t.Fatal("the second node with a taken name still runs")
+	}
+	if !errors.Is(err, cluster.ErrNameTaken) || !strings.Contains(err.Error(), first.server.URL) || !strings.Contains(err.Error(), "--node-name") {
+		t.Errorf("error %v: want one naming the live node's URL and --node-name", err)
+	}
+	if !first.MayWrite() {
+		t.Error("the first node lost its leadership")
+	}
+}
+
+func TestANodeRestartedWithinTheTTLTakesItsNameBack(t *testing.T) {
+	etcd := etcdtest.Start(t, 3)
+	first := startNode(t, etcd, "a", cluster.Options{})
+	waitFor(t, 10*time.Second, "the node leads", first.MayWrite)
+	first.kill()
+	again := startNode(t, etcd, "a", cluster.Options{})
+	defer func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", again.logs.String())
+			select {
+			case err := <-again.done:
+				t.Logf("Run returned %v", err)
+				again.done <- err
+			default:
+			}
+		}
+	}()
+	waitFor(t, testTTL+5*time.Second, "the restarted node leads", again.MayWrite)
+}
+
+func TestQuorumLostStopsWritesWithinTheTTL(t *testing.T) {
+	etcd := etcdtest.Start(t, 3)
+	nodes := []*testNode{startNode(t, etcd, "a", cluster.Options{}), startNode(t, etcd, "b", cluster.Options{})}
+	waitFor(t, 10*time.Second, "a leader", func() bool { return len(leaders(nodes...)) == 1 })
+	leader := leaders(nodes...)[0]
+	defer func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("%s's log:\n%s", n, n.logs.String())
+			}
+		}
+	}()
+	etcd.Members[1].Stop()
+	etcd.Members[2].Stop()
+	stopped := time.Now()
+	// etcd's leader renews leases until it knows that it lost the quorum,
+	// one election timeout (1 s here, more on a loaded machine) after it
+	// last heard from it: the issue's bound is the TTL plus 2 s.
+	took := waitFor(t, testTTL+2*time.Second, "no node may write", func() bool { return len(leaders(nodes...)) == 0 })
+	t.Logf("writes stopped %s after quorum was lost (TTL %s, etcd's election timeout 1s)", took, testTTL)
+	// Nobody writes for as long as the quorum is lost.
+	for time.Since(stopped) < 2*testTTL {
+		if open := leaders(nodes...); len(open) != 0 {
+			t.Fatalf("%v may write without a quorum", open)
+		}
+		if leader.Status().Role == cluster.Leader && leader.MayWrite() {
+			t.Fatal("the old leader writes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	etcd.Members[1].Restart(t)
+	etcd.Members[2].Restart(t)
+	defer func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("%s's log:\n%s", n, n.logs.String())
+			}
+		}
+	}()
+	took = waitFor(t, 20*time.Second, "a leader once quorum is back", func() bool { return len(leaders(nodes...)) == 1 })
+	t.Logf("a leader %s after quorum came back", took)
+}
+
+func TestUnreachableEtcdIsRetriedAndSaid(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	etcd.Members[0].Stop()
+	n := startNode(t, etcd, "a", cluster.Options{})
+	waitFor(t, 10*time.Second, "the node says etcd does not answer", func() bool {
+		return strings.Contains(n.logs.String(), "etcd does not answer")
+	})
+	resp := get(t, n.server.URL+"/readyz")
+	if body := errorBody(t, resp); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body.Message, "cannot reach etcd") {
+		t.Errorf("/readyz without etcd: %d %+v", resp.StatusCode, body)
+	}
+	if resp := post(t, n.server.URL+"/v1/pets"); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("POST without etcd: %d", resp.StatusCode)
+	}
+	etcd.Members[0].Restart(t)
+	waitFor(t, 20*time.Second, "the node leads once etcd answers", n.MayWrite)
+	logs := n.logs.String()
+	for _, want := range []string{"etcd does not answer", "etcd answers"} {
+		if strings.Count(logs, want) != 1 {
+			t.Errorf("the log says %q %d times, want once (at the change):\n%s", want, strings.Count(logs, want), logs)
+		}
+	}
+}
+
+func TestALaggingNodeStandsAside(t *testing.T) {
+	etcd := etcdtest.Start(t, 3)
+	var mu sync.Mutex
+	behind := errors.New("15 s behind the leader's replica")
+	lagging := startNode(t, etcd, "lagging", cluster.Options{Eligible: func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return behind
+	}})
+	time.Sleep(testTTL)
+	if lagging.MayWrite() || lagging.Status().Role == cluster.Leader {
+		t.Fatal("a node that is not eligible leads")
+	}
+	mu.Lock()
+	behind = nil
+	mu.Unlock()
+	waitFor(t, 5*time.Second, "the node leads once caught up", lagging.MayWrite)
+	if !strings.Contains(lagging.logs.String(), "standing aside") {
+		t.Errorf("the log does not say the node stood aside:\n%s", lagging.logs.String())
+	}
+}
+
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Status  int    `json:"status"`
+}
+
+func errorBody(t *testing.T, resp *http.Response) apiError {
+	t.Helper()
+	var body apiError
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("not an Error body: %v", err)
+	}
+	return body
+}
+
+func get(t *testing.T, url string) *http.Response {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func post(t *testing.T, url string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"name":"Rex"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// syncBuffer is a log destination that goroutines share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

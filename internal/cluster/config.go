@@ -1,0 +1,151 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// DefaultName is --cluster-name's default: the prefix of every key the
+// cluster keeps in etcd.
+const DefaultName = "petstore"
+
+// DefaultTTL is --cluster-ttl's default, the leader's lease: a leader that
+// dies is replaced within about this long.
+const DefaultTTL = 5 * time.Second
+
+// The bounds of --cluster-ttl. Under 2 s, a loaded machine's pause or an
+// etcd election (1 s by default) ends the lease of a healthy leader; over
+// 60 s, a dead leader keeps the service down for a minute.
+const (
+	MinTTL = 2 * time.Second
+	MaxTTL = 60 * time.Second
+)
+
+// Config is cluster mode's configuration, the serve flags of the same names.
+type Config struct {
+	Etcd         string        // --cluster-etcd: comma-separated etcd endpoints; empty: cluster mode is off
+	Name         string        // --cluster-name
+	NodeName     string        // --node-name
+	AdvertiseURL string        // --advertise-url
+	ReplicaURL   string        // --replica-url
+	TTL          time.Duration // --cluster-ttl
+}
+
+// AddFlags declares cluster mode's flags on fs, with c's fields as their
+// values.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	host, _ := os.Hostname()
+	fs.StringVar(&c.Etcd, "cluster-etcd", "",
+		"run as a node of a cluster: the etcd endpoints, comma-separated (http://10.0.0.1:2379,http://10.0.0.2:2379,http://10.0.0.3:2379); the nodes elect one leader, which alone writes")
+	fs.StringVar(&c.Name, "cluster-name", DefaultName,
+		"cluster mode: the cluster's name, the prefix of its keys in etcd and of its replica's path")
+	fs.StringVar(&c.NodeName, "node-name", host,
+		"cluster mode: this node's name, unique in the cluster")
+	fs.StringVar(&c.AdvertiseURL, "advertise-url", "",
+		"cluster mode: the URL at which the other nodes and the load balancer reach this node's --http (http://10.0.0.1:8090; default http:// and --http when it names a host)")
+	fs.StringVar(&c.ReplicaURL, "replica-url", "",
+		"cluster mode: where the leader ships its data and the followers restore it from (file:///path or s3://bucket/prefix)")
+	fs.DurationVar(&c.TTL, "cluster-ttl", DefaultTTL,
+		"cluster mode: the leader's lease in whole seconds, 2s to 60s; a leader that cannot renew it stops writing")
+}
+
+// Enabled says whether cluster mode is on.
+func (c Config) Enabled() bool { return c.Etcd != "" }
+
+// Endpoints are --cluster-etcd's URLs.
+func (c Config) Endpoints() []string {
+	var endpoints []string
+	for e := range strings.SplitSeq(c.Etcd, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			endpoints = append(endpoints, e)
+		}
+	}
+	return endpoints
+}
+
+// Validate checks every value, and that --advertise-url is given or can be
+// made of httpAddr, serve's --http. Its error names the flag.
+func (c Config) Validate(httpAddr string) error {
+	endpoints := c.Endpoints()
+	if len(endpoints) == 0 {
+		return fmt.Errorf("--cluster-etcd %q names no endpoint: give etcd's client URLs, comma-separated", c.Etcd)
+	}
+	for _, e := range endpoints {
+		if err := checkHTTPURL(e); err != nil {
+			return fmt.Errorf("--cluster-etcd: %q %v", e, err)
+		}
+	}
+	if err := checkName(c.Name); err != nil {
+		return fmt.Errorf("--cluster-name %q %v", c.Name, err)
+	}
+	if err := checkName(c.NodeName); err != nil {
+		return fmt.Errorf("--node-name %q %v", c.NodeName, err)
+	}
+	advertise, err := c.advertise(httpAddr)
+	if err != nil {
+		return err
+	}
+	if err := checkHTTPURL(advertise); err != nil {
+		return fmt.Errorf("--advertise-url %q %v", advertise, err)
+	}
+	if c.ReplicaURL == "" {
+		return fmt.Errorf("--replica-url is needed in cluster mode: the followers restore the leader's data from it")
+	}
+	if u, err := url.Parse(c.ReplicaURL); err != nil || (u.Scheme != "file" && u.Scheme != "s3") || u.Scheme == "file" && u.Path == "" || u.Scheme == "s3" && u.Host == "" {
+		return fmt.Errorf("--replica-url %q is not a replica URL: file:///path or s3://bucket/prefix", c.ReplicaURL)
+	}
+	if c.TTL < MinTTL || c.TTL > MaxTTL || c.TTL%time.Second != 0 {
+		return fmt.Errorf("--cluster-ttl %s is out of bounds: whole seconds from %s to %s", c.TTL, MinTTL, MaxTTL)
+	}
+	return nil
+}
+
+// advertise is --advertise-url, or http:// and httpAddr when that names a
+// host the other nodes can reach.
+func (c Config) advertise(httpAddr string) (string, error) {
+	if c.AdvertiseURL != "" {
+		return c.AdvertiseURL, nil
+	}
+	host, _, err := net.SplitHostPort(httpAddr)
+	if ip := net.ParseIP(host); err != nil || host == "" || ip != nil && ip.IsUnspecified() {
+		return "", fmt.Errorf("--advertise-url is needed: --http %q names no address the other nodes can reach", httpAddr)
+	}
+	return "http://" + httpAddr, nil
+}
+
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("is not an http:// or https:// URL with a host")
+	}
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("has more than a scheme, host and port")
+	}
+	return nil
+}
+
+// checkName holds a name that becomes one segment of etcd keys and of the
+// replica's path.
+func checkName(name string) error {
+	if name == "" {
+		return fmt.Errorf("is empty")
+	}
+	if len(name) > 63 {
+		return fmt.Errorf("is longer than 63 characters")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return fmt.Errorf("may hold only letters, digits, '-', '_' and '.'")
+		}
+	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("is not a name")
+	}
+	return nil
+}

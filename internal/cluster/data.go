@@ -1,0 +1,194 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"petstore/internal/database"
+	"petstore/internal/replica"
+)
+
+// MaxLagOnFailover is how far behind the replica a follower's copy may be
+// and still campaign (as Patroni's maximum_lag_on_failover): a node further
+// behind stands aside, since it would lose what it has not applied.
+const MaxLagOnFailover = 5 * time.Second
+
+// Data is this node's copy of the cluster's data: it follows the replica of
+// the term served while the node does not lead, promotes the copy when the
+// node wins, and ships the database while it leads.
+type Data struct {
+	root    replica.Root
+	cluster string
+	dbPath  string
+	log     *slog.Logger
+
+	mu         sync.Mutex
+	follower   *replica.Follower
+	followed   int64 // the term the follower follows
+	promoting  bool  // stopFollowing was called: no term is followed any more
+	replicator *replica.Replicator
+}
+
+// NewData is the data of the node whose data directory is dataDir.
+func NewData(root replica.Root, cluster, dataDir string, log *slog.Logger) *Data {
+	return &Data{root: root, cluster: cluster, dbPath: filepath.Join(dataDir, database.DataFile), log: log}
+}
+
+// Follow follows the replica of the term node says was served last, until
+// ctx ends; a new term served is followed as soon as it is known.
+func (d *Data) Follow(ctx context.Context, node *Node) {
+	for {
+		if served := node.Status().Served; served != 0 && served != d.followedTerm() {
+			if err := d.follow(ctx, served); err != nil && ctx.Err() == nil {
+				d.log.Error("Cluster: cannot follow the replica", "term", served, "error", err.Error())
+			}
+		}
+		if sleep(ctx, minBackoff) != nil {
+			return
+		}
+	}
+}
+
+func (d *Data) followedTerm() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.followed
+}
+
+func (d *Data) follow(ctx context.Context, term int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.promoting {
+		return nil
+	}
+	if d.follower != nil {
+		if err := d.follower.Close(); err != nil {
+			return err
+		}
+		d.follower, d.followed = nil, 0
+	}
+	f, err := replica.StartFollowing(ctx, d.root, d.cluster, term, d.dbPath, d.log)
+	if err != nil {
+		return err
+	}
+	d.follower, d.followed = f, term
+	return nil
+}
+
+// Eligible says why this node may not campaign now, or nil: a node may
+// lead a cluster that never served, or once its copy follows the replica
+// within MaxLagOnFailover.
+func (d *Data) Eligible(served int64) error {
+	if served == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	f := d.follower
+	d.mu.Unlock()
+	if f == nil {
+		return fmt.Errorf("not following term %d's replica yet", served)
+	}
+	lag := f.Lag()
+	switch {
+	case lag.Err != nil:
+		return fmt.Errorf("cannot read the replica: %w", lag.Err)
+	case lag.CheckedAt.IsZero():
+		return errors.New("the copy's lag is not known yet")
+	case lag.Seconds > MaxLagOnFailover.Seconds():
+		return fmt.Errorf("the copy is %.1f s behind the replica, more than %s", lag.Seconds, MaxLagOnFailover)
+	}
+	return nil
+}
+
+// Lag is the copy's lag, for the registration and the metrics.
+func (d *Data) Lag() Lag {
+	d.mu.Lock()
+	f := d.follower
+	d.mu.Unlock()
+	if f == nil {
+		return Lag{}
+	}
+	lag := f.Lag()
+	return Lag{Seconds: lag.Seconds, Transactions: int64(lag.Transactions)}
+}
+
+// stopFollowing keeps Follow from following another term: the node won.
+func (d *Data) stopFollowing() {
+	d.mu.Lock()
+	d.promoting = true
+	d.mu.Unlock()
+}
+
+// Promote makes the copy the database this node serves: it applies
+// everything the followed term shipped and stops following. Without a copy
+// (a cluster that never served), the data directory's database is used as
+// it is, or created. Call it after stopFollowing.
+func (d *Data) Promote(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.follower == nil {
+		return nil
+	}
+	start := time.Now()
+	if err := d.follower.Promote(ctx); err != nil {
+		return fmt.Errorf("promote the copy of term %d: %w", d.followed, err)
+	}
+	d.log.Info("Cluster: promoted the copy", "term", d.followed, "took", time.Since(start).String())
+	d.follower = nil
+	return nil
+}
+
+// Replicate ships the database to term's path until Close.
+func (d *Data) Replicate(ctx context.Context, term int64) error {
+	r, err := replica.StartReplicating(ctx, d.dbPath, d.root, d.cluster, term, d.log)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.replicator = r
+	d.mu.Unlock()
+	return nil
+}
+
+// Sync ships every transaction committed so far (a handover).
+func (d *Data) Sync(ctx context.Context) error {
+	d.mu.Lock()
+	r := d.replicator
+	d.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return r.Sync(ctx)
+}
+
+// Shipping says what the leader has shipped; ok is false on a node that
+// does not ship.
+func (d *Data) Shipping() (status replica.Status, ok bool) {
+	d.mu.Lock()
+	r := d.replicator
+	d.mu.Unlock()
+	if r == nil {
+		return replica.Status{}, false
+	}
+	return r.Status(), true
+}
+
+// Close stops following. The replicator is left running: its file
+// descriptor holds the process's SQLite locks while PocketBase has the
+// database open, so it ends with the process, once the handover's Sync has
+// shipped everything.
+func (d *Data) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.follower == nil {
+		return nil
+	}
+	err := d.follower.Close()
+	d.follower = nil
+	return err
+}

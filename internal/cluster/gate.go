@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	"petstore/internal/api"
+)
+
+// ForwardedByHeader names the node that forwarded a request to the leader.
+// A node that does not serve answers such a request itself (503) rather
+// than forward it again: two nodes with stale views never pass a request
+// back and forth.
+const ForwardedByHeader = "Petstore-Forwarded-By"
+
+// Gate answers every request while this node does not serve (a follower,
+// or a candidate): /healthz 200, /readyz 503, and everything else forwarded
+// to the leader, or answered 503 with Retry-After: 1 when no leader can be
+// reached. Nothing is ever served from this node's copy of the data.
+func (n *Node) Gate() http.Handler {
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(pr.In.Context().Value(leaderURLKey{}).(*url.URL))
+			pr.SetXForwarded()
+			pr.Out.Host = pr.In.Host
+			pr.Out.Header.Set(ForwardedByHeader, n.cfg.NodeName)
+		},
+		// Realtime (server-sent events) streams pass at once.
+		FlushInterval: -1,
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           (&net.Dialer{Timeout: time.Second}).DialContext,
+			ResponseHeaderTimeout: time.Minute,
+			IdleConnTimeout:       time.Minute,
+			MaxIdleConnsPerHost:   64,
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			n.log.Warn("Cluster: the leader did not answer a forwarded request", "path", r.URL.Path, "error", err.Error())
+			notLeader(w, "This node is not the leader, and the leader did not answer; retry shortly.")
+		},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		_ = api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		api.WriteError(w, http.StatusServiceUnavailable, api.CodeNotReady, n.notReadyMessage())
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		status := n.Status()
+		switch {
+		case r.Header.Get(ForwardedByHeader) != "":
+			notLeader(w, "This node is not the leader yet; retry shortly.")
+		case status.Leader == nil || status.Leader.Node == n.cfg.NodeName:
+			notLeader(w, "This node is not the leader, and no leader is elected yet; retry shortly.")
+		default:
+			leader, err := url.Parse(status.Leader.URL)
+			if err != nil {
+				notLeader(w, "This node is not the leader, and the leader's URL is not valid; the server log says why.")
+				n.log.Error("Cluster: the leader's URL is not valid", "url", status.Leader.URL)
+				return
+			}
+			proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderURLKey{}, leader)))
+		}
+	})
+	return mux
+}
+
+// leaderURLKey holds, in a forwarded request's context, the leader's URL.
+type leaderURLKey struct{}
+
+func notLeader(w http.ResponseWriter, message string) {
+	w.Header().Set("Retry-After", "1")
+	api.WriteError(w, http.StatusServiceUnavailable, api.CodeNotLeader, message)
+}
+
+// notReadyMessage says why this node does not serve, naming the leader.
+func (n *Node) notReadyMessage() string {
+	s := n.Status()
+	switch {
+	case s.Role == Candidate && s.Term != 0:
+		return fmt.Sprintf("This node won the election (term %d) and is preparing to serve.", s.Term)
+	case s.EtcdError != "":
+		return "This node cannot reach etcd; it keeps trying. The server log says why."
+	case s.Leader == nil:
+		return "This node is a candidate: no leader is elected yet."
+	default:
+		return fmt.Sprintf("This node is a %s; the leader is %s at %s (term %d).", s.Role, s.Leader.Node, s.Leader.URL, s.Leader.Term)
+	}
+}

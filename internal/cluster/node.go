@@ -1,0 +1,603 @@
+// Package cluster runs a petstore node in cluster mode: the one package that
+// talks to etcd. Nodes elect one leader with etcd's own election
+// (go.etcd.io/etcd/client/v3/concurrency, on each node's session lease);
+// the leader alone writes, and only while its lease is provably held (the
+// fence); the others follow it and forward requests to it (the gate). The
+// rest of the service sees a role, a "may I write now" check and the gate,
+// never etcd.
+//
+// The keys, under /<cluster-name>/:
+//
+//	leader/<lease>   the election (concurrency.Election): the first key is the leader's,
+//	                 {"node","url","term"}; term is the key's create revision
+//	nodes/<node>     each node's registration on its session's lease: {"node","url","role","lag"}
+//	term             the last term whose leader served: the followers follow its replica
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+)
+
+// Role is what a node does in the cluster.
+type Role string
+
+// The roles.
+const (
+	// Candidate: no leader is known to this node (etcd is unreachable, or
+	// the election is under way), or this node has won and is promoting
+	// its data, not serving yet.
+	Candidate Role = "candidate"
+	// Follower: another node leads; this one follows it, forwards requests
+	// to it and waits in the election.
+	Follower Role = "follower"
+	// Leader: this node holds the election and serves.
+	Leader Role = "leader"
+)
+
+// ErrNameTaken is Run's error when a live node holds this node's name.
+var ErrNameTaken = errors.New("node name taken")
+
+// LeaderInfo is the leader as the election's key names it.
+type LeaderInfo struct {
+	Node string `json:"node"`
+	URL  string `json:"url"`
+	Term int64  `json:"term"` // the election key's create revision
+}
+
+// Lag is how far a follower's copy of the data is behind the leader's.
+type Lag struct {
+	Seconds      float64 `json:"seconds"`
+	Transactions int64   `json:"transactions"`
+}
+
+// Registration is a node's value under nodes/<node>, for the other nodes
+// and the staff page.
+type Registration struct {
+	Node string `json:"node"`
+	URL  string `json:"url"`
+	Role Role   `json:"role"`
+	Lag  Lag    `json:"lag"`
+}
+
+// Status is a node's view of the cluster at one moment.
+type Status struct {
+	Role      Role
+	Term      int64       // this node's term, from its win until it steps down; 0 otherwise
+	Leader    *LeaderInfo // nil: none known
+	Served    int64       // the last term whose leader served (the term key); 0: none ever did
+	Elections int64       // leader changes this node has seen
+	Lag       Lag         // this node's data behind the leader's, as last published
+	EtcdError string      // why etcd is unreachable; empty while it answers
+}
+
+// Options connect a node to the parts that hold the data.
+type Options struct {
+	// Eligible says why this node may not campaign now (its data lags too
+	// far), or nil when it may. Nil: always eligible.
+	Eligible func() error
+	// Lag reports the node's lag for its registration. Nil: none.
+	Lag func() Lag
+	// OnElected runs when this node wins term; it promotes the data and
+	// starts serving, then calls Serving. The first read of the term key
+	// is done before the node campaigns.
+	OnElected func(term int64)
+	// OnSteppedDown runs when this node has lost term's lease: the fence is
+	// already closed.
+	OnSteppedDown func(term int64)
+}
+
+// Node is this process in the cluster.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	opts   Options
+	client *clientv3.Client
+	fence  fence
+
+	mu       sync.Mutex
+	status   Status
+	election *concurrency.Election // while this node holds the election
+	resigned bool                  // Resign was called: never campaign again
+	lease    int64                 // the current session's lease, once granted
+	// etcdAnswers is whether etcd answered the last attempt; nil before
+	// the first.
+	etcdAnswers *bool
+}
+
+// backoff bounds the waits between attempts to reach etcd.
+const (
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+// New makes a node of the cluster cfg describes (validated); it talks to
+// etcd only once Run starts.
+func New(cfg Config, log *slog.Logger, opts Options) (*Node, error) {
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Endpoints(),
+		DialTimeout: cfg.TTL,
+		// Requests fail over to another member when one stops answering.
+		DialKeepAliveTime:    cfg.TTL / 2,
+		DialKeepAliveTimeout: cfg.TTL / 2,
+		Logger:               zap.NewNop(), // this package logs what matters, through log
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster mode: %w", err)
+	}
+	n := &Node{cfg: cfg, log: log.With("node", cfg.NodeName), opts: opts, client: client}
+	n.status.Role = Candidate
+	n.status.EtcdError = "not reached yet"
+	return n, nil
+}
+
+// Name is the node's name (--node-name).
+func (n *Node) Name() string { return n.cfg.NodeName }
+
+// Leave revokes the session's lease: the node's registration and its place
+// in the election go at once, rather than a TTL later.
+func (n *Node) Leave(ctx context.Context) error {
+	n.fence.close()
+	n.mu.Lock()
+	lease := n.lease
+	n.mu.Unlock()
+	if lease == 0 {
+		return nil
+	}
+	_, err := n.client.Revoke(ctx, clientv3.LeaseID(lease))
+	return err
+}
+
+// Close ends the node's connection to etcd; its lease, if not revoked by
+// Resign or Leave, ends within the TTL.
+func (n *Node) Close() error {
+	n.fence.close()
+	return n.client.Close()
+}
+
+// Status is the node's view of the cluster now.
+func (n *Node) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := n.status
+	if s.Leader != nil {
+		leader := *s.Leader
+		s.Leader = &leader
+	}
+	return s
+}
+
+// MayWrite says whether this node may commit a write now: it leads, and its
+// lease is provably held.
+func (n *Node) MayWrite() bool { return n.fence.open() }
+
+// Serving records that the elected node serves: it is the leader, its term
+// the one the followers follow, and its fence opens. The term key changes
+// only while this node's election key is the one of its term.
+func (n *Node) Serving(ctx context.Context) error {
+	n.mu.Lock()
+	election, term := n.election, n.status.Term
+	n.mu.Unlock()
+	if election == nil {
+		return errors.New("cluster: serving without leading")
+	}
+	resp, err := n.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(election.Key()), "=", term)).
+		Then(clientv3.OpPut(n.prefix("term"), strconv.FormatInt(term, 10))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("cluster: record the term served: %w", err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("cluster: term %d is over", term)
+	}
+	n.mu.Lock()
+	lease := n.lease
+	n.mu.Unlock()
+	if !n.fence.lead(lease) {
+		return fmt.Errorf("cluster: term %d's lease is no longer provably held", term)
+	}
+	n.setServed(term)
+	n.setRole(Leader)
+	return nil
+}
+
+// readServed reads the term key, and returns the revision to watch it from.
+func (n *Node) readServed(ctx context.Context) (int64, error) {
+	resp, err := n.client.Get(ctx, n.prefix("term"))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the term served: %w", err)
+	}
+	if len(resp.Kvs) == 1 {
+		n.setServedValue(resp.Kvs[0].Value)
+	}
+	return resp.Header.Revision + 1, nil
+}
+
+// watchServed follows the term key from revision rev until ctx ends.
+func (n *Node) watchServed(ctx context.Context, rev int64) {
+	for ctx.Err() == nil {
+		for wr := range n.client.Watch(ctx, n.prefix("term"), clientv3.WithRev(rev)) {
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypePut {
+					n.setServedValue(ev.Kv.Value)
+				}
+				rev = ev.Kv.ModRevision + 1
+			}
+		}
+		if sleep(ctx, minBackoff) == nil {
+			if next, err := n.readServed(ctx); err == nil {
+				rev = next
+			}
+		}
+	}
+}
+
+func (n *Node) setServedValue(v []byte) {
+	term, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		n.log.Error("Cluster: the term key holds no term", "value", string(v))
+		return
+	}
+	n.setServed(term)
+}
+
+func (n *Node) setServed(term int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.status.Served = max(n.status.Served, term)
+}
+
+// Run takes part in the cluster until ctx ends: it opens a session (a
+// lease etcd keeps while this process renews it), registers the node,
+// observes the leader, and campaigns while eligible. While etcd is
+// unreachable, it tries again with backoff. Its error is ErrNameTaken (a
+// live node has this node's name) or nil.
+func (n *Node) Run(ctx context.Context) error {
+	wait := minBackoff
+	for ctx.Err() == nil {
+		started := time.Now()
+		err := n.runSession(ctx)
+		if errors.Is(err, ErrNameTaken) {
+			return err
+		}
+		if ctx.Err() != nil || n.isResigned() {
+			return nil
+		}
+		n.setEtcdError(err)
+		if time.Since(started) > n.cfg.TTL {
+			wait = minBackoff // the session lived: a new outage starts
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxBackoff)
+	}
+	return nil
+}
+
+// runSession is one session's life: it ends with the session (its lease
+// lost or ctx done) and says why.
+func (n *Node) runSession(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ttl := int64(n.cfg.TTL / time.Second)
+	grantCtx, grantCancel := context.WithTimeout(ctx, n.cfg.TTL)
+	sentAt := time.Now()
+	grant, err := n.client.Grant(grantCtx, ttl)
+	grantCancel()
+	if err != nil {
+		return fmt.Errorf("cannot get a lease from etcd: %w", err)
+	}
+	lease := int64(grant.ID)
+	n.fence.newLease(lease, sentAt, time.Duration(grant.TTL)*time.Second)
+	// The previous session's lease may outlive it in etcd (a leader elected
+	// in etcd extends every lease): revoked, its keys (the registration,
+	// the place in the election) go now rather than hold this node up.
+	if previous := n.swapLease(lease); previous != 0 {
+		rctx, cancel := context.WithTimeout(ctx, n.cfg.TTL)
+		_, _ = n.client.Revoke(rctx, clientv3.LeaseID(previous))
+		cancel()
+	}
+	session, err := concurrency.NewSession(n.client, concurrency.WithLease(grant.ID), concurrency.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("cannot keep a lease in etcd: %w", err)
+	}
+	defer session.Orphan() // the lease ends by itself; Resign revokes it
+	n.setEtcdError(nil)
+
+	if err := n.register(ctx, session); err != nil {
+		return err
+	}
+	sessionLost := make(chan error, 1)
+	go func() { sessionLost <- n.renew(ctx, grant.ID) }()
+
+	// The term served is known before the node may campaign: a node that
+	// never saw it would take the cluster for a new one.
+	rev, err := n.readServed(ctx)
+	if err != nil {
+		return err
+	}
+	go n.watchServed(ctx, rev)
+	election := concurrency.NewElection(session, n.prefix("leader"))
+	go n.observe(ctx, election)
+
+	won := make(chan error, 1)
+	go func() { won <- n.campaign(ctx, election) }()
+
+	select {
+	case err := <-sessionLost:
+		return err
+	case <-session.Done():
+		return errors.New("the session's lease ended")
+	case err := <-won:
+		if err != nil {
+			return err
+		}
+	}
+	// This node won: it leads while its lease is provably held; the fence
+	// opens once it serves (Serving).
+	term := election.Rev()
+	if !n.fence.held() {
+		return errors.New("won the election with a lease no longer provably held")
+	}
+	n.mu.Lock()
+	n.election = election
+	n.status.Term = term
+	n.mu.Unlock()
+	n.setLeader(&LeaderInfo{Node: n.cfg.NodeName, URL: n.cfg.AdvertiseURL, Term: term})
+	n.log.Info("Cluster: elected leader", "term", term)
+	if err := election.Proclaim(ctx, n.leaderValue(term)); err != nil {
+		n.stepDown(term, fmt.Errorf("cannot name itself leader: %w", err))
+		return err
+	}
+	if n.opts.OnElected != nil {
+		n.opts.OnElected(term)
+	}
+	reason := n.lead(ctx, session, sessionLost)
+	if ctx.Err() != nil || n.isResigned() {
+		// The node is being stopped (Close), or handed over (Resign,
+		// which revoked the lease): the process ends, it does not rejoin.
+		n.leaveRole()
+		return nil
+	}
+	n.stepDown(term, reason)
+	return reason
+}
+
+// lead holds the leadership until the session or the fence ends, and says
+// why it ended.
+func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLost <-chan error) error {
+	for {
+		// The fence closes by itself when the lease is no longer provably
+		// held; this wakes up then to step down.
+		wake := time.NewTimer(max(n.fence.untilEnd(), 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			wake.Stop()
+			return ctx.Err()
+		case err := <-sessionLost:
+			wake.Stop()
+			return err
+		case <-session.Done():
+			wake.Stop()
+			return errors.New("the session's lease ended")
+		case <-wake.C:
+			if !n.fence.held() {
+				return errors.New("the lease is no longer provably held: no renewal reached etcd in time")
+			}
+		}
+	}
+}
+
+// leaveRole closes the fence at once, then gives up the term.
+func (n *Node) leaveRole() {
+	n.fence.close()
+	n.mu.Lock()
+	n.election = nil
+	n.status.Term = 0
+	n.status.Role = Candidate
+	n.mu.Unlock()
+}
+
+// stepDown gives up term, whose lease is lost.
+func (n *Node) stepDown(term int64, reason error) {
+	n.leaveRole()
+	n.log.Warn("Cluster: stepped down; writes stopped", "term", term, "reason", reason.Error())
+	if n.opts.OnSteppedDown != nil {
+		n.opts.OnSteppedDown(term)
+	}
+}
+
+// Resign hands the leadership over: the fence closes at once (no write
+// commits from now on), the election key and the session's lease are
+// deleted, and the node never campaigns again. The caller ships the data's
+// last transaction before: then a follower wins with everything.
+func (n *Node) Resign(ctx context.Context) error {
+	n.fence.close()
+	n.mu.Lock()
+	n.resigned = true
+	election := n.election
+	n.mu.Unlock()
+	if election == nil {
+		return nil
+	}
+	if err := election.Resign(ctx); err != nil {
+		return fmt.Errorf("cluster: resign: %w", err)
+	}
+	n.mu.Lock()
+	lease := n.lease
+	n.mu.Unlock()
+	_, err := n.client.Revoke(ctx, clientv3.LeaseID(lease))
+	n.log.Info("Cluster: resigned the leadership", "term", election.Rev())
+	return err
+}
+
+// swapLease records lease as the session's and returns the one before.
+func (n *Node) swapLease(lease int64) int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	previous := n.lease
+	n.lease = lease
+	return previous
+}
+
+func (n *Node) isResigned() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.resigned
+}
+
+// renew renews lease every third of the TTL with a request of its own,
+// whose start moves the fence, until ctx ends or the lease is gone.
+// (The session renews it too; its renewals do not say when they were sent.)
+func (n *Node) renew(ctx context.Context, lease clientv3.LeaseID) error {
+	interval := n.cfg.TTL / 3
+	for {
+		sentAt := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, interval)
+		resp, err := n.client.KeepAliveOnce(rctx, lease)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, rpcLeaseNotFound):
+			return errors.New("etcd no longer has the session's lease")
+		case err != nil:
+			n.log.Debug("Cluster: lease renewal failed", "error", err.Error())
+		default:
+			n.fence.renewed(int64(lease), sentAt, time.Duration(resp.TTL)*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(sentAt.Add(interval))):
+		}
+	}
+}
+
+// campaign waits until the node is eligible, then campaigns; it returns nil
+// once this node is the leader.
+func (n *Node) campaign(ctx context.Context, election *concurrency.Election) error {
+	var said string
+	for n.opts.Eligible != nil {
+		if n.isResigned() {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		err := n.opts.Eligible()
+		if err == nil {
+			break
+		}
+		if err.Error() != said {
+			said = err.Error()
+			n.log.Info("Cluster: standing aside from the election", "reason", said)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if n.isResigned() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	n.log.Info("Cluster: campaigning", "caughtUp", said != "")
+	return election.Campaign(ctx, n.leaderValue(0))
+}
+
+// observe follows the election's leader key until ctx ends.
+func (n *Node) observe(ctx context.Context, election *concurrency.Election) {
+	for ctx.Err() == nil {
+		for resp := range election.Observe(ctx) {
+			if len(resp.Kvs) == 0 {
+				continue
+			}
+			kv := resp.Kvs[0]
+			var leader LeaderInfo
+			if err := json.Unmarshal(kv.Value, &leader); err != nil {
+				n.log.Error("Cluster: the leader's key holds no leader", "key", string(kv.Key), "error", err.Error())
+				continue
+			}
+			leader.Term = kv.CreateRevision
+			n.setLeader(&leader)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(minBackoff):
+		}
+	}
+}
+
+func (n *Node) leaderValue(term int64) string {
+	b, _ := json.Marshal(LeaderInfo{Node: n.cfg.NodeName, URL: n.cfg.AdvertiseURL, Term: term})
+	return string(b)
+}
+
+func (n *Node) prefix(suffix string) string { return "/" + n.cfg.Name + "/" + suffix }
+
+// setLeader records the leader observed; a new term counts as an election.
+func (n *Node) setLeader(leader *LeaderInfo) {
+	n.mu.Lock()
+	previous := n.status.Leader
+	n.status.Leader = leader
+	changed := previous == nil || previous.Term != leader.Term
+	if changed {
+		n.status.Elections++
+	}
+	if leader.Node != n.cfg.NodeName && n.status.Role == Candidate && n.status.Term == 0 {
+		n.status.Role = Follower
+	}
+	role := n.status.Role
+	n.mu.Unlock()
+	if changed {
+		n.log.Info("Cluster: leader", "leader", leader.Node, "url", leader.URL, "term", leader.Term, "role", string(role))
+	}
+}
+
+func (n *Node) setRole(role Role) {
+	n.mu.Lock()
+	changed := n.status.Role != role
+	n.status.Role = role
+	term := n.status.Term
+	n.mu.Unlock()
+	if changed {
+		n.log.Info("Cluster: role", "role", string(role), "term", term)
+	}
+}
+
+// setEtcdError records whether etcd answers, logging each change.
+func (n *Node) setEtcdError(err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	n.mu.Lock()
+	changed := n.etcdAnswers == nil || *n.etcdAnswers != (err == nil)
+	answers := err == nil
+	n.etcdAnswers = &answers
+	n.status.EtcdError = msg
+	if err != nil && n.status.Role == Follower {
+		n.status.Role = Candidate
+	}
+	n.mu.Unlock()
+	switch {
+	case !changed:
+	case err == nil:
+		n.log.Info("Cluster: etcd answers", "endpoints", n.cfg.Etcd)
+	default:
+		n.log.Warn("Cluster: etcd does not answer; trying again", "endpoints", n.cfg.Etcd, "error", msg)
+	}
+}

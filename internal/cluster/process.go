@@ -1,0 +1,215 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"petstore/internal/replica"
+)
+
+// Process is this process as a node, from before PocketBase opens the
+// data directory: it listens on --http at once (the gate answers), takes
+// part in the election and follows the leader's data. Once the node wins,
+// the data is promoted and the listener handed to PocketBase, which serves
+// on it as the leader. A leader that loses its lease stops writing at once
+// and then replaces the process with a fresh one of the same command line
+// (execve): PocketBase's state is rebuilt from the start, as a follower.
+type Process struct {
+	Node *Node
+	Data *Data
+	log  *slog.Logger
+
+	listener *handoffListener
+	gate     *http.Server
+	gateDone chan struct{}
+	cancel   context.CancelFunc // ends Run and Follow
+	runDone  chan error
+	elected  chan int64
+}
+
+// Start makes the node of cfg (validated) and starts it: the gate on
+// httpAddr, the election, and the following of the data in dataDir.
+func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger) (p *Process, err error) {
+	if cfg.AdvertiseURL, err = cfg.advertise(httpAddr); err != nil {
+		return nil, err
+	}
+	root, err := replica.ParseURL(cfg.ReplicaURL)
+	if err != nil {
+		return nil, fmt.Errorf("--replica-url: %w", err)
+	}
+	ln, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		return nil, err
+	}
+	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), gateDone: make(chan struct{})}
+	p.Data = NewData(root, cfg.Name, dataDir, log)
+	p.Node, err = New(cfg, log, Options{
+		Eligible:      func() error { return p.Data.Eligible(p.Node.Status().Served) },
+		Lag:           p.Data.Lag,
+		OnElected:     func(term int64) { p.elected <- term },
+		OnSteppedDown: func(term int64) { p.restart(term) },
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	p.listener = &handoffListener{TCPListener: ln.(*net.TCPListener)}
+	p.gate = &http.Server{Handler: p.Node.Gate(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		defer close(p.gateDone)
+		_ = p.gate.Serve(p.listener)
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() { p.runDone <- p.Node.Run(ctx) }()
+	go p.Data.Follow(ctx, p.Node)
+	log.Info("Cluster: node started", "node", cfg.NodeName, "cluster", cfg.Name, "http", ln.Addr().String(), "advertise", cfg.AdvertiseURL)
+	return p, nil
+}
+
+// WaitElected waits until this node wins the election, then stops
+// following, promotes the copy and starts shipping the new term; it returns
+// the term and the listener PocketBase serves on. It returns early with
+// Run's error (a taken node name) or when ctx ends.
+func (p *Process) WaitElected(ctx context.Context) (int64, net.Listener, error) {
+	var term int64
+	select {
+	case term = <-p.elected:
+	case err := <-p.runDone:
+		return 0, nil, err
+	case <-ctx.Done():
+		return 0, nil, ctx.Err()
+	}
+	p.Data.stopFollowing()
+	if err := p.Data.Promote(ctx); err != nil {
+		return 0, nil, err
+	}
+	if err := p.Data.Replicate(ctx, term); err != nil {
+		return 0, nil, err
+	}
+	// The gate stops taking connections; those it took finish. New ones
+	// wait in the listen queue for PocketBase.
+	p.listener.detach(p.gateDone)
+	shutdown, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := p.gate.Shutdown(shutdown); err != nil {
+		_ = p.gate.Close()
+	}
+	return term, p.listener.TCPListener, nil
+}
+
+// Serving records that PocketBase serves: the node is the leader. A node
+// that cannot record it (its term ended meanwhile, or etcd does not answer)
+// never writes: it restarts as a follower.
+func (p *Process) Serving(ctx context.Context) {
+	if err := p.Node.Serving(ctx); err != nil {
+		p.log.Error("Cluster: cannot serve as the leader", "error", err.Error())
+		p.restart(p.Node.Status().Term)
+	}
+}
+
+// Handover hands the leadership over on SIGTERM: writes stop at once,
+// settle waits for the writes that passed the fence before and are still
+// committing, the last transaction is shipped, and the node resigns, so
+// that a follower promotes with everything.
+func (p *Process) Handover(ctx context.Context, settle func() error) error {
+	p.Node.fence.close()
+	if err := settle(); err != nil {
+		p.log.Error("Cluster: could not wait for the writes in flight before the handover", "error", err.Error())
+	}
+	syncErr := p.Data.Sync(ctx)
+	if syncErr != nil {
+		p.log.Error("Cluster: the last transactions could not be shipped before the handover", "error", syncErr.Error())
+	}
+	return errors.Join(syncErr, p.Node.Resign(ctx))
+}
+
+// Close stops the node and the following of its data, and leaves the
+// cluster (Leave).
+func (p *Process) Close() error {
+	p.cancel()
+	_ = p.gate.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = p.Node.Leave(ctx) // revoked already after a handover
+	return errors.Join(p.Data.Close(), p.Node.Close())
+}
+
+// restart replaces the process by a fresh one with the same arguments and
+// environment, once a leader has lost its lease: its fence is closed, and
+// PocketBase, which holds the database open for writing, cannot become a
+// follower in place. What it acknowledged and has not shipped yet is
+// shipped first, for at most restartSyncTimeout, to its own term's path:
+// a node that promotes later applies it, and one that has promoted already
+// no longer follows that term, so nothing is shipped over a new leader's
+// writes.
+func (p *Process) restart(term int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), restartSyncTimeout)
+	if err := p.Data.Sync(ctx); err != nil {
+		p.log.Error("Cluster: could not ship the last transactions before restarting", "term", term, "error", err.Error())
+	}
+	cancel()
+	p.log.Warn("Cluster: restarting as a follower", "term", term)
+	exe, err := os.Executable()
+	if err == nil {
+		err = syscall.Exec(exe, os.Args, os.Environ())
+	}
+	p.log.Error("Cluster: cannot restart; exiting", "error", err.Error())
+	os.Exit(1)
+}
+
+// restartSyncTimeout bounds the shipping of a leader's last transactions
+// before it restarts as a follower.
+const restartSyncTimeout = 2 * time.Second
+
+// handoffListener is the listener the gate serves on until the node leads;
+// then the gate lets it go, open, for PocketBase.
+type handoffListener struct {
+	*net.TCPListener
+	mu       sync.Mutex
+	detached bool
+}
+
+func (l *handoffListener) Accept() (net.Conn, error) {
+	conn, err := l.TCPListener.Accept()
+	l.mu.Lock()
+	detached := l.detached
+	l.mu.Unlock()
+	if detached {
+		if conn != nil {
+			return conn, nil // taken before the handover: the gate answers it
+		}
+		return nil, net.ErrClosed
+	}
+	return conn, err
+}
+
+// Close closes the listener while the gate has it; once handed over, it
+// leaves it open: PocketBase closes it.
+func (l *handoffListener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.detached {
+		return nil
+	}
+	return l.TCPListener.Close()
+}
+
+// detach ends the gate's Accept and waits until the gate no longer
+// accepts (gateDone), then clears the deadline that ended it.
+func (l *handoffListener) detach(gateDone <-chan struct{}) {
+	l.mu.Lock()
+	l.detached = true
+	l.mu.Unlock()
+	_ = l.SetDeadline(time.Now())
+	<-gateDone
+	_ = l.SetDeadline(time.Time{})
+}

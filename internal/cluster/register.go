@@ -1,0 +1,162 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+var rpcLeaseNotFound = rpctypes.ErrLeaseNotFound
+
+// publishInterval is how often a node's registration is brought up to date
+// with its role and lag.
+const publishInterval = time.Second
+
+// register puts the node's registration on session's lease, then keeps it
+// up to date until ctx ends. A key of the same name on another lease is a
+// live node's, or a dead one's whose lease has not ended yet (this node,
+// restarted within the TTL): register waits for the lease's remaining time,
+// and refuses with ErrNameTaken if the same lease still holds the key then,
+// renewed by a live node.
+func (n *Node) register(ctx context.Context, session *concurrency.Session) error {
+	key := n.prefix("nodes/" + n.cfg.NodeName)
+	for {
+		value := n.registration()
+		resp, err := n.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, value, clientv3.WithLease(session.Lease()))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("cannot register the node in etcd: %w", err)
+		}
+		if resp.Succeeded {
+			break
+		}
+		held := resp.Responses[0].GetResponseRange().Kvs[0]
+		remaining, err := n.leaseRemaining(ctx, held.Lease)
+		if err != nil {
+			return err
+		}
+		if remaining <= 0 {
+			// Expired, and etcd is about to delete its keys.
+			if err := sleep(ctx, minBackoff); err != nil {
+				return err
+			}
+			continue
+		}
+		// Wait for the key's deletion (its lease's end), or a second past
+		// the lease's remaining time.
+		wctx, cancel := context.WithTimeout(ctx, remaining+time.Second)
+		gone := false
+		for wr := range n.client.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1)) {
+			if gone = deleted(wr); gone {
+				break
+			}
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if gone {
+			continue
+		}
+		// Still there past its end: renewed, by a live node.
+		if remaining, err = n.leaseRemaining(ctx, held.Lease); err != nil {
+			return err
+		}
+		if remaining > 0 {
+			var other Registration
+			_ = json.Unmarshal(held.Value, &other)
+			return fmt.Errorf("%w: a live node at %s is registered as %q in cluster %q: give this node another --node-name",
+				ErrNameTaken, other.URL, n.cfg.NodeName, n.cfg.Name)
+		}
+	}
+	go n.publish(ctx, key, session.Lease())
+	return nil
+}
+
+// leaseRemaining is how long lease has left; 0 or less once it has ended.
+func (n *Node) leaseRemaining(ctx context.Context, lease int64) (time.Duration, error) {
+	ttl, err := n.client.TimeToLive(ctx, clientv3.LeaseID(lease))
+	if err != nil {
+		return 0, fmt.Errorf("cannot register the node in etcd: %w", err)
+	}
+	return time.Duration(ttl.TTL) * time.Second, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func deleted(wr clientv3.WatchResponse) bool {
+	for _, ev := range wr.Events {
+		if ev.Type == clientv3.EventTypeDelete {
+			return true
+		}
+	}
+	return false
+}
+
+// publish puts the registration again whenever the role or the lag change.
+func (n *Node) publish(ctx context.Context, key string, lease clientv3.LeaseID) {
+	published := n.registration()
+	ticker := time.NewTicker(publishInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		value := n.registration()
+		if value == published {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, publishInterval)
+		_, err := n.client.Put(pctx, key, value, clientv3.WithLease(lease))
+		cancel()
+		if err == nil {
+			published = value
+		}
+	}
+}
+
+func (n *Node) registration() string {
+	var lag Lag
+	if n.opts.Lag != nil {
+		lag = n.opts.Lag()
+	}
+	n.mu.Lock()
+	n.status.Lag = lag
+	role := n.status.Role
+	n.mu.Unlock()
+	b, _ := json.Marshal(Registration{Node: n.cfg.NodeName, URL: n.cfg.AdvertiseURL, Role: role, Lag: lag})
+	return string(b)
+}
+
+// Nodes are the nodes registered in the cluster now, in name order.
+func (n *Node) Nodes(ctx context.Context) ([]Registration, error) {
+	resp, err := n.client.Get(ctx, n.prefix("nodes/"), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read the nodes: %w", err)
+	}
+	nodes := make([]Registration, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var r Registration
+		if json.Unmarshal(kv.Value, &r) == nil {
+			nodes = append(nodes, r)
+		}
+	}
+	return nodes, nil
+}
