@@ -35,11 +35,7 @@ const (
 )
 
 func petFrom(p gen.Pet) Pet {
-	pet := Pet{ID: p.Id, Name: p.Name, CategoryID: p.CategoryId}
-	if p.Status != nil {
-		pet.Status = Status(*p.Status)
-	}
-	return pet
+	return Pet{ID: p.Id, Name: p.Name, CategoryID: p.CategoryId, Status: Status(p.Status)}
 }
 
 // CreatePet adds a pet and returns it as the service stored it. It sends a

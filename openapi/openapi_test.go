@@ -46,14 +46,10 @@ func TestErrorCodesAreTheCatalogue(t *testing.T) {
 // Every response of the deprecated getPet, errors included, declares the
 // deprecation headers the service sends on all of them (internal/api/deprecation.go),
 // so that generated clients see them. The contract checks of the tests cannot
-// notice a missing declaration: undeclared headers pass. 405 is exempt: it
-// answers other methods on the path, which the deprecated route never sees.
+// notice a missing declaration: undeclared headers pass.
 func TestGetPetResponsesDeclareDeprecation(t *testing.T) {
 	op := contract.Load(t).Doc.Paths.Value("/pets/{petId}").Get
 	for status, resp := range op.Responses.Map() {
-		if status == "405" {
-			continue
-		}
 		for name, component := range map[string]string{
 			"Deprecation": "Deprecation", "Sunset": "Sunset", "Link": "Link-successor-version",
 		} {
@@ -69,8 +65,7 @@ func TestGetPetResponsesDeclareDeprecation(t *testing.T) {
 // listCategories alone is beta, shows a Beta badge on the reference page
 // (Redoc's x-badges), and every response of it declares the API-Stability
 // header the service sends on all of them (internal/api/stability.go), as
-// getPet's declare its deprecation. 405 is exempt: it answers other
-// methods on the path, which the beta route never sees.
+// getPet's declare its deprecation.
 func TestEveryOperationHasAStability(t *testing.T) {
 	for path, item := range contract.Load(t).Doc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -90,12 +85,28 @@ func TestEveryOperationHasAStability(t *testing.T) {
 				continue
 			}
 			for status, resp := range op.Responses.Map() {
-				if status == "405" {
-					continue
-				}
 				h := resp.Value.Headers["API-Stability"]
 				if h == nil || h.Ref != "#/components/headers/API-Stability" || !h.Value.Required {
 					t.Errorf("%s %s %s: API-Stability is not a required $ref to components.headers.API-Stability", method, path, status)
+				}
+			}
+		}
+	}
+}
+
+// Every answer of every operation declares Request-Id, which the service
+// sends on all of them (internal/requestid), and lists no 405: a 405
+// answers a method its path does not have, never an operation's own.
+func TestEveryResponseDeclaresRequestIDAndNo405(t *testing.T) {
+	for path, item := range contract.Load(t).Doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, resp := range op.Responses.Map() {
+				if status == "405" {
+					t.Errorf("%s %s lists 405", method, path)
+				}
+				h := resp.Value.Headers["Request-Id"]
+				if h == nil || h.Ref != "#/components/headers/Request-Id" || !h.Value.Required {
+					t.Errorf("%s %s %s: Request-Id is not a required $ref to components.headers.Request-Id", method, path, status)
 				}
 			}
 		}

@@ -29,9 +29,9 @@ func TestGetPetStatuses(t *testing.T) {
 	}
 
 	for _, id := range []string{
-		"100000000000000",     // the smallest id the service assigns, not assigned here
-		"5",                   // a valid int64 the service never assigns
-		"9223372036854775807", // the largest int64
+		"100000000000000",  // the smallest id the service assigns, not assigned here
+		"5",                // a valid int64 the service never assigns
+		"9007199254740991", // the largest id the document allows, 2^53-1
 	} {
 		r := s.Do(t, http.MethodGet, "/v1/pets/"+id, key, nil)
 		e := apptest.ExpectError(t, r, http.StatusNotFound, api.CodeNotFound)
@@ -40,7 +40,7 @@ func TestGetPetStatuses(t *testing.T) {
 		}
 	}
 
-	for _, id := range []string{"0", "-1", "abc", "1.5", "99999999999999999999", "007", "%2B5", "1e3", "%20" + fmt.Sprint(pet.ID)} {
+	for _, id := range []string{"0", "-1", "abc", "1.5", "9007199254740992", "9223372036854775807", "99999999999999999999", "007", "%2B5", "1e3", "%20" + fmt.Sprint(pet.ID)} {
 		r := s.Do(t, http.MethodGet, "/v1/pets/"+id, key, nil)
 		e := apptest.ExpectError(t, r, http.StatusBadRequest, api.CodeInvalidRequest)
 		if !strings.Contains(e.Message, "petId") {

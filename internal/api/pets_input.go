@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -105,11 +104,12 @@ func unknownParameter(name, known string) *Error {
 	return invalidRequest("Unknown query parameter %q (accepted: %s).", name, known)
 }
 
-// parsePetID reads getPet's path parameter. A positive int64 that is not an
-// id the service would assign is simply not found.
+// parsePetID reads getPet's path parameter: 1 to pets.MaxID, as the
+// document bounds it. An id in range that the service would not assign is
+// simply not found.
 func parsePetID(s string) (string, *Error) {
-	if _, err := strictinput.PositiveDecimal(s); err != nil {
-		return "", invalidRequest("petId must be a positive decimal integer, at most %d.", int64(math.MaxInt64))
+	if n, err := strictinput.PositiveDecimal(s); err != nil || n > pets.MaxID {
+		return "", invalidRequest("petId must be a positive decimal integer, at most %d.", pets.MaxID)
 	}
 	return s, nil
 }

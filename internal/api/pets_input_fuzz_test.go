@@ -241,7 +241,7 @@ var positiveDecimal = regexp.MustCompile(`^[1-9][0-9]*$`)
 
 func FuzzParsePetID(f *testing.F) {
 	for _, seed := range []string{
-		"1", "123456789012345", "9223372036854775807", "9223372036854775808", "0", "01", "-1", "+1",
+		"1", "123456789012345", "9007199254740991", "9007199254740992", "9223372036854775807", "9223372036854775808", "0", "01", "-1", "+1",
 		" 1", "1 ", "1e3", "0x10", "١", "99999999999999999999999", "",
 	} {
 		f.Add(seed)
@@ -257,15 +257,16 @@ func FuzzParsePetID(f *testing.F) {
 			t.Fatalf("strictinput.PositiveDecimal(%q) = %d", s, n)
 		}
 
+		// parsePetID accepts those up to pets.MaxID.
 		id, perr := parsePetID(s)
 		if perr != nil {
 			checkInvalidRequest(t, perr)
-			if err == nil {
-				t.Fatalf("parsePetID refused %q, a positive int64", s)
+			if err == nil && n <= pets.MaxID {
+				t.Fatalf("parsePetID refused %q, an id from 1 to 2^53-1", s)
 			}
 			return
 		}
-		if err != nil || id != s {
+		if err != nil || n > pets.MaxID || id != s {
 			t.Fatalf("parsePetID(%q) = %q; parsePositiveDecimal: %v", s, id, err)
 		}
 	})

@@ -7,6 +7,7 @@ package contract
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,10 @@ type Contract struct {
 }
 
 var load = sync.OnceValues(func() (*Contract, error) {
+	// A YAML body is text to the document (getOpenAPIDocumentYAML's schema
+	// is a string, as generators and mock servers read it), not the object
+	// kin-openapi would decode it into.
+	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.FileBodyDecoder)
 	doc, err := openapi3.NewLoader().LoadFromData(openapi.JSON)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
@@ -53,8 +58,12 @@ var load = sync.OnceValues(func() (*Contract, error) {
 		return nil, err
 	}
 	outside.Responses.Set(fmt.Sprint(http.StatusNotFound), notFound)
+	notAllowed, err := methodNotAllowedResponse(doc)
+	if err != nil {
+		return nil, err
+	}
+	outside.Responses.Set(fmt.Sprint(http.StatusMethodNotAllowed), notAllowed)
 	for status, name := range map[int]string{
-		http.StatusMethodNotAllowed:      "MethodNotAllowed",
 		http.StatusRequestEntityTooLarge: "PayloadTooLarge",
 		http.StatusTooManyRequests:       "TooManyRequests",
 		http.StatusInternalServerError:   "InternalError",
@@ -80,7 +89,7 @@ func unknownPathResponse(doc *openapi3.T) (*openapi3.ResponseRef, error) {
 	}
 	resp := openapi3.NewResponse().WithDescription("No such path under /v1.").WithJSONSchemaRef(schema)
 	resp.Headers = openapi3.Headers{}
-	for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
+	for _, name := range []string{"Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
 		h := doc.Components.Headers[name]
 		if h == nil {
 			return nil, fmt.Errorf("components.headers.%s is missing", name)
@@ -88,6 +97,38 @@ func unknownPathResponse(doc *openapi3.T) (*openapi3.ResponseRef, error) {
 		optional := *h.Value
 		optional.Required = false
 		resp.Headers[name] = &openapi3.HeaderRef{Value: &optional}
+	}
+	return &openapi3.ResponseRef{Value: resp}, nil
+}
+
+// methodNotAllowedResponse is the answer to a method a path does not have:
+// an Error with code method_not_allowed, Allow listing the path's methods,
+// and the headers of every counted answer. No operation can name it (each
+// is one method), and the document's components hold only what operations
+// use; info.description's Errors section describes it.
+func methodNotAllowedResponse(doc *openapi3.T) (*openapi3.ResponseRef, error) {
+	base := doc.Components.Schemas["Error"]
+	if base == nil {
+		return nil, errors.New("components.schemas.Error is missing")
+	}
+	narrowed := openapi3.NewObjectSchema()
+	narrowed.Required = []string{"code", "status"}
+	narrowed.Properties = openapi3.Schemas{
+		"code":   openapi3.NewStringSchema().WithEnum("method_not_allowed").NewRef(),
+		"status": openapi3.NewIntegerSchema().WithMin(http.StatusMethodNotAllowed).WithMax(http.StatusMethodNotAllowed).NewRef(),
+	}
+	schema := &openapi3.Schema{AllOf: openapi3.SchemaRefs{base, narrowed.NewRef()}}
+	resp := openapi3.NewResponse().WithDescription("The path exists but not with this method.").WithJSONSchema(schema)
+	resp.Headers = openapi3.Headers{"Allow": &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+		Required: true,
+		Schema:   openapi3.NewStringSchema().WithPattern(`^[A-Z]+(, [A-Z]+)*$`).NewRef(),
+	}}}}
+	for _, name := range []string{"Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
+		h := doc.Components.Headers[name]
+		if h == nil {
+			return nil, fmt.Errorf("components.headers.%s is missing", name)
+		}
+		resp.Headers[name] = h
 	}
 	return &openapi3.ResponseRef{Value: resp}, nil
 }
@@ -202,6 +243,33 @@ func bearerCredential(_ context.Context, in *openapi3filter.AuthenticationInput)
 	scheme, token, _ := strings.Cut(values[0], " ")
 	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return in.NewError(errors.New("no bearer token"))
+	}
+	return nil
+}
+
+// CheckEvent returns what is wrong with a webhook delivery's body, or nil:
+// its type must be one of the document's webhooks, and the body must match
+// that webhook's request body schema.
+func (c *Contract) CheckEvent(body []byte) error {
+	var event struct{ Type string }
+	if err := json.Unmarshal(body, &event); err != nil {
+		return fmt.Errorf("OpenAPI contract: webhook body is not JSON: %w", err)
+	}
+	hook := c.Doc.Webhooks[event.Type]
+	if hook == nil || hook.Post == nil || hook.Post.RequestBody == nil {
+		return fmt.Errorf("OpenAPI contract: no webhook %q in the document", event.Type)
+	}
+	media := hook.Post.RequestBody.Value.Content.Get("application/json")
+	if media == nil || media.Schema == nil {
+		return fmt.Errorf("OpenAPI contract: webhook %q has no JSON body", event.Type)
+	}
+	var value any
+	if err := json.Unmarshal(body, &value); err != nil {
+		return err
+	}
+	if err := media.Schema.Value.VisitJSON(value); err != nil {
+		reason, _, _ := strings.Cut(err.Error(), "\nSchema:")
+		return fmt.Errorf("OpenAPI contract: webhook %q body %.300s does not match the document: %s", event.Type, body, reason)
 	}
 	return nil
 }

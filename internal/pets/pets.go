@@ -36,6 +36,9 @@ const (
 	// without a leading zero always fit int64 and JSON's safe-integer range,
 	// and a fixed length keeps text order equal to numeric order.
 	IDPattern = "[1-9][0-9]{14}"
+	// MaxID bounds the ids clients name, as the document's Pet.id does:
+	// JSON's safe-integer range, 2^53-1, which every IDPattern id is in.
+	MaxID = 1<<53 - 1
 	// MaxCategoryID is the largest integer that JSON clients (and
 	// PocketBase's float64 number fields) represent exactly: 2^53-1.
 	MaxCategoryID = 1<<53 - 1

@@ -14,8 +14,10 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"petstore/internal/contract"
 	"petstore/internal/pets"
 	"petstore/internal/realserver"
+	"petstore/internal/webhooks"
 )
 
 // delivery is one request a receiver got.
@@ -23,6 +25,7 @@ type delivery struct {
 	header   http.Header
 	body     []byte
 	verified error // Standard Webhooks' library's verdict
+	matches  error // the document's webhooks' verdict on its body (internal/contract)
 	at       time.Time
 }
 
@@ -33,6 +36,7 @@ type receiver struct {
 	t      *testing.T
 	ln     net.Listener
 	srv    *http.Server
+	doc    *contract.Contract
 	secret string
 	answer func(n int) int // the status of the n-th delivery (from 1)
 
@@ -44,7 +48,7 @@ type receiver struct {
 // newReceiver serves on addr ("127.0.0.1:0" for a free port).
 func newReceiver(t *testing.T, addr string) *receiver {
 	t.Helper()
-	r := &receiver{t: t, event: make(chan struct{}, 100)}
+	r := &receiver{t: t, doc: contract.Load(t), event: make(chan struct{}, 100)}
 	r.listen(addr)
 	return r
 }
@@ -66,7 +70,7 @@ func (r *receiver) url() string { return "http://" + r.ln.Addr().String() + "/ho
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
-	d := delivery{header: req.Header.Clone(), body: body, at: time.Now()}
+	d := delivery{header: req.Header.Clone(), body: body, at: time.Now(), matches: r.doc.CheckEvent(body)}
 	if wh, err := standardwebhooks.NewWebhook(r.secret); err != nil {
 		d.verified = err
 	} else {
@@ -91,12 +95,18 @@ func (r *receiver) deliveries() []delivery {
 	return append([]delivery(nil), r.got...)
 }
 
-// waitFor waits at most timeout for the receiver to have n deliveries.
+// waitFor waits at most timeout for the receiver to have n deliveries; it
+// fails the test for any whose body the document's webhooks do not describe.
 func (r *receiver) waitFor(n int, timeout time.Duration) []delivery {
 	r.t.Helper()
 	deadline := time.After(timeout)
 	for {
 		if got := r.deliveries(); len(got) >= n {
+			for _, d := range got {
+				if d.matches != nil {
+					r.t.Error(d.matches)
+				}
+			}
 			return got
 		}
 		select {
@@ -476,5 +486,64 @@ func TestWebhookShutdownDuringADelivery(t *testing.T) {
 	}
 	if len(attempts.Items) != 1 || attempts.Items[0].Status != 200 {
 		t.Errorf("attempts %s, want the one delivery: the stopped one is no attempt", body)
+	}
+}
+
+// Each kind of event a test can cause here reaches the endpoint as the
+// document's webhooks describe it (receiver.waitFor checks every body
+// against internal/contract): a create, a test event, a key's creation, day
+// quota, roll and revocation, a category's creation, rename and deletion,
+// and a plan's change in the dashboard.
+func TestWebhookEventsMatchTheDocument(t *testing.T) {
+	rcv := newReceiver(t, "127.0.0.1:0")
+	s := newWebhookStore(t, "--webhooks-allow-private")
+	var types []string
+	for _, typ := range webhooks.Types {
+		types = append(types, string(typ))
+	}
+	endpoint, secret := s.addEndpoint(t, rcv.url(), types...)
+	rcv.secret = secret
+	ctx := context.Background()
+
+	s.createPet(t, "Described")
+	if status, body, err := s.p.Do(ctx, http.MethodPost, "/api/petstore/webhooks/"+endpoint+"/test", s.token, nil); err != nil || status != http.StatusAccepted {
+		t.Fatalf("send a test event: %d %v %s", status, err, body)
+	}
+	key, id := createKey(t, s.dir, "--plan", "free", "--per-minute", "1", "--per-day", "1")
+	if status, body, err := s.p.Do(ctx, http.MethodGet, "/v1/pets?limit=1", key, nil); err != nil || status != http.StatusOK {
+		t.Fatalf("the key's one request of the day: %d %v %s", status, err, body)
+	}
+	for _, command := range [][]string{
+		{"keys", "roll", id}, {"keys", "revoke", id},
+		{"categories", "create", "--id", "41", "--name", "Lizards"}, {"categories", "rename", "41", "Geckos"}, {"categories", "delete", "41"},
+	} {
+		if _, stderr, status := petstore(t, s.dir, command...); status != 0 {
+			t.Fatalf("%v: %d %s", command, status, stderr)
+		}
+	}
+	status, body, err := s.p.Do(ctx, http.MethodGet, "/api/collections/plans/records?filter=(name='pro')", s.token, nil)
+	var plans struct{ Items []struct{ ID string } }
+	if err != nil || status != http.StatusOK || json.Unmarshal(body, &plans) != nil || len(plans.Items) != 1 {
+		t.Fatalf("pro plan: %d %v %s", status, err, body)
+	}
+	if status, body, err := s.p.Do(ctx, http.MethodPatch, "/api/collections/plans/records/"+plans.Items[0].ID, s.token, []byte(`{"per_minute":301}`)); err != nil || status != http.StatusOK {
+		t.Fatalf("edit the pro plan: %d %v %s", status, err, body)
+	}
+
+	want := []string{"pet.created", "webhook.test", "key.created", "key.day_quota_reached", "key.rolled", "key.revoked",
+		"category.created", "category.renamed", "category.deleted", "plan.changed"}
+	got := rcv.waitFor(len(want), 20*time.Second)
+	seen := map[string]bool{}
+	for _, d := range got {
+		var e struct{ Type string }
+		if err := json.Unmarshal(d.body, &e); err != nil || d.verified != nil {
+			t.Errorf("delivery %s: %v, signature %v", d.body, err, d.verified)
+		}
+		seen[e.Type] = true
+	}
+	for _, typ := range want {
+		if !seen[typ] {
+			t.Errorf("no %s among %d deliveries", typ, len(got))
+		}
 	}
 }

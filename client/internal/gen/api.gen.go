@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/oapi-codegen/runtime"
 )
@@ -40,6 +41,51 @@ const (
 func (e BadRequestErrorStatus) Valid() bool {
 	switch e {
 	case N400:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CategoryCreatedEventType.
+const (
+	CategoryCreatedEventTypeCategoryCreated CategoryCreatedEventType = "category.created"
+)
+
+// Valid indicates whether the value is a known member of the CategoryCreatedEventType enum.
+func (e CategoryCreatedEventType) Valid() bool {
+	switch e {
+	case CategoryCreatedEventTypeCategoryCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CategoryDeletedEventType.
+const (
+	CategoryDeletedEventTypeCategoryDeleted CategoryDeletedEventType = "category.deleted"
+)
+
+// Valid indicates whether the value is a known member of the CategoryDeletedEventType enum.
+func (e CategoryDeletedEventType) Valid() bool {
+	switch e {
+	case CategoryDeletedEventTypeCategoryDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CategoryRenamedEventType.
+const (
+	CategoryRenamedEventTypeCategoryRenamed CategoryRenamedEventType = "category.renamed"
+)
+
+// Valid indicates whether the value is a known member of the CategoryRenamedEventType enum.
+func (e CategoryRenamedEventType) Valid() bool {
+	switch e {
+	case CategoryRenamedEventTypeCategoryRenamed:
 		return true
 	default:
 		return false
@@ -217,30 +263,99 @@ func (e InternalServerErrorStatus) Valid() bool {
 	}
 }
 
-// Defines values for MethodNotAllowedErrorCode.
+// Defines values for KeyBannedEventType.
 const (
-	MethodNotAllowedErrorCodeMethodNotAllowed MethodNotAllowedErrorCode = "method_not_allowed"
+	KeyBannedEventTypeKeyBanned KeyBannedEventType = "key.banned"
 )
 
-// Valid indicates whether the value is a known member of the MethodNotAllowedErrorCode enum.
-func (e MethodNotAllowedErrorCode) Valid() bool {
+// Valid indicates whether the value is a known member of the KeyBannedEventType enum.
+func (e KeyBannedEventType) Valid() bool {
 	switch e {
-	case MethodNotAllowedErrorCodeMethodNotAllowed:
+	case KeyBannedEventTypeKeyBanned:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for MethodNotAllowedErrorStatus.
+// Defines values for KeyChangeState.
 const (
-	N405 MethodNotAllowedErrorStatus = 405
+	Active  KeyChangeState = "active"
+	Banned  KeyChangeState = "banned"
+	Expired KeyChangeState = "expired"
+	Revoked KeyChangeState = "revoked"
 )
 
-// Valid indicates whether the value is a known member of the MethodNotAllowedErrorStatus enum.
-func (e MethodNotAllowedErrorStatus) Valid() bool {
+// Valid indicates whether the value is a known member of the KeyChangeState enum.
+func (e KeyChangeState) Valid() bool {
 	switch e {
-	case N405:
+	case Active:
+		return true
+	case Banned:
+		return true
+	case Expired:
+		return true
+	case Revoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KeyCreatedEventType.
+const (
+	KeyCreatedEventTypeKeyCreated KeyCreatedEventType = "key.created"
+)
+
+// Valid indicates whether the value is a known member of the KeyCreatedEventType enum.
+func (e KeyCreatedEventType) Valid() bool {
+	switch e {
+	case KeyCreatedEventTypeKeyCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KeyDayQuotaReachedEventType.
+const (
+	KeyDayQuotaReachedEventTypeKeyDayQuotaReached KeyDayQuotaReachedEventType = "key.day_quota_reached"
+)
+
+// Valid indicates whether the value is a known member of the KeyDayQuotaReachedEventType enum.
+func (e KeyDayQuotaReachedEventType) Valid() bool {
+	switch e {
+	case KeyDayQuotaReachedEventTypeKeyDayQuotaReached:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KeyRevokedEventType.
+const (
+	KeyRevokedEventTypeKeyRevoked KeyRevokedEventType = "key.revoked"
+)
+
+// Valid indicates whether the value is a known member of the KeyRevokedEventType enum.
+func (e KeyRevokedEventType) Valid() bool {
+	switch e {
+	case KeyRevokedEventTypeKeyRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KeyRolledEventType.
+const (
+	KeyRolledEventTypeKeyRolled KeyRolledEventType = "key.rolled"
+)
+
+// Valid indicates whether the value is a known member of the KeyRolledEventType enum.
+func (e KeyRolledEventType) Valid() bool {
+	switch e {
+	case KeyRolledEventTypeKeyRolled:
 		return true
 	default:
 		return false
@@ -307,6 +422,21 @@ func (e PayloadTooLargeErrorStatus) Valid() bool {
 	}
 }
 
+// Defines values for PetCreatedEventType.
+const (
+	PetCreatedEventTypePetCreated PetCreatedEventType = "pet.created"
+)
+
+// Valid indicates whether the value is a known member of the PetCreatedEventType enum.
+func (e PetCreatedEventType) Valid() bool {
+	switch e {
+	case PetCreatedEventTypePetCreated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PetStatus.
 const (
 	Available PetStatus = "available"
@@ -322,6 +452,21 @@ func (e PetStatus) Valid() bool {
 	case Pending:
 		return true
 	case Sold:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlanChangedEventType.
+const (
+	PlanChangedEventTypePlanChanged PlanChangedEventType = "plan.changed"
+)
+
+// Valid indicates whether the value is a known member of the PlanChangedEventType enum.
+func (e PlanChangedEventType) Valid() bool {
+	switch e {
+	case PlanChangedEventTypePlanChanged:
 		return true
 	default:
 		return false
@@ -421,6 +566,66 @@ func (e UnsupportedMediaTypeErrorStatus) Valid() bool {
 	}
 }
 
+// Defines values for WebhookEventType.
+const (
+	WebhookEventTypeCategoryCreated    WebhookEventType = "category.created"
+	WebhookEventTypeCategoryDeleted    WebhookEventType = "category.deleted"
+	WebhookEventTypeCategoryRenamed    WebhookEventType = "category.renamed"
+	WebhookEventTypeKeyBanned          WebhookEventType = "key.banned"
+	WebhookEventTypeKeyCreated         WebhookEventType = "key.created"
+	WebhookEventTypeKeyDayQuotaReached WebhookEventType = "key.day_quota_reached"
+	WebhookEventTypeKeyRevoked         WebhookEventType = "key.revoked"
+	WebhookEventTypeKeyRolled          WebhookEventType = "key.rolled"
+	WebhookEventTypePetCreated         WebhookEventType = "pet.created"
+	WebhookEventTypePlanChanged        WebhookEventType = "plan.changed"
+	WebhookEventTypeWebhookTest        WebhookEventType = "webhook.test"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventType enum.
+func (e WebhookEventType) Valid() bool {
+	switch e {
+	case WebhookEventTypeCategoryCreated:
+		return true
+	case WebhookEventTypeCategoryDeleted:
+		return true
+	case WebhookEventTypeCategoryRenamed:
+		return true
+	case WebhookEventTypeKeyBanned:
+		return true
+	case WebhookEventTypeKeyCreated:
+		return true
+	case WebhookEventTypeKeyDayQuotaReached:
+		return true
+	case WebhookEventTypeKeyRevoked:
+		return true
+	case WebhookEventTypeKeyRolled:
+		return true
+	case WebhookEventTypePetCreated:
+		return true
+	case WebhookEventTypePlanChanged:
+		return true
+	case WebhookEventTypeWebhookTest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookTestEventType.
+const (
+	WebhookTestEventTypeWebhookTest WebhookTestEventType = "webhook.test"
+)
+
+// Valid indicates whether the value is a known member of the WebhookTestEventType enum.
+func (e WebhookTestEventType) Valid() bool {
+	switch e {
+	case WebhookTestEventTypeWebhookTest:
+		return true
+	default:
+		return false
+	}
+}
+
 // BadRequestError defines model for BadRequestError.
 type BadRequestError struct {
 	Code BadRequestErrorCode `json:"code"`
@@ -447,6 +652,66 @@ type Category struct {
 	// Name The category's name, unique whatever the letter case.
 	Name string `json:"name"`
 }
+
+// CategoryChange A category after the change (a deletion's, as it was).
+type CategoryChange struct {
+	// Id The category's number, the `categoryId` of its animals.
+	Id int64 `json:"id"`
+
+	// Name The category's name.
+	Name string `json:"name"`
+}
+
+// CategoryCreatedEvent defines model for CategoryCreatedEvent.
+type CategoryCreatedEvent struct {
+	// Data A category after the change (a deletion's, as it was).
+	Data CategoryChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time                `json:"timestamp"`
+	Type      CategoryCreatedEventType `json:"type"`
+}
+
+// CategoryCreatedEventType defines model for CategoryCreatedEvent.Type.
+type CategoryCreatedEventType string
+
+// CategoryDeletedEvent defines model for CategoryDeletedEvent.
+type CategoryDeletedEvent struct {
+	// Data A category after the change (a deletion's, as it was).
+	Data CategoryChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time                `json:"timestamp"`
+	Type      CategoryDeletedEventType `json:"type"`
+}
+
+// CategoryDeletedEventType defines model for CategoryDeletedEvent.Type.
+type CategoryDeletedEventType string
+
+// CategoryRename A category after its rename, and the name it had.
+type CategoryRename struct {
+	// Id The category's number, the `categoryId` of its animals.
+	Id int64 `json:"id"`
+
+	// Name The category's new name.
+	Name string `json:"name"`
+
+	// PreviousName The name it had.
+	PreviousName string `json:"previousName"`
+}
+
+// CategoryRenamedEvent defines model for CategoryRenamedEvent.
+type CategoryRenamedEvent struct {
+	// Data A category after its rename, and the name it had.
+	Data CategoryRename `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time                `json:"timestamp"`
+	Type      CategoryRenamedEventType `json:"type"`
+}
+
+// CategoryRenamedEventType defines model for CategoryRenamedEvent.Type.
+type CategoryRenamedEventType string
 
 // Error Every error's body.
 type Error struct {
@@ -523,20 +788,88 @@ type InternalServerErrorCode string
 // InternalServerErrorStatus defines model for InternalServerError.Status.
 type InternalServerErrorStatus int
 
-// MethodNotAllowedError defines model for MethodNotAllowedError.
-type MethodNotAllowedError struct {
-	Code MethodNotAllowedErrorCode `json:"code"`
+// KeyBannedEvent defines model for KeyBannedEvent.
+type KeyBannedEvent struct {
+	// Data An API key after the change; never the key, its hash or its prefix.
+	Data KeyChange `json:"data"`
 
-	// Message Human-readable description.
-	Message string                      `json:"message"`
-	Status  MethodNotAllowedErrorStatus `json:"status"`
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time          `json:"timestamp"`
+	Type      KeyBannedEventType `json:"type"`
 }
 
-// MethodNotAllowedErrorCode defines model for MethodNotAllowedError.Code.
-type MethodNotAllowedErrorCode string
+// KeyBannedEventType defines model for KeyBannedEvent.Type.
+type KeyBannedEventType string
 
-// MethodNotAllowedErrorStatus defines model for MethodNotAllowedError.Status.
-type MethodNotAllowedErrorStatus int
+// KeyChange An API key after the change; never the key, its hash or its prefix.
+type KeyChange struct {
+	// Id The key's record id (as `keys list` and the staff page show it).
+	Id string `json:"id"`
+
+	// Name Who uses the key.
+	Name string `json:"name"`
+
+	// Plan The name of the key's plan.
+	Plan string `json:"plan"`
+
+	// State The key's state after the change.
+	State KeyChangeState `json:"state"`
+}
+
+// KeyChangeState The key's state after the change.
+type KeyChangeState string
+
+// KeyCreatedEvent defines model for KeyCreatedEvent.
+type KeyCreatedEvent struct {
+	// Data An API key after the change; never the key, its hash or its prefix.
+	Data KeyChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time           `json:"timestamp"`
+	Type      KeyCreatedEventType `json:"type"`
+}
+
+// KeyCreatedEventType defines model for KeyCreatedEvent.Type.
+type KeyCreatedEventType string
+
+// KeyDayQuotaReachedEvent defines model for KeyDayQuotaReachedEvent.
+type KeyDayQuotaReachedEvent struct {
+	// Data An API key after the change; never the key, its hash or its prefix.
+	Data KeyChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time                   `json:"timestamp"`
+	Type      KeyDayQuotaReachedEventType `json:"type"`
+}
+
+// KeyDayQuotaReachedEventType defines model for KeyDayQuotaReachedEvent.Type.
+type KeyDayQuotaReachedEventType string
+
+// KeyRevokedEvent defines model for KeyRevokedEvent.
+type KeyRevokedEvent struct {
+	// Data An API key after the change; never the key, its hash or its prefix.
+	Data KeyChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time           `json:"timestamp"`
+	Type      KeyRevokedEventType `json:"type"`
+}
+
+// KeyRevokedEventType defines model for KeyRevokedEvent.Type.
+type KeyRevokedEventType string
+
+// KeyRolledEvent defines model for KeyRolledEvent.
+type KeyRolledEvent struct {
+	// Data An API key after the change; never the key, its hash or its prefix.
+	Data KeyChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time          `json:"timestamp"`
+	Type      KeyRolledEventType `json:"type"`
+}
+
+// KeyRolledEventType defines model for KeyRolledEvent.Type.
+type KeyRolledEventType string
 
 // NewPet An animal to add. Fields other than these (`id` included) are refused, as are repeated
 // fields and anything after the object.
@@ -569,6 +902,21 @@ type NotFoundErrorCode string
 // NotFoundErrorStatus defines model for NotFoundError.Status.
 type NotFoundErrorStatus int
 
+// OpenAPIDocument An OpenAPI 3.1 document.
+type OpenAPIDocument struct {
+	// Info The document's Info Object.
+	Info struct {
+		Description *string `json:"description,omitempty"`
+		Summary     *string `json:"summary,omitempty"`
+		Title       string  `json:"title"`
+		Version     string  `json:"version"`
+	} `json:"info"`
+	Openapi string `json:"openapi"`
+
+	// Paths The operations, as a Paths Object keyed by path (below `/v1`).
+	Paths map[string]map[string]interface{} `json:"paths"`
+}
+
 // PayloadTooLargeError defines model for PayloadTooLargeError.
 type PayloadTooLargeError struct {
 	Code PayloadTooLargeErrorCode `json:"code"`
@@ -595,15 +943,56 @@ type Pet struct {
 	// Name The animal's name.
 	Name string `json:"name"`
 
-	// Status Availability status.
-	Status *PetStatus `json:"status,omitempty"`
+	// Status Always present in an answer; `available` unless the animal was added with another.
+	Status PetStatus `json:"status"`
 }
+
+// PetCreatedEvent defines model for PetCreatedEvent.
+type PetCreatedEvent struct {
+	// Data An animal, as the service returns it.
+	Data Pet `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time           `json:"timestamp"`
+	Type      PetCreatedEventType `json:"type"`
+}
+
+// PetCreatedEventType defines model for PetCreatedEvent.Type.
+type PetCreatedEventType string
 
 // PetStatus Availability status.
 type PetStatus string
 
 // Pets A page of animals, in ascending `id` order.
 type Pets = []Pet
+
+// PlanChange A plan after the change, and what changed.
+type PlanChange struct {
+	// Changes Each changed field (`name`, `per_minute`, `per_day`, `ban_after`, `ban_minutes`): its old and new value as stored text.
+	Changes map[string]struct {
+		New string `json:"new"`
+		Old string `json:"old"`
+	} `json:"changes"`
+
+	// Id The plan's record id.
+	Id        string       `json:"id"`
+	Name      string       `json:"name"`
+	PerDay    RequestCount `json:"perDay"`
+	PerMinute RequestCount `json:"perMinute"`
+}
+
+// PlanChangedEvent defines model for PlanChangedEvent.
+type PlanChangedEvent struct {
+	// Data A plan after the change, and what changed.
+	Data PlanChange `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time            `json:"timestamp"`
+	Type      PlanChangedEventType `json:"type"`
+}
+
+// PlanChangedEventType defines model for PlanChangedEvent.Type.
+type PlanChangedEventType string
 
 // RateLimitPolicy RateLimit-Policy field: one item per window, `q` requests per `w` seconds.
 type RateLimitPolicy = string
@@ -662,8 +1051,45 @@ type UnsupportedMediaTypeErrorCode string
 // UnsupportedMediaTypeErrorStatus defines model for UnsupportedMediaTypeError.Status.
 type UnsupportedMediaTypeErrorStatus int
 
+// WebhookEvent Every event's body; each event type narrows `type` and `data`.
+type WebhookEvent struct {
+	// Data What the event is about; its schema depends on `type`.
+	Data interface{} `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time `json:"timestamp"`
+
+	// Type The event's type.
+	Type WebhookEventType `json:"type"`
+}
+
+// WebhookEventType The event's type.
+type WebhookEventType string
+
+// WebhookTest The endpoint the test was sent to.
+type WebhookTest struct {
+	// Endpoint The endpoint's id.
+	Endpoint string `json:"endpoint"`
+}
+
+// WebhookTestEvent defines model for WebhookTestEvent.
+type WebhookTestEvent struct {
+	// Data The endpoint the test was sent to.
+	Data WebhookTest `json:"data"`
+
+	// Timestamp When the event happened, RFC 3339 in UTC, to the second.
+	Timestamp time.Time            `json:"timestamp"`
+	Type      WebhookTestEventType `json:"type"`
+}
+
+// WebhookTestEventType defines model for WebhookTestEvent.Type.
+type WebhookTestEventType string
+
 // IdempotencyKey defines model for Idempotency-Key.
 type IdempotencyKey = string
+
+// IfNoneMatch defines model for If-None-Match.
+type IfNoneMatch = string
 
 // CategoriesLimit defines model for categoriesLimit.
 type CategoriesLimit = int
@@ -677,6 +1103,15 @@ type Limit = int
 // Status Availability status.
 type Status = PetStatus
 
+// WebhookId defines model for webhook-id.
+type WebhookId = string
+
+// WebhookSignature defines model for webhook-signature.
+type WebhookSignature = string
+
+// WebhookTimestamp defines model for webhook-timestamp.
+type WebhookTimestamp = string
+
 // BadRequest defines model for BadRequest.
 type BadRequest = BadRequestError
 
@@ -685,9 +1120,6 @@ type InsufficientScope = InsufficientScopeError
 
 // InternalError defines model for InternalError.
 type InternalError = InternalServerError
-
-// MethodNotAllowed defines model for MethodNotAllowed.
-type MethodNotAllowed = MethodNotAllowedError
 
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = PayloadTooLargeError
@@ -735,8 +1167,184 @@ type CreatePetParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// CategoryCreatedParams defines parameters for CategoryCreated.
+type CategoryCreatedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// CategoryDeletedParams defines parameters for CategoryDeleted.
+type CategoryDeletedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// CategoryRenamedParams defines parameters for CategoryRenamed.
+type CategoryRenamedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// KeyBannedParams defines parameters for KeyBanned.
+type KeyBannedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// KeyCreatedParams defines parameters for KeyCreated.
+type KeyCreatedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// KeyDayQuotaReachedParams defines parameters for KeyDayQuotaReached.
+type KeyDayQuotaReachedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// KeyRevokedParams defines parameters for KeyRevoked.
+type KeyRevokedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// KeyRolledParams defines parameters for KeyRolled.
+type KeyRolledParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// PetCreatedParams defines parameters for PetCreated.
+type PetCreatedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// PlanChangedParams defines parameters for PlanChanged.
+type PlanChangedParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// WebhookTestParams defines parameters for WebhookTest.
+type WebhookTestParams struct {
+	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes).
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+	// secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
 // CreatePetJSONRequestBody defines body for CreatePet for application/json ContentType.
 type CreatePetJSONRequestBody = NewPet
+
+// CategoryCreatedJSONRequestBody defines body for CategoryCreated for application/json ContentType.
+type CategoryCreatedJSONRequestBody = CategoryCreatedEvent
+
+// CategoryDeletedJSONRequestBody defines body for CategoryDeleted for application/json ContentType.
+type CategoryDeletedJSONRequestBody = CategoryDeletedEvent
+
+// CategoryRenamedJSONRequestBody defines body for CategoryRenamed for application/json ContentType.
+type CategoryRenamedJSONRequestBody = CategoryRenamedEvent
+
+// KeyBannedJSONRequestBody defines body for KeyBanned for application/json ContentType.
+type KeyBannedJSONRequestBody = KeyBannedEvent
+
+// KeyCreatedJSONRequestBody defines body for KeyCreated for application/json ContentType.
+type KeyCreatedJSONRequestBody = KeyCreatedEvent
+
+// KeyDayQuotaReachedJSONRequestBody defines body for KeyDayQuotaReached for application/json ContentType.
+type KeyDayQuotaReachedJSONRequestBody = KeyDayQuotaReachedEvent
+
+// KeyRevokedJSONRequestBody defines body for KeyRevoked for application/json ContentType.
+type KeyRevokedJSONRequestBody = KeyRevokedEvent
+
+// KeyRolledJSONRequestBody defines body for KeyRolled for application/json ContentType.
+type KeyRolledJSONRequestBody = KeyRolledEvent
+
+// PetCreatedJSONRequestBody defines body for PetCreated for application/json ContentType.
+type PetCreatedJSONRequestBody = PetCreatedEvent
+
+// PlanChangedJSONRequestBody defines body for PlanChanged for application/json ContentType.
+type PlanChangedJSONRequestBody = PlanChangedEvent
+
+// WebhookTestJSONRequestBody defines body for WebhookTest for application/json ContentType.
+type WebhookTestJSONRequestBody = WebhookTestEvent
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -876,8 +1484,10 @@ type ClientInterface interface {
 	// GetPet Get an animal
 	//
 	// **Deprecated**: to be removed on 5 December 2030. Use `listPets` (with its `status`
-	// filter) instead. Every response of this operation, errors included, carries
-	// `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.
+	// filter) instead. Every answer to a `GET` or `HEAD` of `/pets/{petId}` with an `id` in
+	// plain decimal, errors included, carries `Deprecation`, `Sunset` and
+	// `Link: </v1/pets>; rel="successor-version"`. Other answers on its path (`405` for another
+	// method, `404` for `/pets/` with no `id`) are not this operation's and carry none.
 	//
 	// Corresponds with GET /pets/{petId} (the `GetPet` operationId).
 	//
@@ -989,8 +1599,10 @@ func (c *Client) CreatePet(ctx context.Context, params *CreatePetParams, body Cr
 // GetPet Get an animal
 //
 // **Deprecated**: to be removed on 5 December 2030. Use `listPets` (with its `status`
-// filter) instead. Every response of this operation, errors included, carries
-// `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.
+// filter) instead. Every answer to a `GET` or `HEAD` of `/pets/{petId}` with an `id` in
+// plain decimal, errors included, carries `Deprecation`, `Sunset` and
+// `Link: </v1/pets>; rel="successor-version"`. Other answers on its path (`405` for another
+// method, `404` for `/pets/` with no `id`) are not this operation's and carry none.
 //
 // Corresponds with GET /pets/{petId} (the `GetPet` operationId).
 // Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
@@ -1351,8 +1963,10 @@ type ClientWithResponsesInterface interface {
 	// GetPetWithResponse Get an animal
 	//
 	// **Deprecated**: to be removed on 5 December 2030. Use `listPets` (with its `status`
-	// filter) instead. Every response of this operation, errors included, carries
-	// `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.
+	// filter) instead. Every answer to a `GET` or `HEAD` of `/pets/{petId}` with an `id` in
+	// plain decimal, errors included, carries `Deprecation`, `Sunset` and
+	// `Link: </v1/pets>; rel="successor-version"`. Other answers on its path (`405` for another
+	// method, `404` for `/pets/` with no `id`) are not this operation's and carry none.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1368,6 +1982,7 @@ type ListCategoriesResponse200Headers struct {
 	Link                *string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1378,6 +1993,7 @@ type ListCategoriesResponse400Headers struct {
 	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1388,6 +2004,7 @@ type ListCategoriesResponse401Headers struct {
 	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1399,17 +2016,8 @@ type ListCategoriesResponse403Headers struct {
 	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	WWWAuthenticate     string
-	XRateLimitLimit     RequestCount
-	XRateLimitRemaining RequestCount
-	XRateLimitReset     UnixTime
-}
-
-// ListCategoriesResponse405Headers the declared response headers of an HTTP 405 response for ListCategories
-type ListCategoriesResponse405Headers struct {
-	Allow               string
-	RateLimit           RateLimitState
-	RateLimitPolicy     RateLimitPolicy
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1420,6 +2028,7 @@ type ListCategoriesResponse413Headers struct {
 	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1430,6 +2039,7 @@ type ListCategoriesResponse429Headers struct {
 	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	RetryAfter          int
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1441,6 +2051,7 @@ type ListCategoriesResponse500Headers struct {
 	APIStability        string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1457,8 +2068,6 @@ type ListCategoriesResponse struct {
 	JSON401 *UnauthorizedError
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *InsufficientScopeError
-	// JSON405 the response for an HTTP 405 `application/json` response
-	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLargeError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -1473,8 +2082,6 @@ type ListCategoriesResponse struct {
 	Headers401 *ListCategoriesResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListCategoriesResponse403Headers
-	// Headers405 the parsed response headers for an HTTP 405 response
-	Headers405 *ListCategoriesResponse405Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ListCategoriesResponse413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -1501,11 +2108,6 @@ func (r ListCategoriesResponse) GetJSON401() *UnauthorizedError {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListCategoriesResponse) GetJSON403() *InsufficientScopeError {
 	return r.JSON403
-}
-
-// GetJSON405 returns the response for an HTTP 405 `application/json` response
-func (r ListCategoriesResponse) GetJSON405() *MethodNotAllowed {
-	return r.JSON405
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -1557,6 +2159,7 @@ type ListPetsResponse200Headers struct {
 	Link                *string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1566,6 +2169,7 @@ type ListPetsResponse200Headers struct {
 type ListPetsResponse400Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1575,6 +2179,7 @@ type ListPetsResponse400Headers struct {
 type ListPetsResponse401Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1585,17 +2190,8 @@ type ListPetsResponse401Headers struct {
 type ListPetsResponse403Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	WWWAuthenticate     string
-	XRateLimitLimit     RequestCount
-	XRateLimitRemaining RequestCount
-	XRateLimitReset     UnixTime
-}
-
-// ListPetsResponse405Headers the declared response headers of an HTTP 405 response for ListPets
-type ListPetsResponse405Headers struct {
-	Allow               string
-	RateLimit           RateLimitState
-	RateLimitPolicy     RateLimitPolicy
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1605,6 +2201,7 @@ type ListPetsResponse405Headers struct {
 type ListPetsResponse413Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1614,6 +2211,7 @@ type ListPetsResponse413Headers struct {
 type ListPetsResponse429Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	RetryAfter          int
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1624,6 +2222,7 @@ type ListPetsResponse429Headers struct {
 type ListPetsResponse500Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1640,8 +2239,6 @@ type ListPetsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *InsufficientScope
-	// JSON405 the response for an HTTP 405 `application/json` response
-	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -1656,8 +2253,6 @@ type ListPetsResponse struct {
 	Headers401 *ListPetsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListPetsResponse403Headers
-	// Headers405 the parsed response headers for an HTTP 405 response
-	Headers405 *ListPetsResponse405Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ListPetsResponse413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -1684,11 +2279,6 @@ func (r ListPetsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListPetsResponse) GetJSON403() *InsufficientScope {
 	return r.JSON403
-}
-
-// GetJSON405 returns the response for an HTTP 405 `application/json` response
-func (r ListPetsResponse) GetJSON405() *MethodNotAllowed {
-	return r.JSON405
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -1741,6 +2331,7 @@ type CreatePetResponse201Headers struct {
 	Location            string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1751,6 +2342,7 @@ type CreatePetResponse400Headers struct {
 	IdempotentReplayed  *string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1760,6 +2352,7 @@ type CreatePetResponse400Headers struct {
 type CreatePetResponse401Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1770,17 +2363,8 @@ type CreatePetResponse401Headers struct {
 type CreatePetResponse403Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	WWWAuthenticate     string
-	XRateLimitLimit     RequestCount
-	XRateLimitRemaining RequestCount
-	XRateLimitReset     UnixTime
-}
-
-// CreatePetResponse405Headers the declared response headers of an HTTP 405 response for CreatePet
-type CreatePetResponse405Headers struct {
-	Allow               string
-	RateLimit           RateLimitState
-	RateLimitPolicy     RateLimitPolicy
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1790,6 +2374,7 @@ type CreatePetResponse405Headers struct {
 type CreatePetResponse413Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1799,6 +2384,7 @@ type CreatePetResponse413Headers struct {
 type CreatePetResponse415Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1808,6 +2394,7 @@ type CreatePetResponse415Headers struct {
 type CreatePetResponse422Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1817,6 +2404,7 @@ type CreatePetResponse422Headers struct {
 type CreatePetResponse429Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	RetryAfter          int
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1827,6 +2415,7 @@ type CreatePetResponse429Headers struct {
 type CreatePetResponse500Headers struct {
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -1843,8 +2432,6 @@ type CreatePetResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *InsufficientScope
-	// JSON405 the response for an HTTP 405 `application/json` response
-	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -1863,8 +2450,6 @@ type CreatePetResponse struct {
 	Headers401 *CreatePetResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreatePetResponse403Headers
-	// Headers405 the parsed response headers for an HTTP 405 response
-	Headers405 *CreatePetResponse405Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreatePetResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -1895,11 +2480,6 @@ func (r CreatePetResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreatePetResponse) GetJSON403() *InsufficientScope {
 	return r.JSON403
-}
-
-// GetJSON405 returns the response for an HTTP 405 `application/json` response
-func (r CreatePetResponse) GetJSON405() *MethodNotAllowed {
-	return r.JSON405
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -1962,6 +2542,7 @@ type GetPetResponse200Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1974,6 +2555,7 @@ type GetPetResponse400Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -1986,6 +2568,7 @@ type GetPetResponse401Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
@@ -1999,6 +2582,7 @@ type GetPetResponse403Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	WWWAuthenticate     string
 	XRateLimitLimit     RequestCount
@@ -2012,17 +2596,8 @@ type GetPetResponse404Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
-	XRateLimitLimit     RequestCount
-	XRateLimitRemaining RequestCount
-	XRateLimitReset     UnixTime
-}
-
-// GetPetResponse405Headers the declared response headers of an HTTP 405 response for GetPet
-type GetPetResponse405Headers struct {
-	Allow               string
-	RateLimit           RateLimitState
-	RateLimitPolicy     RateLimitPolicy
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
 	XRateLimitReset     UnixTime
@@ -2034,6 +2609,7 @@ type GetPetResponse410Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -2046,6 +2622,7 @@ type GetPetResponse413Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -2058,6 +2635,7 @@ type GetPetResponse429Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	RetryAfter          int
 	Sunset              string
 	XRateLimitLimit     RequestCount
@@ -2071,6 +2649,7 @@ type GetPetResponse500Headers struct {
 	Link                string
 	RateLimit           RateLimitState
 	RateLimitPolicy     RateLimitPolicy
+	RequestId           string
 	Sunset              string
 	XRateLimitLimit     RequestCount
 	XRateLimitRemaining RequestCount
@@ -2090,8 +2669,6 @@ type GetPetResponse struct {
 	JSON403 *InsufficientScopeError
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFoundError
-	// JSON405 the response for an HTTP 405 `application/json` response
-	JSON405 *MethodNotAllowed
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *GoneError
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -2110,8 +2687,6 @@ type GetPetResponse struct {
 	Headers403 *GetPetResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetPetResponse404Headers
-	// Headers405 the parsed response headers for an HTTP 405 response
-	Headers405 *GetPetResponse405Headers
 	// Headers410 the parsed response headers for an HTTP 410 response
 	Headers410 *GetPetResponse410Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -2145,11 +2720,6 @@ func (r GetPetResponse) GetJSON403() *InsufficientScopeError {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetPetResponse) GetJSON404() *NotFoundError {
 	return r.JSON404
-}
-
-// GetJSON405 returns the response for an HTTP 405 `application/json` response
-func (r GetPetResponse) GetJSON405() *MethodNotAllowed {
-	return r.JSON405
 }
 
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
@@ -2293,8 +2863,10 @@ func (c *ClientWithResponses) CreatePetWithResponse(ctx context.Context, params 
 // GetPetWithResponse Get an animal
 //
 // **Deprecated**: to be removed on 5 December 2030. Use `listPets` (with its `status`
-// filter) instead. Every response of this operation, errors included, carries
-// `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.
+// filter) instead. Every answer to a `GET` or `HEAD` of `/pets/{petId}` with an `id` in
+// plain decimal, errors included, carries `Deprecation`, `Sunset` and
+// `Link: </v1/pets>; rel="successor-version"`. Other answers on its path (`405` for another
+// method, `404` for `/pets/` with no `id`) are not this operation's and carry none.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2351,13 +2923,6 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 		}
 		response.JSON403 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
-		var dest MethodNotAllowed
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON405 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLargeError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2412,6 +2977,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2457,6 +3029,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2501,6 +3080,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
@@ -2554,6 +3140,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2583,51 +3176,6 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 			headers.XRateLimitReset = value
 		}
 		response.Headers403 = &headers
-	case rsp.StatusCode == 405:
-		var headers ListCategoriesResponse405Headers
-		if values := rsp.Header.Values("Allow"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.Allow = value
-		}
-		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
-			var value RateLimitState
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimit = value
-		}
-		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
-			var value RateLimitPolicy
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitPolicy = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value UnixTime
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = value
-		}
-		response.Headers405 = &headers
 	case rsp.StatusCode == 413:
 		var headers ListCategoriesResponse413Headers
 		if values := rsp.Header.Values("API-Stability"); len(values) > 0 {
@@ -2650,6 +3198,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
@@ -2695,6 +3250,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -2747,6 +3309,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
@@ -2817,13 +3386,6 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 		}
 		response.JSON403 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
-		var dest MethodNotAllowed
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON405 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2871,6 +3433,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2909,6 +3478,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -2946,6 +3522,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
@@ -2992,6 +3575,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3021,51 +3611,6 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers403 = &headers
-	case rsp.StatusCode == 405:
-		var headers ListPetsResponse405Headers
-		if values := rsp.Header.Values("Allow"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.Allow = value
-		}
-		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
-			var value RateLimitState
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimit = value
-		}
-		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
-			var value RateLimitPolicy
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitPolicy = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value UnixTime
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = value
-		}
-		response.Headers405 = &headers
 	case rsp.StatusCode == 413:
 		var headers ListPetsResponse413Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -3081,6 +3626,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
@@ -3119,6 +3671,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -3164,6 +3723,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
@@ -3234,13 +3800,6 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 		}
 		response.JSON403 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
-		var dest MethodNotAllowed
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON405 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3309,6 +3868,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -3354,6 +3920,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -3391,6 +3964,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
@@ -3437,6 +4017,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3466,51 +4053,6 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers403 = &headers
-	case rsp.StatusCode == 405:
-		var headers CreatePetResponse405Headers
-		if values := rsp.Header.Values("Allow"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.Allow = value
-		}
-		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
-			var value RateLimitState
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimit = value
-		}
-		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
-			var value RateLimitPolicy
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitPolicy = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value UnixTime
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = value
-		}
-		response.Headers405 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreatePetResponse413Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -3526,6 +4068,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
@@ -3565,6 +4114,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -3603,6 +4159,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
@@ -3640,6 +4203,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -3685,6 +4255,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value RequestCount
@@ -3762,13 +4339,6 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 		}
 		response.JSON404 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
-		var dest MethodNotAllowed
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON405 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
 		var dest GoneError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3830,6 +4400,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3889,6 +4466,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -3947,6 +4531,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
@@ -4014,6 +4605,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -4080,6 +4678,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -4109,51 +4714,6 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers404 = &headers
-	case rsp.StatusCode == 405:
-		var headers GetPetResponse405Headers
-		if values := rsp.Header.Values("Allow"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.Allow = value
-		}
-		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
-			var value RateLimitState
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimit = value
-		}
-		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
-			var value RateLimitPolicy
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitPolicy = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value RequestCount
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value UnixTime
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = value
-		}
-		response.Headers405 = &headers
 	case rsp.StatusCode == 410:
 		var headers GetPetResponse410Headers
 		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
@@ -4183,6 +4743,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
@@ -4243,6 +4810,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -4301,6 +4875,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -4368,6 +4949,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			}
 			headers.RateLimitPolicy = value
 		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
 		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -4400,4 +4988,1061 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 	}
 
 	return response, nil
+}
+
+// WebhookInitiator sends OpenAPI 3.1 webhook requests to target URLs.
+// Modeled on the generated Client, but with no stored Server -- the full
+// target URL is provided per-call by the caller (typically discovered
+// from a subscription registration).
+type WebhookInitiator struct {
+	// Doer for performing requests, typically a *http.Client with any
+	// customized settings, such as certificate chains.
+	Client HttpRequestDoer
+
+	// A list of callbacks for modifying requests which are generated before sending over
+	// the network.
+	RequestEditors []RequestEditorFn
+}
+
+// WebhookInitiatorOption allows setting custom parameters during construction.
+type WebhookInitiatorOption func(*WebhookInitiator) error
+
+// NewWebhookInitiator creates a new WebhookInitiator with reasonable defaults.
+func NewWebhookInitiator(opts ...WebhookInitiatorOption) (*WebhookInitiator, error) {
+	initiator := WebhookInitiator{}
+	for _, o := range opts {
+		if err := o(&initiator); err != nil {
+			return nil, err
+		}
+	}
+	if initiator.Client == nil {
+		initiator.Client = &http.Client{}
+	}
+	return &initiator, nil
+}
+
+// WithWebhookHTTPClient allows overriding the default Doer, which is
+// automatically created using http.Client. This is useful for tests.
+func WithWebhookHTTPClient(doer HttpRequestDoer) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.Client = doer
+		return nil
+	}
+}
+
+// WithWebhookRequestEditorFn allows setting up a callback function, which
+// will be called right before sending the webhook request. This can be
+// used to mutate the request, e.g. to add signature headers.
+func WithWebhookRequestEditorFn(fn RequestEditorFn) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.RequestEditors = append(p.RequestEditors, fn)
+		return nil
+	}
+}
+
+func (p *WebhookInitiator) applyWebhookEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+	for _, r := range p.RequestEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	for _, r := range additionalEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WebhookInitiatorInterface is the interface specification for the webhook initiator.
+type WebhookInitiatorInterface interface {
+	// CategoryCreatedWithBody fires the category.created webhook with any body
+	CategoryCreatedWithBody(ctx context.Context, targetURL string, params *CategoryCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CategoryCreated(ctx context.Context, targetURL string, params *CategoryCreatedParams, body CategoryCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CategoryDeletedWithBody fires the category.deleted webhook with any body
+	CategoryDeletedWithBody(ctx context.Context, targetURL string, params *CategoryDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CategoryDeleted(ctx context.Context, targetURL string, params *CategoryDeletedParams, body CategoryDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CategoryRenamedWithBody fires the category.renamed webhook with any body
+	CategoryRenamedWithBody(ctx context.Context, targetURL string, params *CategoryRenamedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CategoryRenamed(ctx context.Context, targetURL string, params *CategoryRenamedParams, body CategoryRenamedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// KeyBannedWithBody fires the key.banned webhook with any body
+	KeyBannedWithBody(ctx context.Context, targetURL string, params *KeyBannedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	KeyBanned(ctx context.Context, targetURL string, params *KeyBannedParams, body KeyBannedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// KeyCreatedWithBody fires the key.created webhook with any body
+	KeyCreatedWithBody(ctx context.Context, targetURL string, params *KeyCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	KeyCreated(ctx context.Context, targetURL string, params *KeyCreatedParams, body KeyCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// KeyDayQuotaReachedWithBody fires the key.day_quota_reached webhook with any body
+	KeyDayQuotaReachedWithBody(ctx context.Context, targetURL string, params *KeyDayQuotaReachedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	KeyDayQuotaReached(ctx context.Context, targetURL string, params *KeyDayQuotaReachedParams, body KeyDayQuotaReachedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// KeyRevokedWithBody fires the key.revoked webhook with any body
+	KeyRevokedWithBody(ctx context.Context, targetURL string, params *KeyRevokedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	KeyRevoked(ctx context.Context, targetURL string, params *KeyRevokedParams, body KeyRevokedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// KeyRolledWithBody fires the key.rolled webhook with any body
+	KeyRolledWithBody(ctx context.Context, targetURL string, params *KeyRolledParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	KeyRolled(ctx context.Context, targetURL string, params *KeyRolledParams, body KeyRolledJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PetCreatedWithBody fires the pet.created webhook with any body
+	PetCreatedWithBody(ctx context.Context, targetURL string, params *PetCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PetCreated(ctx context.Context, targetURL string, params *PetCreatedParams, body PetCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PlanChangedWithBody fires the plan.changed webhook with any body
+	PlanChangedWithBody(ctx context.Context, targetURL string, params *PlanChangedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PlanChanged(ctx context.Context, targetURL string, params *PlanChangedParams, body PlanChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookTestWithBody fires the webhook.test webhook with any body
+	WebhookTestWithBody(ctx context.Context, targetURL string, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookTest(ctx context.Context, targetURL string, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *WebhookInitiator) CategoryCreatedWithBody(ctx context.Context, targetURL string, params *CategoryCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryCreatedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) CategoryCreated(ctx context.Context, targetURL string, params *CategoryCreatedParams, body CategoryCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryCreatedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) CategoryDeletedWithBody(ctx context.Context, targetURL string, params *CategoryDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryDeletedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) CategoryDeleted(ctx context.Context, targetURL string, params *CategoryDeletedParams, body CategoryDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryDeletedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) CategoryRenamedWithBody(ctx context.Context, targetURL string, params *CategoryRenamedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryRenamedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) CategoryRenamed(ctx context.Context, targetURL string, params *CategoryRenamedParams, body CategoryRenamedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCategoryRenamedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyBannedWithBody(ctx context.Context, targetURL string, params *KeyBannedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyBannedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyBanned(ctx context.Context, targetURL string, params *KeyBannedParams, body KeyBannedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyBannedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyCreatedWithBody(ctx context.Context, targetURL string, params *KeyCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyCreatedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyCreated(ctx context.Context, targetURL string, params *KeyCreatedParams, body KeyCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyCreatedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyDayQuotaReachedWithBody(ctx context.Context, targetURL string, params *KeyDayQuotaReachedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyDayQuotaReachedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyDayQuotaReached(ctx context.Context, targetURL string, params *KeyDayQuotaReachedParams, body KeyDayQuotaReachedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyDayQuotaReachedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyRevokedWithBody(ctx context.Context, targetURL string, params *KeyRevokedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyRevokedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyRevoked(ctx context.Context, targetURL string, params *KeyRevokedParams, body KeyRevokedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyRevokedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyRolledWithBody(ctx context.Context, targetURL string, params *KeyRolledParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyRolledWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) KeyRolled(ctx context.Context, targetURL string, params *KeyRolledParams, body KeyRolledJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyRolledWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PetCreatedWithBody(ctx context.Context, targetURL string, params *PetCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPetCreatedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PetCreated(ctx context.Context, targetURL string, params *PetCreatedParams, body PetCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPetCreatedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PlanChangedWithBody(ctx context.Context, targetURL string, params *PlanChangedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPlanChangedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PlanChanged(ctx context.Context, targetURL string, params *PlanChangedParams, body PlanChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPlanChangedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookTestWithBody(ctx context.Context, targetURL string, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookTest(ctx context.Context, targetURL string, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+// NewCategoryCreatedWebhookRequest builds a application/json POST request for the category.created webhook
+func NewCategoryCreatedWebhookRequest(targetURL string, params *CategoryCreatedParams, body CategoryCreatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCategoryCreatedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewCategoryCreatedWebhookRequestWithBody builds a POST request for the category.created webhook with any body
+func NewCategoryCreatedWebhookRequestWithBody(targetURL string, params *CategoryCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewCategoryDeletedWebhookRequest builds a application/json POST request for the category.deleted webhook
+func NewCategoryDeletedWebhookRequest(targetURL string, params *CategoryDeletedParams, body CategoryDeletedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCategoryDeletedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewCategoryDeletedWebhookRequestWithBody builds a POST request for the category.deleted webhook with any body
+func NewCategoryDeletedWebhookRequestWithBody(targetURL string, params *CategoryDeletedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewCategoryRenamedWebhookRequest builds a application/json POST request for the category.renamed webhook
+func NewCategoryRenamedWebhookRequest(targetURL string, params *CategoryRenamedParams, body CategoryRenamedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCategoryRenamedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewCategoryRenamedWebhookRequestWithBody builds a POST request for the category.renamed webhook with any body
+func NewCategoryRenamedWebhookRequestWithBody(targetURL string, params *CategoryRenamedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewKeyBannedWebhookRequest builds a application/json POST request for the key.banned webhook
+func NewKeyBannedWebhookRequest(targetURL string, params *KeyBannedParams, body KeyBannedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewKeyBannedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewKeyBannedWebhookRequestWithBody builds a POST request for the key.banned webhook with any body
+func NewKeyBannedWebhookRequestWithBody(targetURL string, params *KeyBannedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewKeyCreatedWebhookRequest builds a application/json POST request for the key.created webhook
+func NewKeyCreatedWebhookRequest(targetURL string, params *KeyCreatedParams, body KeyCreatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewKeyCreatedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewKeyCreatedWebhookRequestWithBody builds a POST request for the key.created webhook with any body
+func NewKeyCreatedWebhookRequestWithBody(targetURL string, params *KeyCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewKeyDayQuotaReachedWebhookRequest builds a application/json POST request for the key.day_quota_reached webhook
+func NewKeyDayQuotaReachedWebhookRequest(targetURL string, params *KeyDayQuotaReachedParams, body KeyDayQuotaReachedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewKeyDayQuotaReachedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewKeyDayQuotaReachedWebhookRequestWithBody builds a POST request for the key.day_quota_reached webhook with any body
+func NewKeyDayQuotaReachedWebhookRequestWithBody(targetURL string, params *KeyDayQuotaReachedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewKeyRevokedWebhookRequest builds a application/json POST request for the key.revoked webhook
+func NewKeyRevokedWebhookRequest(targetURL string, params *KeyRevokedParams, body KeyRevokedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewKeyRevokedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewKeyRevokedWebhookRequestWithBody builds a POST request for the key.revoked webhook with any body
+func NewKeyRevokedWebhookRequestWithBody(targetURL string, params *KeyRevokedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewKeyRolledWebhookRequest builds a application/json POST request for the key.rolled webhook
+func NewKeyRolledWebhookRequest(targetURL string, params *KeyRolledParams, body KeyRolledJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewKeyRolledWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewKeyRolledWebhookRequestWithBody builds a POST request for the key.rolled webhook with any body
+func NewKeyRolledWebhookRequestWithBody(targetURL string, params *KeyRolledParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewPetCreatedWebhookRequest builds a application/json POST request for the pet.created webhook
+func NewPetCreatedWebhookRequest(targetURL string, params *PetCreatedParams, body PetCreatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPetCreatedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewPetCreatedWebhookRequestWithBody builds a POST request for the pet.created webhook with any body
+func NewPetCreatedWebhookRequestWithBody(targetURL string, params *PetCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewPlanChangedWebhookRequest builds a application/json POST request for the plan.changed webhook
+func NewPlanChangedWebhookRequest(targetURL string, params *PlanChangedParams, body PlanChangedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPlanChangedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewPlanChangedWebhookRequestWithBody builds a POST request for the plan.changed webhook with any body
+func NewPlanChangedWebhookRequestWithBody(targetURL string, params *PlanChangedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewWebhookTestWebhookRequest builds a application/json POST request for the webhook.test webhook
+func NewWebhookTestWebhookRequest(targetURL string, params *WebhookTestParams, body WebhookTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookTestWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewWebhookTestWebhookRequestWithBody builds a POST request for the webhook.test webhook with any body
+func NewWebhookTestWebhookRequestWithBody(targetURL string, params *WebhookTestParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
 }

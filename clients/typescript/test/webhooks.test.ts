@@ -1,0 +1,72 @@
+// verifyWebhook against messages Standard Webhooks' own library signs: the
+// cases a real delivery does not show (a roll's two signatures, times out of
+// tolerance, malformed headers).
+
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { test } from "node:test";
+import { Webhook } from "standardwebhooks";
+
+import { verifyWebhook, WebhookVerificationError } from "../src/index.js";
+
+const secret = `whsec_${randomBytes(32).toString("base64")}`;
+const rolled = `whsec_${randomBytes(32).toString("base64")}`;
+const body = JSON.stringify({ type: "webhook.test", timestamp: "2026-11-28T00:00:00Z", data: { endpoint: "abc" } });
+
+function delivery(at: Date, ...secrets: string[]) {
+  return {
+    "webhook-id": "msg_2a",
+    "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+    "webhook-signature": secrets.map((s) => new Webhook(s).sign("msg_2a", at, body)).join(" "),
+  };
+}
+
+test("verifyWebhook accepts what the library signs, with the secret's signature anywhere in the list", async () => {
+  const now = new Date();
+  assert.deepEqual(await verifyWebhook(secret, delivery(now, secret), body), JSON.parse(body));
+  assert.deepEqual(await verifyWebhook(secret, delivery(now, rolled, secret), new TextEncoder().encode(body)), JSON.parse(body));
+  assert.deepEqual(await verifyWebhook(rolled, new Headers(delivery(now, rolled, secret)), body), JSON.parse(body));
+  // Header names in any case, as some frameworks give them.
+  const upper = Object.fromEntries(Object.entries(delivery(now, secret)).map(([k, v]) => [k.toUpperCase(), v]));
+  assert.deepEqual(await verifyWebhook(secret, upper, body), JSON.parse(body));
+});
+
+test("an event's type narrows its data", async () => {
+  const pet = { id: 482915307716243, name: "Rex", categoryId: 7, status: "available" };
+  const created = JSON.stringify({ type: "pet.created", timestamp: "2026-11-28T00:00:00Z", data: pet });
+  const now = new Date();
+  const headers = {
+    "webhook-id": "msg_2b",
+    "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
+    "webhook-signature": new Webhook(secret).sign("msg_2b", now, created),
+  };
+  const event = await verifyWebhook(secret, headers, created);
+  // These lines compile only while the generated types discriminate on type.
+  assert.equal(event.type, "pet.created");
+  if (event.type === "pet.created") {
+    const name: string = event.data.name;
+    const status: "available" | "pending" | "sold" = event.data.status;
+    assert.deepEqual({ name, status }, { name: "Rex", status: "available" });
+  }
+});
+
+test("verifyWebhook refuses what the library refuses", async () => {
+  const now = new Date();
+  const old = new Date(now.getTime() - 301_000);
+  const cases: [string, Record<string, string>, string][] = [
+    ["another secret", delivery(now, rolled), body],
+    ["another body", delivery(now, secret), body.replace("abc", "abd")],
+    ["too old", delivery(old, secret), body],
+    ["too new", delivery(new Date(now.getTime() + 301_000), secret), body],
+    ["no signature", { ...delivery(now, secret), "webhook-signature": "" }, body],
+    ["another version", { ...delivery(now, secret), "webhook-signature": delivery(now, secret)["webhook-signature"].replace("v1,", "v2,") }, body],
+    ["a timestamp that is not seconds", { ...delivery(now, secret), "webhook-timestamp": "soon" }, body],
+  ];
+  for (const [name, headers, payload] of cases) {
+    assert.throws(() => new Webhook(secret).verify(payload, headers), `the library refuses ${name}`);
+    await assert.rejects(verifyWebhook(secret, headers, payload), WebhookVerificationError, name);
+  }
+  // A wider tolerance, or a given time, accepts the old one.
+  assert.ok(await verifyWebhook(secret, delivery(old, secret), body, { toleranceSeconds: 600 }));
+  assert.ok(await verifyWebhook(secret, delivery(old, secret), body, { now: old.getTime() }));
+});
