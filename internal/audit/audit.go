@@ -108,6 +108,7 @@ var Actions = []Action{
 	BackupCreated, BackupDownloaded, BackupUploaded, BackupRestored, BackupDeleted,
 	WebhookCreated, WebhookChanged, WebhookDeleted, WebhookSecretRolled, WebhookPaused, WebhookEventResent, WebhookTestSent,
 	CategoryCreated, CategoryRenamed, CategoryDeleted,
+	ClusterPromoted, ClusterSteppedDown,
 }
 
 // Actors that are not a superuser. A superuser acts as its record id, with
