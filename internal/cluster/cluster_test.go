@@ -218,6 +218,11 @@ func TestOneLeaderTheOthersFollowAndForward(t *testing.T) {
 		if resp.StatusCode != http.StatusServiceUnavailable || body.Code != "not_leader" || resp.Header.Get("Retry-After") != "1" {
 			t.Errorf("forwarded request at follower %s: %d %+v Retry-After %q", n, resp.StatusCode, body, resp.Header.Get("Retry-After"))
 		}
+		// The gate's own answers name their request, as the document says
+		// every answer does.
+		if id := resp.Header.Get("Request-Id"); len(id) != 32 || resp.Header.Get("X-Request-Id") != id {
+			t.Errorf("forwarded request at follower %s: Request-Id %q, X-Request-Id %q", n, id, resp.Header.Get("X-Request-Id"))
+		}
 	}
 
 	// Every node is registered, with its role.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/api"
+	"petstore/internal/requestid"
 )
 
 // ForwardedByHeader names the node that forwarded a request to the leader.
@@ -45,12 +46,18 @@ func (n *Node) Gate() http.Handler {
 		},
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	named := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			nameAnswer(w)
+			h(w, r)
+		}
+	}
+	mux.HandleFunc("GET /healthz", named(func(w http.ResponseWriter, r *http.Request) {
 		_ = api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("GET /readyz", named(func(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, http.StatusServiceUnavailable, api.CodeNotReady, n.notReadyMessage())
-	})
+	}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		status := n.Status()
 		switch {
@@ -74,7 +81,16 @@ func (n *Node) Gate() http.Handler {
 // leaderURLKey holds, in a forwarded request's context, the leader's URL.
 type leaderURLKey struct{}
 
+// nameAnswer gives an answer of the gate's own a request id, as the
+// leader's answers have (the leader names a forwarded request).
+func nameAnswer(w http.ResponseWriter) {
+	id := requestid.New()
+	w.Header().Set(requestid.ResponseHeader, id)
+	w.Header().Set(requestid.Header, id)
+}
+
 func notLeader(w http.ResponseWriter, message string) {
+	nameAnswer(w)
 	w.Header().Set("Retry-After", "1")
 	api.WriteError(w, http.StatusServiceUnavailable, api.CodeNotLeader, message)
 }

@@ -392,6 +392,36 @@ func (e NotFoundErrorStatus) Valid() bool {
 	}
 }
 
+// Defines values for NotLeaderErrorCode.
+const (
+	NotLeaderErrorCodeNotLeader NotLeaderErrorCode = "not_leader"
+)
+
+// Valid indicates whether the value is a known member of the NotLeaderErrorCode enum.
+func (e NotLeaderErrorCode) Valid() bool {
+	switch e {
+	case NotLeaderErrorCodeNotLeader:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NotLeaderErrorStatus.
+const (
+	N503 NotLeaderErrorStatus = 503
+)
+
+// Valid indicates whether the value is a known member of the NotLeaderErrorStatus enum.
+func (e NotLeaderErrorStatus) Valid() bool {
+	switch e {
+	case N503:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PayloadTooLargeErrorCode.
 const (
 	PayloadTooLargeErrorCodePayloadTooLarge PayloadTooLargeErrorCode = "payload_too_large"
@@ -902,6 +932,21 @@ type NotFoundErrorCode string
 // NotFoundErrorStatus defines model for NotFoundError.Status.
 type NotFoundErrorStatus int
 
+// NotLeaderError defines model for NotLeaderError.
+type NotLeaderError struct {
+	Code NotLeaderErrorCode `json:"code"`
+
+	// Message Human-readable description.
+	Message string               `json:"message"`
+	Status  NotLeaderErrorStatus `json:"status"`
+}
+
+// NotLeaderErrorCode defines model for NotLeaderError.Code.
+type NotLeaderErrorCode string
+
+// NotLeaderErrorStatus defines model for NotLeaderError.Status.
+type NotLeaderErrorStatus int
+
 // OpenAPIDocument An OpenAPI 3.1 document.
 type OpenAPIDocument struct {
 	// Info The document's Info Object.
@@ -1120,6 +1165,9 @@ type InsufficientScope = InsufficientScopeError
 
 // InternalError defines model for InternalError.
 type InternalError = InternalServerError
+
+// NotLeader defines model for NotLeader.
+type NotLeader = NotLeaderError
 
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = PayloadTooLargeError
@@ -2057,6 +2105,12 @@ type ListCategoriesResponse500Headers struct {
 	XRateLimitReset     UnixTime
 }
 
+// ListCategoriesResponse503Headers the declared response headers of an HTTP 503 response for ListCategories
+type ListCategoriesResponse503Headers struct {
+	RequestId  string
+	RetryAfter int
+}
+
 type ListCategoriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2074,6 +2128,8 @@ type ListCategoriesResponse struct {
 	JSON429 *TooManyRequestsError
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotLeader
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListCategoriesResponse200Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -2088,6 +2144,8 @@ type ListCategoriesResponse struct {
 	Headers429 *ListCategoriesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ListCategoriesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListCategoriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2123,6 +2181,11 @@ func (r ListCategoriesResponse) GetJSON429() *TooManyRequestsError {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListCategoriesResponse) GetJSON500() *InternalServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListCategoriesResponse) GetJSON503() *NotLeader {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2228,6 +2291,12 @@ type ListPetsResponse500Headers struct {
 	XRateLimitReset     UnixTime
 }
 
+// ListPetsResponse503Headers the declared response headers of an HTTP 503 response for ListPets
+type ListPetsResponse503Headers struct {
+	RequestId  string
+	RetryAfter int
+}
+
 type ListPetsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2245,6 +2314,8 @@ type ListPetsResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotLeader
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListPetsResponse200Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -2259,6 +2330,8 @@ type ListPetsResponse struct {
 	Headers429 *ListPetsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ListPetsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPetsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2294,6 +2367,11 @@ func (r ListPetsResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListPetsResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPetsResponse) GetJSON503() *NotLeader {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2421,6 +2499,12 @@ type CreatePetResponse500Headers struct {
 	XRateLimitReset     UnixTime
 }
 
+// CreatePetResponse503Headers the declared response headers of an HTTP 503 response for CreatePet
+type CreatePetResponse503Headers struct {
+	RequestId  string
+	RetryAfter int
+}
+
 type CreatePetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2442,6 +2526,8 @@ type CreatePetResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotLeader
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreatePetResponse201Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -2460,6 +2546,8 @@ type CreatePetResponse struct {
 	Headers429 *CreatePetResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *CreatePetResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreatePetResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -2505,6 +2593,11 @@ func (r CreatePetResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r CreatePetResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreatePetResponse) GetJSON503() *NotLeader {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2656,6 +2749,12 @@ type GetPetResponse500Headers struct {
 	XRateLimitReset     UnixTime
 }
 
+// GetPetResponse503Headers the declared response headers of an HTTP 503 response for GetPet
+type GetPetResponse503Headers struct {
+	RequestId  string
+	RetryAfter int
+}
+
 type GetPetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2677,6 +2776,8 @@ type GetPetResponse struct {
 	JSON429 *TooManyRequestsError
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotLeader
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetPetResponse200Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -2695,6 +2796,8 @@ type GetPetResponse struct {
 	Headers429 *GetPetResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetPetResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetPetResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2740,6 +2843,11 @@ func (r GetPetResponse) GetJSON429() *TooManyRequestsError {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetPetResponse) GetJSON500() *InternalServerError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetPetResponse) GetJSON503() *NotLeader {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2943,6 +3051,13 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotLeader
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -3339,6 +3454,23 @@ func ParseListCategoriesResponse(rsp *http.Response) (*ListCategoriesResponse, e
 			headers.XRateLimitReset = value
 		}
 		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListCategoriesResponse503Headers
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -3406,6 +3538,13 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotLeader
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -3753,6 +3892,23 @@ func ParseListPetsResponse(rsp *http.Response) (*ListPetsResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPetsResponse503Headers
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -3834,6 +3990,13 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotLeader
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -4285,6 +4448,23 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreatePetResponse503Headers
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -4366,6 +4546,13 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotLeader
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -4985,6 +5172,23 @@ func ParseGetPetResponse(rsp *http.Response) (*GetPetResponse, error) {
 			headers.XRateLimitReset = value
 		}
 		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetPetResponse503Headers
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -541,6 +541,19 @@ export interface components {
             /** @constant */
             status: 429;
         };
+        /**
+         * @example {
+         *       "code": "not_leader",
+         *       "message": "This node is not the leader, and no leader is elected yet; retry shortly.",
+         *       "status": 503
+         *     }
+         */
+        NotLeaderError: components["schemas"]["Error"] & {
+            /** @constant */
+            code: "not_leader";
+            /** @constant */
+            status: 503;
+        };
         InternalServerError: components["schemas"]["Error"] & {
             /** @constant */
             code: "internal_error";
@@ -796,6 +809,17 @@ export interface components {
                 "application/json": components["schemas"]["TooManyRequestsError"];
             };
         };
+        /** @description Cluster mode only: the node reached is not the leader and could not forward the request to one (an election is under way, or the leader did not answer); retry after `Retry-After`. The node answers before any operation runs: the answer carries none of an operation's own headers (getPet's deprecation, API-Stability). */
+        NotLeader: {
+            headers: {
+                "Request-Id": components["headers"]["Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotLeaderError"];
+            };
+        };
         /** @description A failure on the service's side; details are in its log. */
         InternalError: {
             headers: {
@@ -1008,6 +1032,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["NotLeader"];
         };
     };
     createPet: {
@@ -1091,6 +1116,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["NotLeader"];
         };
     };
     getPet: {
@@ -1288,6 +1314,7 @@ export interface operations {
                     "application/json": components["schemas"]["InternalServerError"];
                 };
             };
+            503: components["responses"]["NotLeader"];
         };
     };
     listCategories: {
@@ -1423,6 +1450,7 @@ export interface operations {
                     "application/json": components["schemas"]["InternalServerError"];
                 };
             };
+            503: components["responses"]["NotLeader"];
         };
     };
     getOpenAPIDocument: {
@@ -1459,6 +1487,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["NotLeader"];
         };
     };
     getOpenAPIDocumentYAML: {
@@ -1495,6 +1524,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["NotLeader"];
         };
     };
     petCreated: {
