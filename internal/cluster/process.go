@@ -54,6 +54,7 @@ func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger) (p *Process, 
 	p.Node, err = New(cfg, log, Options{
 		Eligible:      func() error { return p.Data.Eligible(p.Node.Status().Served) },
 		Lag:           p.Data.Lag,
+		Replica:       p.Data.Replica,
 		OnElected:     func(term int64) { p.elected <- term },
 		OnSteppedDown: func(term int64) { p.restart(term) },
 	})
