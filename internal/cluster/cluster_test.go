@@ -89,7 +89,7 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, name string, opts cluster.O
 	tn := &testNode{name: name, done: make(chan error, 1), logs: &syncBuffer{}}
 	tn.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tn.Status().Role != cluster.Leader {
-			tn.Gate().ServeHTTP(w, r)
+			tn.Gate(nil).ServeHTTP(w, r)
 			return
 		}
 		if r.Method == http.MethodPost && !tn.MayWrite() {
