@@ -18,6 +18,8 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/audit"
 	"petstore/internal/cluster"
+	"petstore/internal/connlimit"
+	"petstore/internal/proxytrust"
 )
 
 // handoverHookPriority runs the handover before anything else of the
@@ -48,7 +50,8 @@ func (p *serviceParts) startCluster() (func() error, error) {
 	if p.opts.Console != nil {
 		log = slog.New(p.opts.Console)
 	}
-	process, err := cluster.Start(cfg, p.opts.HTTPAddr, p.app.DataDir(), log)
+	parsed, _ := connlimit.ParseAddresses(p.opts.Server.ProxyAddresses) // checked by Options.Check
+	process, err := cluster.Start(cfg, p.opts.HTTPAddr, p.app.DataDir(), log, proxytrust.Proxies(parsed).Has)
 	if err != nil {
 		return nil, err
 	}

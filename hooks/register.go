@@ -154,7 +154,11 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 		RequestLog: p.reqlog, Usage: p.history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
 		DayQuotaReached: dayQuota.reached,
 	})
-	staff.AddRoutes(se.Router, p.history, staff.Webhooks{Outbox: s.outbox, Targets: targets, Log: s.log})
+	var nodes staff.ClusterView
+	if s.cluster != nil {
+		nodes = s.cluster.Node.View
+	}
+	staff.AddRoutes(se.Router, p.history, staff.Webhooks{Outbox: s.outbox, Targets: targets, Log: s.log}, nodes)
 	// PocketBase's sign-in and account routes, counted per client network.
 	se.Router.Bind(newAuthThrottle().handler())
 	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}

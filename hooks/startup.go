@@ -102,12 +102,15 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 		// A cluster follower's copy changes only by what the leader ships:
 		// a command's write there would be overwritten, or break the copy,
 		// and a single server would serve a copy that may lag.
-		following, err := replica.Following(dir)
+		following, leader, err := replica.Following(dir)
 		if err != nil {
 			return err
 		}
 		if following {
-			return fmt.Errorf("%s is a cluster follower's copy of the leader's data: run commands with the leader's --dir, on the leader's machine (any node's /readyz names the leader), and serve it with --cluster-etcd", dir)
+			if leader == "" {
+				leader = "not known to this node yet"
+			}
+			return fmt.Errorf("%s is a cluster follower's copy of the leader's data: run commands with the leader's --dir, on the leader's machine; the leader, as this follower last knew it: %s (any node's /readyz names the leader now). Serve this directory with --cluster-etcd", dir, leader)
 		}
 	}
 	if cfg.Serving {

@@ -89,7 +89,7 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, name string, opts cluster.O
 	tn := &testNode{name: name, done: make(chan error, 1), logs: &syncBuffer{}}
 	tn.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tn.Status().Role != cluster.Leader {
-			tn.Gate().ServeHTTP(w, r)
+			tn.Gate(nil).ServeHTTP(w, r)
 			return
 		}
 		if r.Method == http.MethodPost && !tn.MayWrite() {
@@ -247,6 +247,23 @@ func TestOneLeaderTheOthersFollowAndForward(t *testing.T) {
 		return true
 	})
 	t.Logf("registrations: %+v", regs)
+
+	// Any node's view names the leader, its term and every node, the
+	// leader's registration with its term.
+	for _, n := range nodes {
+		v, err := n.View(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Leader != leader.name || v.Term == 0 || len(v.Nodes) != 3 {
+			t.Fatalf("%s's view: %+v", n, v)
+		}
+		for _, nv := range v.Nodes {
+			if nv.Leader != (nv.Node == leader.name) || nv.Leader && nv.Term != v.Term || !nv.Leader && nv.Term != 0 {
+				t.Errorf("%s's view of %s: %+v (term %d)", n, nv.Node, nv, v.Term)
+			}
+		}
+	}
 }
 
 func TestLeaderKilledAFollowerTakesOverWithinTheTTL(t *testing.T) {

@@ -29,8 +29,9 @@ type Data struct {
 
 	mu         sync.Mutex
 	follower   *replica.Follower
-	followed   int64 // the term the follower follows
-	promoting  bool  // stopFollowing was called: no term is followed any more
+	followed   int64  // the term the follower follows
+	leader     string // the leader named in the follower's mark
+	promoting  bool   // stopFollowing was called: no term is followed any more
 	replicator *replica.Replicator
 }
 
@@ -43,10 +44,14 @@ func NewData(root replica.Root, cluster, dataDir string, log *slog.Logger) *Data
 // ctx ends; a new term served is followed as soon as it is known.
 func (d *Data) Follow(ctx context.Context, node *Node) {
 	for {
-		if served := node.Status().Served; served != 0 && served != d.followedTerm() {
+		status := node.Status()
+		if served := status.Served; served != 0 && served != d.followedTerm() {
 			if err := d.follow(ctx, served); err != nil && ctx.Err() == nil {
 				d.log.Error("Cluster: cannot follow the replica", "term", served, "error", err.Error())
 			}
+		}
+		if l := status.Leader; l != nil && l.Node != node.Name() {
+			d.recordLeader(fmt.Sprintf("%s at %s (term %d)", l.Node, l.URL, l.Term))
 		}
 		if sleep(ctx, minBackoff) != nil {
 			return
@@ -76,8 +81,24 @@ func (d *Data) follow(ctx context.Context, term int64) error {
 	if err != nil {
 		return err
 	}
-	d.follower, d.followed = f, term
+	d.follower, d.followed, d.leader = f, term, ""
 	return nil
+}
+
+// recordLeader names leader in the copy's mark when it changes: the
+// commands refuse the copy (it changes only by what the leader ships) and
+// name the leader instead.
+func (d *Data) recordLeader(leader string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.follower == nil || d.promoting || leader == d.leader {
+		return
+	}
+	if err := d.follower.SetLeader(leader); err != nil {
+		d.log.Error("Cluster: cannot name the leader beside the copy", "error", err.Error())
+		return
+	}
+	d.leader = leader
 }
 
 // Eligible says why this node may not campaign now, or nil: a node may
@@ -115,6 +136,31 @@ func (d *Data) Lag() Lag {
 	}
 	lag := f.Lag()
 	return Lag{Seconds: lag.Seconds, Transactions: int64(lag.Transactions)}
+}
+
+// Replica says what this node's data does with the replica, for its
+// registration: ships to it (the leader), follows it, or why not.
+func (d *Data) Replica() string {
+	d.mu.Lock()
+	f, r := d.follower, d.replicator
+	d.mu.Unlock()
+	switch {
+	case r != nil:
+		if st := r.Status(); st.Err != nil {
+			return "shipping fails: " + st.Err.Error()
+		}
+		return "shipping"
+	case f == nil:
+		return "not following yet"
+	}
+	lag := f.Lag()
+	switch {
+	case lag.Err != nil:
+		return "cannot read the replica: " + lag.Err.Error()
+	case lag.Applied == 0:
+		return "restoring"
+	}
+	return fmt.Sprintf("following term %d", lag.Term)
 }
 
 // stopFollowing keeps Follow from following another term: the node won.

@@ -19,15 +19,33 @@ import (
 // back and forth.
 const ForwardedByHeader = "Petstore-Forwarded-By"
 
+// forwardedHeaders are what a proxy says of the client: a trusted proxy's
+// pass to the leader as they are.
+var forwardedHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
+
 // Gate answers every request while this node does not serve (a follower,
 // or a candidate): /healthz 200, /readyz 503, and everything else forwarded
 // to the leader, or answered 503 with Retry-After: 1 when no leader can be
 // reached. Nothing is ever served from this node's copy of the data.
-func (n *Node) Gate() http.Handler {
+//
+// The forwarded request names its client in X-Forwarded-For (and the host
+// and scheme it reached in X-Forwarded-Host and -Proto): the peer's address,
+// or, when trusted says the peer is a reverse proxy (--proxy-addresses),
+// what that proxy said, so the leader counts the client behind a load
+// balancer that reached a follower. trusted may be nil: no peer is trusted.
+func (n *Node) Gate(trusted func(remoteAddr string) bool) http.Handler {
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(pr.In.Context().Value(leaderURLKey{}).(*url.URL))
-			pr.SetXForwarded()
+			if trusted != nil && trusted(pr.In.RemoteAddr) && pr.In.Header.Get("X-Forwarded-For") != "" {
+				for _, h := range forwardedHeaders {
+					if v := pr.In.Header.Values(h); len(v) > 0 {
+						pr.Out.Header[h] = v
+					}
+				}
+			} else {
+				pr.SetXForwarded()
+			}
 			pr.Out.Host = pr.In.Host
 			pr.Out.Header.Set(ForwardedByHeader, n.cfg.NodeName)
 		},

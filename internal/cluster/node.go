@@ -10,7 +10,7 @@
 //
 //	leader/<lease>   the election (concurrency.Election): the first key is the leader's,
 //	                 {"node","url","term"}; term is the key's create revision
-//	nodes/<node>     each node's registration on its session's lease: {"node","url","role","lag"}
+//	nodes/<node>     each node's registration on its session's lease: {"node","url","role","term","lag","replica"}
 //	term             the last term whose leader served: the followers follow its replica
 package cluster
 
@@ -67,7 +67,11 @@ type Registration struct {
 	Node string `json:"node"`
 	URL  string `json:"url"`
 	Role Role   `json:"role"`
+	Term int64  `json:"term"` // the term this node leads; 0 when it does not lead
 	Lag  Lag    `json:"lag"`
+	// Replica says what the node's data does with the replica: "shipping"
+	// (the leader), "following term N", "restoring", or why not.
+	Replica string `json:"replica"`
 }
 
 // Status is a node's view of the cluster at one moment.
@@ -88,6 +92,9 @@ type Options struct {
 	Eligible func() error
 	// Lag reports the node's lag for its registration. Nil: none.
 	Lag func() Lag
+	// Replica says what the node's data does with the replica, for its
+	// registration. Nil: nothing.
+	Replica func() string
 	// OnElected runs when this node wins term; it promotes the data and
 	// starts serving, then calls Serving. The first read of the term key
 	// is done before the node campaigns.

@@ -36,7 +36,7 @@ func runNodeProcess(endpoints string) {
 	var node *cluster.Node
 	server := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if node.Status().Role != cluster.Leader {
-			node.Gate().ServeHTTP(w, r)
+			node.Gate(nil).ServeHTTP(w, r)
 			return
 		}
 		if r.Method == http.MethodPost && !node.MayWrite() {

@@ -37,7 +37,9 @@ type Process struct {
 
 // Start makes the node of cfg (validated) and starts it: the gate on
 // httpAddr, the election, and the following of the data in dataDir.
-func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger) (p *Process, err error) {
+// trustedProxy says whether a peer is a reverse proxy whose client headers
+// the gate passes on (Gate); nil: none is.
+func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger, trustedProxy func(remoteAddr string) bool) (p *Process, err error) {
 	if cfg.AdvertiseURL, err = cfg.advertise(httpAddr); err != nil {
 		return nil, err
 	}
@@ -54,6 +56,7 @@ func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger) (p *Process, 
 	p.Node, err = New(cfg, log, Options{
 		Eligible:      func() error { return p.Data.Eligible(p.Node.Status().Served) },
 		Lag:           p.Data.Lag,
+		Replica:       p.Data.Replica,
 		OnElected:     func(term int64) { p.elected <- term },
 		OnSteppedDown: func(term int64) { p.restart(term) },
 	})
@@ -62,7 +65,7 @@ func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger) (p *Process, 
 		return nil, err
 	}
 	p.listener = &handoffListener{TCPListener: ln.(*net.TCPListener)}
-	p.gate = &http.Server{Handler: p.Node.Gate(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	p.gate = &http.Server{Handler: p.Node.Gate(trustedProxy), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go func() {
 		defer close(p.gateDone)
 		_ = p.gate.Serve(p.listener)

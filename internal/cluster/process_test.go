@@ -27,7 +27,7 @@ func TestProcessServesTheGateThenHandsItsListenerToTheLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	p, err := cluster.Start(cfg, addr, t.TempDir(), slog.New(slog.NewTextHandler(logs, nil)))
+	p, err := cluster.Start(cfg, addr, t.TempDir(), slog.New(slog.NewTextHandler(logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,15 +133,21 @@ func (n *Node) publish(ctx context.Context, key string, lease clientv3.LeaseID) 
 }
 
 func (n *Node) registration() string {
-	var lag Lag
+	r := Registration{Node: n.cfg.NodeName, URL: n.cfg.AdvertiseURL}
 	if n.opts.Lag != nil {
-		lag = n.opts.Lag()
+		r.Lag = n.opts.Lag()
+	}
+	if n.opts.Replica != nil {
+		r.Replica = n.opts.Replica()
 	}
 	n.mu.Lock()
-	n.status.Lag = lag
-	role := n.status.Role
+	n.status.Lag = r.Lag
+	r.Role = n.status.Role
+	if r.Role == Leader {
+		r.Term = n.status.Term
+	}
 	n.mu.Unlock()
-	b, _ := json.Marshal(Registration{Node: n.cfg.NodeName, URL: n.cfg.AdvertiseURL, Role: role, Lag: lag})
+	b, _ := json.Marshal(r)
 	return string(b)
 }
 
@@ -159,4 +165,36 @@ func (n *Node) Nodes(ctx context.Context) ([]Registration, error) {
 		}
 	}
 	return nodes, nil
+}
+
+// View is the cluster as staff see it (the staff page's nodes): every
+// registered node, in name order, and the leader this node knows.
+type View struct {
+	Name   string     `json:"name"`   // --cluster-name
+	Node   string     `json:"node"`   // the node that answers
+	Leader string     `json:"leader"` // the leader's name; empty while none is known
+	Term   int64      `json:"term"`   // the leader's term; 0 while none is known
+	Nodes  []NodeView `json:"nodes"`
+}
+
+// NodeView is a node's registration, and whether it holds the election.
+type NodeView struct {
+	Registration
+	Leader bool `json:"leader"`
+}
+
+// View reads the nodes' registrations from etcd: read-only.
+func (n *Node) View(ctx context.Context) (View, error) {
+	regs, err := n.Nodes(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	v := View{Name: n.cfg.Name, Node: n.cfg.NodeName, Nodes: make([]NodeView, 0, len(regs))}
+	if l := n.Status().Leader; l != nil {
+		v.Leader, v.Term = l.Node, l.Term
+	}
+	for _, r := range regs {
+		v.Nodes = append(v.Nodes, NodeView{Registration: r, Leader: r.Node == v.Leader})
+	}
+	return v, nil
 }

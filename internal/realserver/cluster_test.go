@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -431,6 +432,89 @@ func TestClusterBehindCaddy(t *testing.T) {
 	}
 	present, lost := checkAcknowledged(t, next, key, w.acks, killed.Add(-time.Second))
 	t.Logf("%d creates acknowledged through Caddy: %d present, %d lost (within 1 s before the kill)", len(w.acks), present, lost)
+}
+
+// TestClusterBehindNginx runs deploy/cluster/nginx.conf as written in front
+// of the three nodes: nginx has no active health checks, so it sends
+// requests to every node, the followers forward them to the leader, and a
+// dead node is skipped (proxy_next_upstream). The client's address and
+// nginx's request id reach the leader, through a follower too; a client
+// that reaches a follower directly cannot name its own address.
+func TestClusterBehindNginx(t *testing.T) {
+	requireTool(t, "nginx")
+	c := startCluster(t, 3, "--access-log", "--proxy-addresses", "127.0.0.1", "--trusted-proxy-headers", "X-Forwarded-For")
+	key := startLeaderAndFollowers(t, c)
+	listen := freeAddr(t)
+	var upstreams []string
+	for _, n := range c.nodes {
+		upstreams = append(upstreams, n.addr)
+	}
+	startNginxWith(t, "cluster/nginx.conf", listen, upstreams)
+	nginx := &clusterNode{name: "nginx", addr: listen}
+
+	// A client at 127.0.0.2 that names another address: nginx replaces it,
+	// and a follower reached directly replaces it too.
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext,
+	}}
+	const path = "/v1/pets/123456789012345"
+	ids := map[string]bool{}
+	for i, base := range []string{nginx.url(), nginx.url(), nginx.url(), nginx.url(), nginx.url(), nginx.url(), c.nodes[1].url()} {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("X-Forwarded-For", "192.0.2.9")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		id := resp.Header.Get("Request-Id")
+		if resp.StatusCode != http.StatusNotFound || i < 6 && !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
+			t.Errorf("GET %s%s: %d, Request-Id %q; want 404 with nginx's id", base, path, resp.StatusCode, id)
+		}
+		ids[id] = true
+	}
+	waitUntil(t, 5*time.Second, "the leader logs the seven requests", func() bool {
+		return strings.Count(c.nodes[0].output.String(), "path="+path) == 7
+	})
+	for line := range strings.SplitSeq(c.nodes[0].output.String(), "\n") {
+		if !strings.Contains(line, "path="+path) {
+			continue
+		}
+		id, _, _ := strings.Cut(line[strings.Index(line, "requestId=")+len("requestId="):], " ")
+		if !strings.Contains(line, "client=127.0.0.2 ") || !ids[id] {
+			t.Errorf("the leader's line of a request from 127.0.0.2: %s (request ids %v)", line, ids)
+		}
+	}
+
+	w := startWriters(key, []*clusterNode{nginx}, 8)
+	time.Sleep(2 * time.Second)
+	killed := time.Now()
+	c.nodes[0].kill()
+	var first time.Time
+	waitUntil(t, 30*time.Second, "a create acknowledged through nginx after the kill", func() bool {
+		var ok bool
+		first, ok = w.firstAckAfter(killed)
+		return ok
+	})
+	time.Sleep(time.Second)
+	w.halt()
+	t.Logf("through nginx: SIGKILL of the leader to the first 201: %s (the longest time without a 201: %s; %d requests refused or failed)",
+		first.Sub(killed), w.longestGap(killed), len(w.refusals))
+	if d := first.Sub(killed); d > 10*time.Second {
+		t.Errorf("through nginx, the first 201 came %s after the kill, more than 10 s", d)
+	}
+	var next *clusterNode
+	for _, n := range c.nodes[1:] {
+		if n.leads() {
+			next = n
+		}
+	}
+	if next == nil {
+		t.Fatal("no node leads")
+	}
+	present, lost := checkAcknowledged(t, next, key, w.acks, killed.Add(-time.Second))
+	t.Logf("%d creates acknowledged through nginx: %d present, %d lost (within 1 s before the kill)", len(w.acks), present, lost)
 }
 
 func TestClusterHandoverOnSIGTERM(t *testing.T) {

@@ -166,12 +166,27 @@ func TestProxyAddressesWithoutAHeaderWarn(t *testing.T) {
 // startNginx runs deploy/nginx.conf, listening on listen with upstreams as its
 // servers, in an nginx of its own until the test ends.
 func startNginx(t *testing.T, listen string, upstreams []string) {
-	conf := readDeployFile(t, "nginx.conf")
+	startNginxWith(t, "nginx.conf", listen, upstreams)
+}
+
+// upstreamServers are the server lines of a configuration's upstream block.
+var upstreamServers = regexp.MustCompile(`(?m)^    server \S+( [^;\n]*)?;\n`)
+
+// startNginxWith runs deploy/FILE as written, its upstream's servers (with
+// their parameters) replaced by upstreams, in an nginx of its own until the
+// test ends.
+func startNginxWith(t *testing.T, file, listen string, upstreams []string) {
+	conf := readDeployFile(t, file)
+	lines := upstreamServers.FindAllStringSubmatch(conf, -1)
+	if len(lines) == 0 {
+		t.Fatalf("deploy/%s lists no upstream server", file)
+	}
 	servers := ""
 	for _, u := range upstreams {
-		servers += fmt.Sprintf("    server %s max_fails=3 fail_timeout=10s;\n", u)
+		servers += "    server " + u + lines[0][1] + ";\n"
 	}
-	conf = replaceOnce(t, conf, "    server 127.0.0.1:8090 max_fails=3 fail_timeout=10s;\n", servers)
+	conf = upstreamServers.ReplaceAllLiteralString(conf, "")
+	conf = replaceOnce(t, conf, "    keepalive 32;\n", servers+"    keepalive 32;\n")
 	conf = replaceOnce(t, conf, "listen 80;", "listen "+listen+";")
 
 	dir := t.TempDir()

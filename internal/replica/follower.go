@@ -40,6 +40,10 @@ type Follower struct {
 	mu     sync.Mutex
 	copyOf *source // the term whose copy dbPath holds
 	lag    Lag
+
+	markMu   sync.Mutex // one writer of the mark at a time
+	leader   string     // the leader named in the mark
+	promoted bool       // the mark is gone for good
 }
 
 // source is a term's replica.
@@ -76,10 +80,12 @@ type Lag struct {
 
 // followMark is written beside a follower's copy (<db>-follow): the copy
 // holds only what its term shipped, so it is replaced freely, where any
-// other database is set aside.
+// other database is set aside. It names the leader as the node last knew
+// it, for the commands that refuse the copy to name.
 type followMark struct {
 	Cluster string `json:"cluster"`
 	Term    int64  `json:"term"`
+	Leader  string `json:"leader,omitempty"`
 }
 
 func markPath(dbPath string) string { return dbPath + "-follow" }
@@ -113,10 +119,14 @@ func writeMark(dbPath string, m followMark) error {
 
 // Following reports whether the data directory holds a follower's copy of
 // the replica, which only the follower writes: a command that would write
-// to the database must refuse there.
-func Following(dataDir string) (bool, error) {
+// to the database must refuse there. leader is the leader as the follower
+// last recorded it (SetLeader), empty when it knew none.
+func Following(dataDir string) (following bool, leader string, err error) {
 	m, err := readMark(filepath.Join(dataDir, database.DataFile))
-	return m != nil, err
+	if m == nil {
+		return false, "", err
+	}
+	return true, m.Leader, err
 }
 
 // removeCopy removes a follower's copy and what goes with it.
@@ -305,7 +315,7 @@ func (f *Follower) switchTo(target *source) error {
 	if err := removeCopy(f.dbPath); err != nil {
 		return err
 	}
-	if err := writeMark(f.dbPath, followMark{Cluster: f.cluster, Term: target.term}); err != nil {
+	if err := f.writeMark(target.term); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -314,6 +324,29 @@ func (f *Follower) switchTo(target *source) error {
 	f.mu.Unlock()
 	f.log.Info("The term has shipped its first snapshot: following it")
 	return nil
+}
+
+// SetLeader records leader (how the node names it: "node2 at
+// http://10.0.0.2:8090 (term 42)") in the copy's mark, for the commands
+// that refuse the copy to name. After Promote it does nothing.
+func (f *Follower) SetLeader(leader string) error {
+	f.mu.Lock()
+	term := f.copyOf.term
+	f.mu.Unlock()
+	f.markMu.Lock()
+	defer f.markMu.Unlock()
+	f.leader = leader
+	if f.promoted {
+		return nil
+	}
+	return writeMark(f.dbPath, followMark{Cluster: f.cluster, Term: term, Leader: leader})
+}
+
+// writeMark marks the copy as term's, naming the leader last recorded.
+func (f *Follower) writeMark(term int64) error {
+	f.markMu.Lock()
+	defer f.markMu.Unlock()
+	return writeMark(f.dbPath, followMark{Cluster: f.cluster, Term: term, Leader: f.leader})
 }
 
 // follow restores src's replica into dbPath and applies what it ships,
@@ -502,6 +535,9 @@ func (f *Follower) Promote(ctx context.Context) error {
 			return err
 		}
 	}
+	f.markMu.Lock()
+	defer f.markMu.Unlock()
+	f.promoted = true
 	for _, p := range []string{litestream.TXIDPath(f.dbPath), markPath(f.dbPath)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err

@@ -266,10 +266,14 @@ func TestFollowerKeepsUpAndPromotes(t *testing.T) {
 		t.Errorf("status after close %+v", st)
 	}
 
-	if following, err := Following(followerDir); !following || err != nil {
-		t.Errorf("Following(the follower's directory) = %v, %v", following, err)
+	const leaderName = "n0 at http://127.0.0.1:8090 (term 7)"
+	if err := f.SetLeader(leaderName); err != nil {
+		t.Fatal(err)
 	}
-	if following, err := Following(leader.dir); following || err != nil {
+	if following, leader, err := Following(followerDir); !following || leader != leaderName || err != nil {
+		t.Errorf("Following(the follower's directory) = %v, %q, %v; want true, %q", following, leader, err, leaderName)
+	}
+	if following, _, err := Following(leader.dir); following || err != nil {
 		t.Errorf("Following(the leader's directory) = %v, %v", following, err)
 	}
 	start := time.Now()
@@ -277,8 +281,14 @@ func TestFollowerKeepsUpAndPromotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("Promote took %v", time.Since(start))
-	if following, err := Following(followerDir); following || err != nil {
+	if following, _, err := Following(followerDir); following || err != nil {
 		t.Errorf("Following(the promoted directory) = %v, %v", following, err)
+	}
+	if err := f.SetLeader(leaderName); err != nil {
+		t.Fatal(err)
+	}
+	if following, _, err := Following(followerDir); following || err != nil {
+		t.Errorf("Following(the promoted directory) after SetLeader = %v, %v", following, err)
 	}
 	got := rows(t, followerDB)
 	if len(got) != len(want) || len(want) != 200 {

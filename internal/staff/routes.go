@@ -1,8 +1,8 @@
 // Package staff is the JSON API behind the staff page (/staff/): store staff,
 // signed in as PocketBase superusers, issue, search, change, expire, roll,
 // revoke and unban API keys and read each key's use and history, name the
-// pets' categories, and manage the webhook endpoints and see their
-// deliveries. Errors have
+// pets' categories, manage the webhook endpoints and see their
+// deliveries, and see a cluster's nodes. Errors have
 // PocketBase's shape ({"status","message","data"}), like the rest of /api/.
 package staff
 
@@ -25,7 +25,8 @@ const maxBodyBytes = 16 << 10
 // AddRoutes is the whole staff API: every route, all for superusers only.
 // PocketBase's auth-token loader has read the superuser's token by then; an
 // API key is no PocketBase token, so it never opens these routes (401).
-func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w Webhooks) {
+// nodes is nil on a single server.
+func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w Webhooks, nodes ClusterView) {
 	g := r.Group(Prefix)
 	g.Bind(jsonErrors(), apis.RequireSuperuserAuth(), apis.BodyLimit(maxBodyBytes), noStore())
 
@@ -53,6 +54,8 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w 
 	g.GET("/webhooks/{id}/attempts", w.attempts)
 	g.GET("/webhooks/{id}/history", w.history)               // the endpoint's audit trail, newest first, its deletion's too: ?page=&perPage=
 	g.POST("/webhooks/{id}/events/{event}/resend", w.resend) // a failed event, sent again
+
+	g.GET("/cluster", handleCluster(nodes)) // the nodes, their roles, lag and the leader; {"cluster":null} on a single server
 }
 
 // noStore keeps answers, new keys among them, out of every cache.
