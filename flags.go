@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"petstore/hooks"
+	"petstore/internal/audit"
 	"petstore/internal/envflag"
 	"petstore/internal/logging"
 	"petstore/internal/requestlog"
@@ -94,7 +95,7 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	// What the service records.
 	root.StringVar(&f.requestLog, "request-log", string(requestlog.Bounded),
 		"which requests go to PocketBase's logs, /v1's and the rest alike: bounded (every error, and 100 successes a second with a row counting the rest), all, or errors (4xx and 5xx) only")
-	root.DurationVar(&o.AuditRetention, "audit-retention", hooks.DefaultAuditRetention,
+	root.DurationVar(&o.AuditRetention, "audit-retention", audit.DefaultRetention,
 		"how long the audit trail of key, webhook endpoint and category changes keeps a record (0: forever)")
 	root.DurationVar(&o.WebhooksRetention, "webhooks-retention", webhooks.DefaultRetention,
 		"how long webhook delivery attempts, and events delivered or failed, are kept (0: forever)")

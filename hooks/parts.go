@@ -86,7 +86,7 @@ func (p *serviceParts) startUsage() (func() error, error) {
 }
 
 func (p *serviceParts) startLimiter() (func() error, error) {
-	limiter, err := limits.New(p.opts.Limits, keyLedger{p.app, p.history, p.s}, p.s.log)
+	limiter, err := limits.New(p.opts.Limits, apikeys.Ledger{App: p.app, History: p.history, Banned: p.s.bans}, p.s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -161,14 +161,7 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 		if !mayWrite() {
 			return api.ErrNotLeader
 		}
-		if !outbox.Subscribed(webhooks.PetCreated) {
-			return nil
-		}
-		events := make([]webhooks.Event, len(rows))
-		for i, row := range rows {
-			events[i] = webhooks.Event{Type: webhooks.PetCreated, Data: row.Pet}
-		}
-		return outbox.Write(tx, events...)
+		return outbox.PetsCreated(tx, rows...)
 	})
 	if p.metrics != nil {
 		writer.OnCommitted(p.metrics.ObservePetsCommit)

@@ -17,11 +17,13 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/api"
+	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/categories"
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
+	"petstore/internal/fixedcollections"
 	"petstore/internal/guestlimit"
 	"petstore/internal/hiddenfields"
 	"petstore/internal/idempotency"
@@ -86,23 +88,16 @@ func Register(app core.App, opts Options) *Service {
 	bindBanner(app, opts, s)
 	bindPetRecordHooks(app)
 	categories.Bind(app)
-	bindAPIKeyRecordHooks(app)
-	bindFixedCollections(app)
+	apikeys.Bind(app)
+	fixedcollections.Bind(app, append(append(apikeys.Fixed(), audit.Fixed()), webhooks.Fixed()...)...)
 	hiddenfields.Bind(app)
 	bindBackups(app, opts.AllowBackupRestore, s.log)
-	bindAuditRecords(app, s.log, opts.AuditRetention, func(action audit.Action) {
+	audit.Bind(app, s.log, opts.AuditRetention, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))
 		}
 	})
-	bindWebhookEvents(app, s.outbox)
-	app.Cron().MustAdd("petstoreWebhooksPrune", "40 3 * * *", func() {
-		if keep := opts.WebhooksRetention; keep > 0 {
-			if err := webhooks.Prune(app, keep); err != nil {
-				s.log.Error("Could not prune the webhooks' delivery history", "error", err)
-			}
-		}
-	})
+	webhooks.Bind(app, s.outbox, opts.WebhooksRetention, s.log)
 	idempotency.BindPurge(app, s.log)
 	database.BindDailyOptimize(app, s.log)
 	return s
@@ -132,7 +127,6 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 		observer = p.metrics
 	}
 	targets := webhooks.Targets{AllowPrivate: opts.WebhooksAllowPrivate}
-	dayQuota := &dayQuotaEvents{app: app, outbox: s.outbox, log: s.log}
 	documents := api.NewDocuments(base)
 	// With proxies named, their client-address headers are believed from
 	// them alone; without, from any peer, as PocketBase does (the start
@@ -152,7 +146,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	api.AddRoutes(v1, api.Deps{
 		Limiter: p.limiter, Keys: p.keys, Version: p.version, Pets: p.petReads, PetWriter: p.petWriter, Categories: p.categoryReads,
 		RequestLog: p.reqlog, Usage: p.history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
-		DayQuotaReached: dayQuota.reached,
+		DayQuotaReached: webhooks.DayQuotaReached(app, s.outbox, s.log),
 	})
 	staff.AddRoutes(se.Router, p.history, staff.Webhooks{Outbox: s.outbox, Targets: targets, Log: s.log})
 	// PocketBase's sign-in and account routes, counted per client network.
