@@ -141,7 +141,7 @@ func (p *serviceParts) startOutbox() (func() error, error) {
 // startPetWriter starts the writer of /v1's creates, which writes their
 // webhook events in the same transactions.
 func (p *serviceParts) startPetWriter() (func() error, error) {
-	events, err := newPetEvents(p.app, p.s.log)
+	events, err := pets.NewEvents(p.app, p.s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	writer.OnCreated(events.created)
+	writer.OnCreated(events.Created)
 	outbox := p.s.outbox
 	mayWrite := func() bool { return true }
 	if p.s.cluster != nil {

@@ -28,6 +28,7 @@ import (
 	"petstore/internal/hiddenfields"
 	"petstore/internal/idempotency"
 	"petstore/internal/metrics"
+	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
 	"petstore/internal/requestid"
 	"petstore/internal/staff"
@@ -86,7 +87,7 @@ func Register(app core.App, opts Options) *Service {
 	}
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
-	bindPetRecordHooks(app)
+	pets.Bind(app)
 	categories.Bind(app)
 	apikeys.Bind(app)
 	fixedcollections.Bind(app, append(append(apikeys.Fixed(), audit.Fixed()), webhooks.Fixed()...)...)
