@@ -79,7 +79,7 @@ func (p *Events) Created(rows []Row) {
 
 // heard reports whether anybody listens to pets' creates: a handler bound
 // to an after-create hook beyond PocketBase's own (for any collection: a
-// hook's tags are not visible), or a realtime client subscribed to
+// hook's tags are not visible), or a realtime client subscribed to pets.
 func (p *Events) heard() bool {
 	now := countAfterCreateHandlers(p.app)
 	return now.model > p.own.model || now.record > p.own.record || p.subscribed()
