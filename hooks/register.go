@@ -19,6 +19,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/authlimit"
 	"petstore/internal/categories"
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
@@ -151,7 +152,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	})
 	staff.AddRoutes(se.Router, p.history, staff.Webhooks{Outbox: s.outbox, Targets: targets, Log: s.log})
 	// PocketBase's sign-in and account routes, counted per client network.
-	se.Router.Bind(newAuthThrottle().handler())
+	se.Router.Bind(authlimit.Middleware())
 	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}
 	if s.cluster != nil {
 		health.Cluster = clusterHealth(s.cluster)
