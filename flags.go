@@ -7,6 +7,7 @@ import (
 
 	"petstore/hooks"
 	"petstore/internal/audit"
+	"petstore/internal/datadir"
 	"petstore/internal/envflag"
 	"petstore/internal/logging"
 	"petstore/internal/requestlog"
@@ -24,7 +25,7 @@ type flagValues struct {
 	self        hooks.Invocation
 
 	opts       hooks.Options
-	startup    hooks.StartupConfig
+	startup    datadir.StartupConfig
 	logFormat  string
 	logLevel   string
 	requestLog string
@@ -43,9 +44,9 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	root.StringVar(&f.logLevel, "log-level", "info", "lowest level logged on the console: debug, info, warn or error")
 
 	// The start, which opens the data directory.
-	root.DurationVar(&f.startup.LockTimeout, "lock-timeout", hooks.DefaultLockTimeout,
+	root.DurationVar(&f.startup.LockTimeout, "lock-timeout", datadir.DefaultLockTimeout,
 		"how long a start waits for another process's start on the same data directory (which holds the start lock while it applies migrations)")
-	serve.DurationVar(&f.startup.QuickCheck, "quick-check", hooks.DefaultQuickCheck,
+	serve.DurationVar(&f.startup.QuickCheck, "quick-check", datadir.DefaultQuickCheck,
 		"serve: how long PRAGMA quick_check of data.db may take at start (a damaged database is refused); 0 skips the check")
 
 	// Where clients and Prometheus reach the service.

@@ -9,6 +9,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
+	"petstore/internal/datadir"
 	"petstore/internal/envflag"
 	"petstore/internal/requestlog"
 	"petstore/limits"
@@ -70,7 +71,7 @@ type Options struct {
 	Cluster cluster.Config
 	// Startup guards the bootstrap of the app (startup.go); nil binds no
 	// guard, for apps bootstrapped before Register.
-	Startup *StartupConfig
+	Startup *datadir.StartupConfig
 }
 
 // DefaultSlowRequest is --slow-request's default.

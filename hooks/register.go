@@ -24,10 +24,12 @@ import (
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
+	"petstore/internal/datadir"
 	"petstore/internal/fixedcollections"
 	"petstore/internal/guestlimit"
 	"petstore/internal/hiddenfields"
 	"petstore/internal/idempotency"
+	"petstore/internal/logging"
 	"petstore/internal/metrics"
 	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
@@ -58,7 +60,7 @@ func (s *Service) Err() error { return s.err }
 
 // Register binds everything petstore adds to app, configured by opts.
 func Register(app core.App, opts Options) *Service {
-	s := &Service{log: newLogger(app, opts.Console), outbox: webhooks.NewOutbox(app)}
+	s := &Service{log: logging.New(app, opts.Console), outbox: webhooks.NewOutbox(app)}
 	parts := &serviceParts{app: app, opts: opts, s: s}
 	if opts.MetricsAddr != "" {
 		actions := make([]string, len(audit.Actions))
@@ -84,7 +86,7 @@ func Register(app core.App, opts Options) *Service {
 		},
 	})
 	if opts.Startup != nil {
-		bindStartup(app, *opts.Startup, opts.Console, s, life.startEarly)
+		datadir.BindStartup(app, *opts.Startup, opts.Console, s.log, life.startEarly)
 	}
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
