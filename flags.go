@@ -7,6 +7,7 @@ import (
 
 	"petstore/hooks"
 	"petstore/internal/audit"
+	"petstore/internal/banner"
 	"petstore/internal/datadir"
 	"petstore/internal/envflag"
 	"petstore/internal/logging"
@@ -22,7 +23,7 @@ const defaultHTTPAddr = "127.0.0.1:8090"
 // line; options makes the service's Options of them once it has.
 type flagValues struct {
 	root, serve *pflag.FlagSet
-	self        hooks.Invocation
+	self        banner.Invocation
 
 	opts       hooks.Options
 	startup    datadir.StartupConfig
@@ -35,7 +36,7 @@ type flagValues struct {
 // command, those on serve to serve alone. Each part's flags are a group
 // here, setting its field of hooks.Options; a new part adds its group, and
 // its checks to Options.Check. Every flag has a variable (envflag).
-func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
+func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
 	f := &flagValues{root: root, serve: serve, self: self}
 	o := &f.opts
 
