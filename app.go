@@ -10,7 +10,7 @@ import (
 
 	"github.com/pocketbase/pocketbase"
 
-	"petstore/hooks"
+	"petstore/internal/banner"
 	"petstore/internal/database"
 	"petstore/internal/envflag"
 )
@@ -22,7 +22,7 @@ var appFlags = []string{"dir", "dev", "encryptionEnv", "queryTimeout"}
 // newApp makes the PocketBase app of the command line args, without opening
 // its data directory, and says how a shell runs this binary on the same
 // directory.
-func newApp(args []string) (*pocketbase.PocketBase, hooks.Invocation, error) {
+func newApp(args []string) (*pocketbase.PocketBase, banner.Invocation, error) {
 	// Not pocketbase.New(): under `go run` it turns on dev mode, which prints
 	// SQL on stdout, where `keys create` prints the new key.
 	config := pocketbase.Config{
@@ -31,7 +31,7 @@ func newApp(args []string) (*pocketbase.PocketBase, hooks.Invocation, error) {
 		DataMaxIdleConns: database.ReadPoolConns,
 	}
 	if err := pocketBaseEnv(&config); err != nil {
-		return nil, hooks.Invocation{}, err
+		return nil, banner.Invocation{}, err
 	}
 	dir, given := dirArgument(args)
 	if given {
@@ -39,7 +39,7 @@ func newApp(args []string) (*pocketbase.PocketBase, hooks.Invocation, error) {
 	}
 	app := pocketbase.NewWithConfig(config)
 	// go run builds the binary in a go-build directory of its own.
-	self := hooks.Invocation{Binary: os.Args[0], GoRun: strings.Contains(filepath.ToSlash(os.Args[0]), "/go-build")}
+	self := banner.Invocation{Binary: os.Args[0], GoRun: strings.Contains(filepath.ToSlash(os.Args[0]), "/go-build")}
 	if _, env := os.LookupEnv(envflag.Name("dir")); given || env {
 		self.Dir, _ = filepath.Abs(app.DataDir())
 	}

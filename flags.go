@@ -6,6 +6,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"petstore/hooks"
+	"petstore/internal/audit"
+	"petstore/internal/banner"
+	"petstore/internal/datadir"
 	"petstore/internal/envflag"
 	"petstore/internal/logging"
 	"petstore/internal/requestlog"
@@ -20,10 +23,10 @@ const defaultHTTPAddr = "127.0.0.1:8090"
 // line; options makes the service's Options of them once it has.
 type flagValues struct {
 	root, serve *pflag.FlagSet
-	self        hooks.Invocation
+	self        banner.Invocation
 
 	opts       hooks.Options
-	startup    hooks.StartupConfig
+	startup    datadir.StartupConfig
 	logFormat  string
 	logLevel   string
 	requestLog string
@@ -33,7 +36,7 @@ type flagValues struct {
 // command, those on serve to serve alone. Each part's flags are a group
 // here, setting its field of hooks.Options; a new part adds its group, and
 // its checks to Options.Check. Every flag has a variable (envflag).
-func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
+func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
 	f := &flagValues{root: root, serve: serve, self: self}
 	o := &f.opts
 
@@ -42,9 +45,9 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	root.StringVar(&f.logLevel, "log-level", "info", "lowest level logged on the console: debug, info, warn or error")
 
 	// The start, which opens the data directory.
-	root.DurationVar(&f.startup.LockTimeout, "lock-timeout", hooks.DefaultLockTimeout,
+	root.DurationVar(&f.startup.LockTimeout, "lock-timeout", datadir.DefaultLockTimeout,
 		"how long a start waits for another process's start on the same data directory (which holds the start lock while it applies migrations)")
-	serve.DurationVar(&f.startup.QuickCheck, "quick-check", hooks.DefaultQuickCheck,
+	serve.DurationVar(&f.startup.QuickCheck, "quick-check", datadir.DefaultQuickCheck,
 		"serve: how long PRAGMA quick_check of data.db may take at start (a damaged database is refused); 0 skips the check")
 
 	// Where clients and Prometheus reach the service.
@@ -94,7 +97,7 @@ func bindFlags(root, serve *pflag.FlagSet, self hooks.Invocation) *flagValues {
 	// What the service records.
 	root.StringVar(&f.requestLog, "request-log", string(requestlog.Bounded),
 		"which requests go to PocketBase's logs, /v1's and the rest alike: bounded (every error, and 100 successes a second with a row counting the rest), all, or errors (4xx and 5xx) only")
-	root.DurationVar(&o.AuditRetention, "audit-retention", hooks.DefaultAuditRetention,
+	root.DurationVar(&o.AuditRetention, "audit-retention", audit.DefaultRetention,
 		"how long the audit trail of key, webhook endpoint and category changes keeps a record (0: forever)")
 	root.DurationVar(&o.WebhooksRetention, "webhooks-retention", webhooks.DefaultRetention,
 		"how long webhook delivery attempts, and events delivered or failed, are kept (0: forever)")

@@ -51,7 +51,7 @@ func main() {
 	// names only /api/ and /_/: hooks prints a fuller one.
 	serve := cmd.NewServeCommand(app, false)
 	keys := apikeys.NewCommand(app)
-	healthcheck, versionCmd := hooks.NewHealthcheckCommand(), hooks.NewVersionCommand()
+	healthcheck, versionCmd := newHealthcheckCommand(), newVersionCommand()
 	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, categories.NewCommand(app), healthcheck.Command, versionCmd)
 	// Neither reads the data directory: they run without the bootstrap, so
 	// that a start in progress (which holds the start lock) or data from a

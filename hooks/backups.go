@@ -14,6 +14,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/fixedcollections"
 	"petstore/internal/requestid"
 )
 
@@ -62,7 +63,7 @@ func bindBackups(app core.App, allowRestore bool, log *slog.Logger) {
 		}
 		se.Router.Bind(&hook.Handler[*core.RequestEvent]{
 			Id:       "petstoreBackupsGuard",
-			Priority: truncateGuardPriority,
+			Priority: fixedcollections.GuardPriority,
 			Func:     g.guard,
 		})
 		return se.Next()
@@ -86,7 +87,7 @@ func (g *backupGuard) guard(e *core.RequestEvent) error {
 	case backupCreatePattern:
 		g.createLock.Lock()
 		defer g.createLock.Unlock()
-		by := requestActor(e)
+		by := audit.ActorOf(e)
 		g.creating.Store(&by)
 		defer g.creating.Store(nil)
 		return e.Next()
@@ -94,7 +95,7 @@ func (g *backupGuard) guard(e *core.RequestEvent) error {
 		if !g.allowRestore {
 			return e.ForbiddenError(errBackupRestoreOff, nil)
 		}
-		by := requestActor(e)
+		by := audit.ActorOf(e)
 		g.restoring.Store(key, by)
 		g.log.Warn("Backup restore requested: the service restarts with the backup's data", "backup", key, "actor", by.ID, "actorEmail", by.Email)
 		err := e.Next()
@@ -113,13 +114,13 @@ func (g *backupGuard) guard(e *core.RequestEvent) error {
 		if f := e.Request.MultipartForm; f != nil && len(f.File["file"]) > 0 {
 			name = f.File["file"][0].Filename
 		}
-		g.write(e.App, audit.BackupUploaded, name, requestActor(e))
+		g.write(e.App, audit.BackupUploaded, name, audit.ActorOf(e))
 		return nil
 	case backupDeletePattern:
 		if err := e.Next(); err != nil {
 			return err
 		}
-		g.write(e.App, audit.BackupDeleted, key, requestActor(e))
+		g.write(e.App, audit.BackupDeleted, key, audit.ActorOf(e))
 		return nil
 	case backupDownloadPattern:
 		if err := e.Next(); err != nil {

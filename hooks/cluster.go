@@ -65,7 +65,7 @@ func (p *serviceParts) startCluster() (func() error, error) {
 	stopMetrics := func() error { return nil }
 	if p.metrics != nil {
 		p.metrics.Register(clusterCollectors(process)...)
-		if stopMetrics, err = serveMetrics(p.opts.MetricsAddr, p.metrics, log); err != nil {
+		if stopMetrics, err = p.metrics.Serve(p.opts.MetricsAddr, log); err != nil {
 			_ = process.Close()
 			return nil, fmt.Errorf("--metrics-addr %s: %w", p.opts.MetricsAddr, err)
 		}

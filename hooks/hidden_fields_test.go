@@ -108,12 +108,12 @@ func TestHiddenFieldsCannotBeSearched(t *testing.T) {
 	}
 
 	// Realtime subscriptions take filters in their options.
-	rt := connectRealtime(t, s)
+	rt := s.ConnectRealtime(t)
 	for _, topic := range []string{
 		"webhook_endpoints/*?options=" + url.QueryEscape(`{"query":{"filter":"secret>='whsec_'"}}`),
 		"api_keys/" + keyID + "?options=" + url.QueryEscape(`{"query":{"filter":"key_hash>='8'"}}`),
 	} {
-		body, _ := json.Marshal(map[string]any{"clientId": rt.id, "subscriptions": []string{topic}})
+		body, _ := json.Marshal(map[string]any{"clientId": rt.ID(), "subscriptions": []string{topic}})
 		req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/realtime", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", superuser)
@@ -121,7 +121,7 @@ func TestHiddenFieldsCannotBeSearched(t *testing.T) {
 			t.Errorf("subscribe %s: %d %s, want 400", topic, r.StatusCode, r.Body)
 		}
 	}
-	rt.subscribe(t, s, superuser, "webhook_endpoints/*?options="+url.QueryEscape(`{"query":{"filter":"url~'127'"}}`))
+	rt.Subscribe(t, superuser, "webhook_endpoints/*?options="+url.QueryEscape(`{"query":{"filter":"url~'127'"}}`))
 
 	// A view collection that reads a hidden field would show it unhidden.
 	r = s.Do(t, http.MethodPost, "/api/collections", superuser, map[string]any{

@@ -2,10 +2,7 @@ package hooks
 
 import (
 	"database/sql"
-	"errors"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,34 +11,37 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/categories"
 	"petstore/internal/connlimit"
+	"petstore/internal/idempotency"
 	"petstore/internal/metrics"
+	"petstore/internal/pets"
 	"petstore/internal/requestlog"
+	"petstore/internal/webhooks"
 	"petstore/limits"
 )
 
-// startMetrics serves m at GET /metrics on addr, a listener of its own (never
-// the public one), with the figures read at each scrape: pets, categories, keys by state,
-// the databases' files, the limiter's Redis, realtime subscribers, the
-// request log's rows, the public listener's connections, the newest backup. It returns the
-// listener's stop.
+// startMetrics serves m on addr (metrics.Serve) with the figures read at
+// each scrape, each from the package that owns it: pets, categories, keys
+// by state, the databases' files, the limiter's Redis, realtime
+// subscribers, the request log's rows, the public listener's connections,
+// the newest backup. It returns the listener's stop.
 func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, limiter *limits.Limiter, reqlog *requestlog.Logger,
 	conns *connlimit.Limiter, log *slog.Logger) (func() error, error) {
+	count := func(read func(*sql.DB) (int64, error)) func() (int64, error) {
+		return func() (int64, error) { return read(reads) }
+	}
 	m.Register(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_pets", Help: "Pets stored."},
-			countRows(reads, "SELECT COUNT(*) FROM pets", log)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_categories", Help: "Categories named."},
-			countRows(reads, "SELECT COUNT(*) FROM categories", log)),
-		// idx_pets_category serves the distinct numbers in order.
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_categories_unnamed", Help: "Numbers pets carry as categoryId that no category names."},
-			countRows(reads, "SELECT COUNT(DISTINCT categoryId) FROM pets p WHERE NOT EXISTS (SELECT 1 FROM categories c WHERE c.number = p.categoryId)", log)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_webhook_outbox_pending", Help: "Webhook events not delivered yet (all instances)."},
-			countRows(reads, "SELECT COUNT(*) FROM webhook_endpoints e JOIN webhook_events v ON v.endpoint = e.id AND v.status = 'pending'", log)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_idempotency_keys", Help: "Idempotency-Keys remembered."},
-			countRows(reads, "SELECT COUNT(*) FROM idempotency_keys", log)),
+		metrics.Count("petstore_pets", "Pets stored.", count(pets.Count), log),
+		metrics.Count("petstore_categories", "Categories named.", count(categories.Count), log),
+		metrics.Count("petstore_categories_unnamed", "Numbers pets carry as categoryId that no category names.", count(categories.CountUnnamed), log),
+		metrics.Count("petstore_webhook_outbox_pending", "Webhook events not delivered yet (all instances).", count(webhooks.Pending), log),
+		metrics.Count("petstore_idempotency_keys", "Idempotency-Keys remembered.", count(idempotency.Count), log),
+		metrics.Counts("petstore_api_keys", "API keys by state.", "state", func() (map[string]int64, error) {
+			return apikeys.CountByState(reads, time.Now())
+		}, log),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_realtime_subscribers", Help: "PocketBase realtime clients connected."},
 			func() float64 { return float64(app.SubscriptionsBroker().TotalClients()) }),
-		keyStates{reads, log},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "petstore_requestlog_rows_total", Help: "Rows written to the request log."},
 			func() float64 { return float64(reqlog.Written()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -95,65 +95,5 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 		}, func() float64 { return float64(limiter.RedisLost()) }))
 	}
 
-	return serveMetrics(addr, m, log)
-}
-
-// serveMetrics serves m at GET /metrics on a listener of its own on addr,
-// until the returned stop.
-func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (func() error, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	// Scrapers are few and quick: the listener holds a few connections,
-	// each for a short while, so that a flood of it leaves the process its
-	// descriptors (the public listener's bounds keep room for these).
-	ln = connlimit.New(connlimit.Config{Global: metricsMaxConns, PerAddress: metricsMaxConns / 4, Listener: "metrics listener"}, log).Wrap(ln)
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
-	go func() {
-		if err := server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("The metrics listener stopped", "address", addr, "error", err)
-		}
-	}()
-	log.Info("Serving metrics", "address", "http://"+ln.Addr().String()+"/metrics")
-	return server.Close, nil
-}
-
-// metricsMaxConns bounds the metrics listener's connections: a few
-// Prometheus servers, each with a keep-alive connection or two.
-const metricsMaxConns = 32
-
-// countRows reads a count at each scrape; a failure logs and reads as 0.
-func countRows(db *sql.DB, query string, log *slog.Logger) func() float64 {
-	return func() float64 {
-		var n int64
-		if err := db.QueryRow(query).Scan(&n); err != nil {
-			log.Warn("A metric could not be read", "query", query, "error", err)
-		}
-		return float64(n)
-	}
-}
-
-// keyStates is petstore_api_keys{state}, counted at each scrape.
-type keyStates struct {
-	db  *sql.DB
-	log *slog.Logger
-}
-
-var keyStatesDesc = prometheus.NewDesc("petstore_api_keys", "API keys by state.", []string{"state"}, nil)
-
-func (k keyStates) Describe(ch chan<- *prometheus.Desc) { ch <- keyStatesDesc }
-
-func (k keyStates) Collect(ch chan<- prometheus.Metric) {
-	counts, err := apikeys.CountByState(k.db, time.Now())
-	if err != nil {
-		k.log.Warn("A metric could not be read", "metric", "petstore_api_keys", "error", err)
-		return
-	}
-	for state, n := range counts {
-		ch <- prometheus.MustNewConstMetric(keyStatesDesc, prometheus.GaugeValue, float64(n), state)
-	}
+	return m.Serve(addr, log)
 }

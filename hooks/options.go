@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"petstore/internal/api"
+	"petstore/internal/banner"
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
+	"petstore/internal/datadir"
 	"petstore/internal/envflag"
 	"petstore/internal/requestlog"
 	"petstore/limits"
@@ -27,7 +29,7 @@ type Options struct {
 	// superuser: the installer link and the command that creates one, run
 	// as Self; nil leaves PocketBase's own.
 	Installer io.Writer
-	Self      Invocation
+	Self      banner.Invocation
 	HTTPS     bool // serve --https: the banner's addresses are https
 	// PublicURL is the base URL clients use, ending in /v1 (serve
 	// --public-url); empty when clients reach the server directly.
@@ -70,7 +72,7 @@ type Options struct {
 	Cluster cluster.Config
 	// Startup guards the bootstrap of the app (startup.go); nil binds no
 	// guard, for apps bootstrapped before Register.
-	Startup *StartupConfig
+	Startup *datadir.StartupConfig
 }
 
 // DefaultSlowRequest is --slow-request's default.

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"petstore/hooks"
+	"petstore/internal/datadir"
 	"petstore/limits"
 )
 
 // Options.Check passes the defaults and refuses each value serve cannot
 // use, naming its flag, and never the Redis password.
 func TestOptionsCheckNamesTheFlag(t *testing.T) {
-	if err := (hooks.Options{Startup: &hooks.StartupConfig{}}).Check(); err != nil {
+	if err := (hooks.Options{Startup: &datadir.StartupConfig{}}).Check(); err != nil {
 		t.Fatalf("the zero options: %v", err)
 	}
 	for want, opts := range map[string]hooks.Options{
@@ -25,7 +26,7 @@ func TestOptionsCheckNamesTheFlag(t *testing.T) {
 		`invalid --max-conns (or PETSTORE_MAX_CONNS) "-1"`:                    {Server: hooks.ServerConfig{MaxConns: -1}},
 		`invalid --drain-delay (or PETSTORE_DRAIN_DELAY) "-1s"`:               {Server: hooks.ServerConfig{DrainDelay: -time.Second}},
 		`invalid --audit-retention (or PETSTORE_AUDIT_RETENTION) "-1h0m0s"`:   {AuditRetention: -time.Hour},
-		`invalid --lock-timeout (or PETSTORE_LOCK_TIMEOUT) "-1s"`:             {Startup: &hooks.StartupConfig{LockTimeout: -time.Second}},
+		`invalid --lock-timeout (or PETSTORE_LOCK_TIMEOUT) "-1s"`:             {Startup: &datadir.StartupConfig{LockTimeout: -time.Second}},
 	} {
 		err := opts.Check()
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {

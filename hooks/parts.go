@@ -86,7 +86,7 @@ func (p *serviceParts) startUsage() (func() error, error) {
 }
 
 func (p *serviceParts) startLimiter() (func() error, error) {
-	limiter, err := limits.New(p.opts.Limits, keyLedger{p.app, p.history, p.s}, p.s.log)
+	limiter, err := limits.New(p.opts.Limits, apikeys.Ledger{App: p.app, History: p.history, Banned: p.s.bans}, p.s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (p *serviceParts) startOutbox() (func() error, error) {
 // startPetWriter starts the writer of /v1's creates, which writes their
 // webhook events in the same transactions.
 func (p *serviceParts) startPetWriter() (func() error, error) {
-	events, err := newPetEvents(p.app, p.s.log)
+	events, err := pets.NewEvents(p.app, p.s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	writer.OnCreated(events.created)
+	writer.OnCreated(events.Created)
 	outbox := p.s.outbox
 	mayWrite := func() bool { return true }
 	if p.s.cluster != nil {
@@ -161,14 +161,7 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 		if !mayWrite() {
 			return api.ErrNotLeader
 		}
-		if !outbox.Subscribed(webhooks.PetCreated) {
-			return nil
-		}
-		events := make([]webhooks.Event, len(rows))
-		for i, row := range rows {
-			events[i] = webhooks.Event{Type: webhooks.PetCreated, Data: row.Pet}
-		}
-		return outbox.Write(tx, events...)
+		return outbox.PetsCreated(tx, rows...)
 	})
 	if p.metrics != nil {
 		writer.OnCommitted(p.metrics.ObservePetsCommit)

@@ -21,14 +21,14 @@ func TestRealtimeForgetsASuperuserChangedElsewhere(t *testing.T) {
 	} {
 		t.Run(change.name, func(t *testing.T) {
 			s := apptest.Start(t, "")
-			gone := connectRealtime(t, s)
-			gone.subscribe(t, s, s.SuperuserToken(t, "gone@example.com", "a long enough password"), "api_keys/*")
-			kept := connectRealtime(t, s)
-			kept.subscribe(t, s, s.StaffToken(t), "api_keys/*")
+			gone := s.ConnectRealtime(t)
+			gone.Subscribe(t, s.SuperuserToken(t, "gone@example.com", "a long enough password"), "api_keys/*")
+			kept := s.ConnectRealtime(t)
+			kept.Subscribe(t, s.StaffToken(t), "api_keys/*")
 
 			s.NewKey(t, apikeys.NewKey{Name: "before"})
-			for _, c := range []*realtimeClient{gone, kept} {
-				if m := c.nextRecord(t, "api_keys/*"); m.Record["name"] != "before" {
+			for _, c := range []*apptest.Realtime{gone, kept} {
+				if m := c.NextRecord(t, "api_keys/*"); m.Record["name"] != "before" {
 					t.Fatalf("before the change: %+v", m)
 				}
 			}
@@ -37,15 +37,15 @@ func TestRealtimeForgetsASuperuserChangedElsewhere(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.NewKey(t, apikeys.NewKey{Name: "after"})
-			if m := kept.nextRecord(t, "api_keys/*"); m.Record["name"] != "after" {
+			if m := kept.NextRecord(t, "api_keys/*"); m.Record["name"] != "after" {
 				t.Errorf("the superuser still signed in heard %+v", m)
 			}
 			select {
-			case ev, open := <-gone.events:
+			case ev, open := <-gone.Events:
 				if open {
-					var m recordMessage
-					_ = json.Unmarshal(ev.data, &m)
-					t.Errorf("the superuser %s elsewhere heard %q %+v", change.name, ev.name, m)
+					var m apptest.RecordMessage
+					_ = json.Unmarshal(ev.Data, &m)
+					t.Errorf("the superuser %s elsewhere heard %q %+v", change.name, ev.Name, m)
 				}
 			case <-time.After(10 * time.Second):
 				t.Errorf("the stream of the superuser %s elsewhere is still open", change.name)

@@ -17,15 +17,21 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/api"
+	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/authlimit"
 	"petstore/internal/categories"
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
+	"petstore/internal/datadir"
+	"petstore/internal/fixedcollections"
 	"petstore/internal/guestlimit"
 	"petstore/internal/hiddenfields"
 	"petstore/internal/idempotency"
+	"petstore/internal/logging"
 	"petstore/internal/metrics"
+	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
 	"petstore/internal/requestid"
 	"petstore/internal/staff"
@@ -54,7 +60,7 @@ func (s *Service) Err() error { return s.err }
 
 // Register binds everything petstore adds to app, configured by opts.
 func Register(app core.App, opts Options) *Service {
-	s := &Service{log: newLogger(app, opts.Console), outbox: webhooks.NewOutbox(app)}
+	s := &Service{log: logging.New(app, opts.Console), outbox: webhooks.NewOutbox(app)}
 	parts := &serviceParts{app: app, opts: opts, s: s}
 	if opts.MetricsAddr != "" {
 		actions := make([]string, len(audit.Actions))
@@ -80,29 +86,22 @@ func Register(app core.App, opts Options) *Service {
 		},
 	})
 	if opts.Startup != nil {
-		bindStartup(app, *opts.Startup, opts.Console, s, life.startEarly)
+		datadir.BindStartup(app, *opts.Startup, opts.Console, s.log, life.startEarly)
 	}
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
-	bindPetRecordHooks(app)
+	pets.Bind(app)
 	categories.Bind(app)
-	bindAPIKeyRecordHooks(app)
-	bindFixedCollections(app)
+	apikeys.Bind(app)
+	fixedcollections.Bind(app, append(append(apikeys.Fixed(), audit.Fixed()), webhooks.Fixed()...)...)
 	hiddenfields.Bind(app)
 	bindBackups(app, opts.AllowBackupRestore, s.log)
-	bindAuditRecords(app, s.log, opts.AuditRetention, func(action audit.Action) {
+	audit.Bind(app, s.log, opts.AuditRetention, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))
 		}
 	})
-	bindWebhookEvents(app, s.outbox)
-	app.Cron().MustAdd("petstoreWebhooksPrune", "40 3 * * *", func() {
-		if keep := opts.WebhooksRetention; keep > 0 {
-			if err := webhooks.Prune(app, keep); err != nil {
-				s.log.Error("Could not prune the webhooks' delivery history", "error", err)
-			}
-		}
-	})
+	webhooks.Bind(app, s.outbox, opts.WebhooksRetention, s.log)
 	idempotency.BindPurge(app, s.log)
 	database.BindDailyOptimize(app, s.log)
 	return s
@@ -132,7 +131,6 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 		observer = p.metrics
 	}
 	targets := webhooks.Targets{AllowPrivate: opts.WebhooksAllowPrivate}
-	dayQuota := &dayQuotaEvents{app: app, outbox: s.outbox, log: s.log}
 	documents := api.NewDocuments(base)
 	// With proxies named, their client-address headers are believed from
 	// them alone; without, from any peer, as PocketBase does (the start
@@ -152,7 +150,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	api.AddRoutes(v1, api.Deps{
 		Limiter: p.limiter, Keys: p.keys, Version: p.version, Pets: p.petReads, PetWriter: p.petWriter, Categories: p.categoryReads,
 		RequestLog: p.reqlog, Usage: p.history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
-		DayQuotaReached: dayQuota.reached,
+		DayQuotaReached: webhooks.DayQuotaReached(app, s.outbox, s.log),
 	})
 	var nodes staff.ClusterView
 	if s.cluster != nil {
@@ -160,7 +158,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	}
 	staff.AddRoutes(se.Router, p.history, staff.Webhooks{Outbox: s.outbox, Targets: targets, Log: s.log}, nodes)
 	// PocketBase's sign-in and account routes, counted per client network.
-	se.Router.Bind(newAuthThrottle().handler())
+	se.Router.Bind(authlimit.Middleware())
 	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}
 	if s.cluster != nil {
 		health.Cluster = clusterHealth(s.cluster)

@@ -9,6 +9,8 @@ package limits
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -87,4 +89,24 @@ func (c Config) Check() error {
 		return err
 	}
 	return client.Close()
+}
+
+// Store names where c counts, without the Redis URL's passwords: the user
+// part's, and the query's (Sentinel's password= and sentinel_password=).
+func (c Config) Store() string {
+	if c.RedisURL == "" {
+		return "memory"
+	}
+	u, err := url.Parse(c.RedisURL)
+	if err != nil {
+		return "redis"
+	}
+	q := u.Query()
+	for name := range q {
+		if strings.Contains(strings.ToLower(name), "password") {
+			q.Set(name, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.Redacted()
 }

@@ -51,7 +51,7 @@ func Bind(app core.App) {
 
 	// The records API: each change and its audit record in one transaction.
 	app.OnRecordCreateRequest(Collection).BindFunc(func(e *core.RecordRequestEvent) error {
-		by := actor(e)
+		by := audit.ActorOf(e.RequestEvent)
 		return e.App.RunInTransaction(func(tx core.App) error {
 			e.App = tx
 			if err := e.Next(); err != nil {
@@ -62,7 +62,7 @@ func Bind(app core.App) {
 		})
 	})
 	app.OnRecordUpdateRequest(Collection).BindFunc(func(e *core.RecordRequestEvent) error {
-		by, old := actor(e), e.Record.Original().GetString(NameField)
+		by, old := audit.ActorOf(e.RequestEvent), e.Record.Original().GetString(NameField)
 		return e.App.RunInTransaction(func(tx core.App) error {
 			e.App = tx
 			if err := e.Next(); err != nil {
@@ -72,7 +72,7 @@ func Bind(app core.App) {
 		})
 	})
 	app.OnRecordDeleteRequest(Collection).BindFunc(func(e *core.RecordRequestEvent) error {
-		by, c := actor(e), &Record{e.Record}
+		by, c := audit.ActorOf(e.RequestEvent), &Record{e.Record}
 		return e.App.RunInTransaction(func(tx core.App) error {
 			e.App = tx
 			if err := e.Next(); err != nil {
@@ -81,15 +81,6 @@ func Bind(app core.App) {
 			return writeAudit(tx, audit.CategoryDeleted, c.Number(), c.Name(), "", by)
 		})
 	})
-}
-
-// actor is the superuser who sent the request e.
-func actor(e *core.RecordRequestEvent) audit.Actor {
-	by := audit.Actor{Address: e.RealIP()}
-	if e.Auth != nil {
-		by.ID, by.Email = e.Auth.Id, e.Auth.Email()
-	}
-	return by
 }
 
 // fieldError is a rule's error as PocketBase answers a record it refuses:

@@ -8,6 +8,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/dataversion"
+	"petstore/internal/pets"
 )
 
 // Reads is /v1's list of categories, prepared once on the read pool, with
@@ -103,4 +104,18 @@ func Uses(app core.App) ([]Use, error) {
 		GROUP BY p.categoryId
 		ORDER BY id`).All(&uses)
 	return uses, err
+}
+
+// Count is how many categories are named.
+func Count(db *sql.DB) (n int64, err error) {
+	err = db.QueryRow("SELECT COUNT(*) FROM " + Collection).Scan(&n)
+	return n, err
+}
+
+// CountUnnamed is how many numbers pets carry as their categoryId that no
+// category names. idx_pets_category serves the distinct numbers in order.
+func CountUnnamed(db *sql.DB) (n int64, err error) {
+	err = db.QueryRow("SELECT COUNT(DISTINCT categoryId) FROM " + pets.Collection + " p WHERE NOT EXISTS (SELECT 1 FROM " +
+		Collection + " c WHERE c." + NumberField + " = p.categoryId)").Scan(&n)
+	return n, err
 }

@@ -198,3 +198,9 @@ func BindPurge(app core.App, logger *slog.Logger) {
 		}
 	})
 }
+
+// Count is how many Idempotency-Keys are remembered.
+func Count(db *sql.DB) (n int64, err error) {
+	err = db.QueryRow("SELECT COUNT(*) FROM idempotency_keys").Scan(&n)
+	return n, err
+}

@@ -175,3 +175,9 @@ func scanPage(rows *sql.Rows, limit int) (pets []Pet, last string, err error) {
 	}
 	return pets, last, rows.Err()
 }
+
+// Count is how many pets are stored.
+func Count(db *sql.DB) (n int64, err error) {
+	err = db.QueryRow("SELECT COUNT(*) FROM " + Collection).Scan(&n)
+	return n, err
+}

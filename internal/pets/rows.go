@@ -38,3 +38,9 @@ func (r Row) Record(collection *core.Collection) (*core.Record, error) {
 	}
 	return record, record.PostScan()
 }
+
+// FromRecord is the pet a record of the pets collection holds.
+func FromRecord(r *core.Record) Pet {
+	id, _ := strconv.ParseInt(r.Id, 10, 64)
+	return Pet{ID: id, Name: r.GetString("name"), CategoryID: int64(r.GetInt("categoryId")), Status: r.GetString("status")}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
 
+	"petstore/internal/audit"
 	"petstore/internal/categories"
 	"petstore/internal/strictinput"
 )
@@ -35,7 +36,7 @@ func handleCreateCategory(e *core.RequestEvent) error {
 	if err := decodeBody(e, &body); err != nil {
 		return err
 	}
-	c, err := categories.Create(e.App, body.Number, body.Name, "", actor(e))
+	c, err := categories.Create(e.App, body.Number, body.Name, "", audit.ActorOf(e))
 	if err != nil {
 		return categoryError(err)
 	}
@@ -51,7 +52,7 @@ func handleRenameCategory(e *core.RequestEvent) error {
 	if err := decodeBody(e, &body); err != nil {
 		return err
 	}
-	c, err := categories.Rename(e.App, number, body.Name, actor(e))
+	c, err := categories.Rename(e.App, number, body.Name, audit.ActorOf(e))
 	if err != nil {
 		return categoryError(err)
 	}
@@ -63,7 +64,7 @@ func handleDeleteCategory(e *core.RequestEvent) error {
 	if err != nil {
 		return err
 	}
-	if err := categories.Delete(e.App, number, actor(e)); err != nil {
+	if err := categories.Delete(e.App, number, audit.ActorOf(e)); err != nil {
 		return categoryError(err)
 	}
 	e.Response.WriteHeader(http.StatusNoContent)

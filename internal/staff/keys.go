@@ -8,7 +8,6 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
-	"petstore/internal/requestid"
 	"petstore/internal/usage"
 )
 
@@ -65,7 +64,7 @@ func handleCreateKey(e *core.RequestEvent) error {
 	if err != nil {
 		return err
 	}
-	key, r, err := apikeys.Create(e.App, nk, actor(e))
+	key, r, err := apikeys.Create(e.App, nk, audit.ActorOf(e))
 	if err != nil {
 		return storeError(err)
 	}
@@ -81,7 +80,7 @@ func handleChangeKey(e *core.RequestEvent) error {
 	if err != nil {
 		return err
 	}
-	if _, err := apikeys.Change(e.App, e.Request.PathValue("id"), c, actor(e)); err != nil {
+	if _, err := apikeys.Change(e.App, e.Request.PathValue("id"), c, audit.ActorOf(e)); err != nil {
 		return storeError(err)
 	}
 	return answerWithView(e, e.Request.PathValue("id"))
@@ -96,7 +95,7 @@ func handleRollKey(e *core.RequestEvent) error {
 	if err != nil {
 		return err
 	}
-	key, r, err := apikeys.Roll(e.App, e.Request.PathValue("id"), grace, actor(e))
+	key, r, err := apikeys.Roll(e.App, e.Request.PathValue("id"), grace, audit.ActorOf(e))
 	if err != nil {
 		return storeError(err)
 	}
@@ -104,14 +103,14 @@ func handleRollKey(e *core.RequestEvent) error {
 }
 
 func handleRevokeKey(e *core.RequestEvent) error {
-	if err := apikeys.Revoke(e.App, e.Request.PathValue("id"), actor(e)); err != nil {
+	if err := apikeys.Revoke(e.App, e.Request.PathValue("id"), audit.ActorOf(e)); err != nil {
 		return storeError(err)
 	}
 	return answerWithView(e, e.Request.PathValue("id"))
 }
 
 func handleLiftBan(e *core.RequestEvent) error {
-	if err := apikeys.Unban(e.App, e.Request.PathValue("id"), actor(e)); err != nil {
+	if err := apikeys.Unban(e.App, e.Request.PathValue("id"), audit.ActorOf(e)); err != nil {
 		return storeError(err)
 	}
 	return answerWithView(e, e.Request.PathValue("id"))
@@ -185,9 +184,4 @@ func answerWithView(e *core.RequestEvent, id string) error {
 		return storeError(err)
 	}
 	return writeJSON(e, http.StatusOK, viewOf(r, time.Now()))
-}
-
-// actor is the superuser making a request, for the audit trail.
-func actor(e *core.RequestEvent) audit.Actor {
-	return audit.Actor{ID: e.Auth.Id, Email: e.Auth.Email(), Address: e.RealIP(), RequestID: requestid.From(e.Request.Context())}
 }

@@ -73,7 +73,7 @@ func (w Webhooks) create(e *core.RequestEvent) error {
 	if err := decodeBody(e, &in); err != nil {
 		return err
 	}
-	id, secret, err := webhooks.Create(e.Request.Context(), e.App, w.Targets, in, actor(e))
+	id, secret, err := webhooks.Create(e.Request.Context(), e.App, w.Targets, in, audit.ActorOf(e))
 	if err != nil {
 		return webhookError(err)
 	}
@@ -87,7 +87,7 @@ func (w Webhooks) change(e *core.RequestEvent) error {
 		return err
 	}
 	id := e.Request.PathValue("id")
-	if err := webhooks.Change(e.Request.Context(), e.App, w.Targets, id, in, actor(e)); err != nil {
+	if err := webhooks.Change(e.Request.Context(), e.App, w.Targets, id, in, audit.ActorOf(e)); err != nil {
 		return webhookError(err)
 	}
 	w.changed()
@@ -96,7 +96,7 @@ func (w Webhooks) change(e *core.RequestEvent) error {
 
 func (w Webhooks) remove(e *core.RequestEvent) error {
 	id := e.Request.PathValue("id")
-	if err := webhooks.Delete(e.App, id, actor(e)); err != nil {
+	if err := webhooks.Delete(e.App, id, audit.ActorOf(e)); err != nil {
 		return webhookError(err)
 	}
 	w.changed()
@@ -116,7 +116,7 @@ func (w Webhooks) roll(e *core.RequestEvent) error {
 		grace = time.Duration(*body.GraceSeconds) * time.Second
 	}
 	id := e.Request.PathValue("id")
-	secret, err := webhooks.Roll(e.App, id, grace, actor(e))
+	secret, err := webhooks.Roll(e.App, id, grace, audit.ActorOf(e))
 	if err != nil {
 		return webhookError(err)
 	}
@@ -125,7 +125,7 @@ func (w Webhooks) roll(e *core.RequestEvent) error {
 
 func (w Webhooks) test(e *core.RequestEvent) error {
 	id := e.Request.PathValue("id")
-	if err := w.Outbox.SendTest(e.App, id, actor(e)); err != nil {
+	if err := w.Outbox.SendTest(e.App, id, audit.ActorOf(e)); err != nil {
 		return webhookError(err)
 	}
 	return e.NoContent(http.StatusAccepted)
@@ -169,7 +169,7 @@ func (w Webhooks) history(e *core.RequestEvent) error {
 
 func (w Webhooks) resend(e *core.RequestEvent) error {
 	id := e.Request.PathValue("id")
-	if err := webhooks.Resend(e.App, id, e.Request.PathValue("event"), actor(e)); err != nil {
+	if err := webhooks.Resend(e.App, id, e.Request.PathValue("event"), audit.ActorOf(e)); err != nil {
 		return webhookError(err)
 	}
 	w.Outbox.Wake()

@@ -459,3 +459,10 @@ func dateString(t time.Time) string {
 	d, _ := types.ParseDateTime(t.UTC())
 	return d.String()
 }
+
+// Pending is how many events wait for delivery, of every instance.
+func Pending(db *sql.DB) (n int64, err error) {
+	err = db.QueryRow("SELECT COUNT(*) FROM " + EndpointsCollection + " e JOIN " + EventsCollection +
+		" v ON v.endpoint = e.id AND v.status = 'pending'").Scan(&n)
+	return n, err
+}

@@ -1,4 +1,4 @@
-package hooks
+package main
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"petstore/internal/version"
 )
 
-// NewVersionCommand is `petstore version`, the same line as --version.
-func NewVersionCommand() *cobra.Command {
+// newVersionCommand is `petstore version`, the same line as --version.
+func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, the commit and the Go version of this build",
@@ -28,22 +28,22 @@ func NewVersionCommand() *cobra.Command {
 	}
 }
 
-// HealthcheckCommand is `petstore healthcheck`: GET /readyz and exit 0 when
+// healthcheckCommand is `petstore healthcheck`: GET /readyz and exit 0 when
 // it answers 200, for a container's HEALTHCHECK (a scratch image has no
 // curl). Err is its failure, which main turns into exit status 1.
-type HealthcheckCommand struct {
+type healthcheckCommand struct {
 	*cobra.Command
 	err error
 }
 
 // Err is why the check failed, if it did.
-func (c *HealthcheckCommand) Err() error { return c.err }
+func (c *healthcheckCommand) Err() error { return c.err }
 
-// NewHealthcheckCommand makes the command. Without --url it checks the
+// newHealthcheckCommand makes the command. Without --url it checks the
 // server that `serve` with the same environment listens on: the address of
 // PETSTORE_HTTP, as serve reads it, else serve's default.
-func NewHealthcheckCommand() *HealthcheckCommand {
-	c := &HealthcheckCommand{}
+func newHealthcheckCommand() *healthcheckCommand {
+	c := &healthcheckCommand{}
 	var url string
 	var timeout time.Duration
 	c.Command = &cobra.Command{

@@ -1,4 +1,7 @@
-package hooks
+// Package authlimit applies PocketBase's rate-limit rules to its auth
+// routes (the sign-ins, and the requests that mail a code or a link) per
+// client network, where PocketBase's own limiter counts each exact address.
+package authlimit
 
 import (
 	"errors"
@@ -33,13 +36,13 @@ var authRoutes = map[string][]string{
 	"POST /api/collections/{collection}/confirm-email-change":   {"confirmEmailChange"},
 }
 
-// authThrottlePriority runs the throttle after PocketBase has loaded the
+// priority runs the throttle after PocketBase has loaded the
 // request's auth token (-1020), which decides the rule's audience, and
 // just before PocketBase's own limiter; on /v1, after its own rate limit
 // (internal/api's middleware_order.go lists the chain).
-const authThrottlePriority = apis.DefaultRateLimitMiddlewarePriority - 1
+const priority = apis.DefaultRateLimitMiddlewarePriority - 1
 
-// authThrottle applies PocketBase's rate-limit rules to its auth routes per
+// throttle applies PocketBase's rate-limit rules to its auth routes per
 // client network, as /v1 counts keyless callers (clientnet.Of): an IPv6
 // client is given a /64, so one guesser has 2^64 addresses, and an
 // IPv4-mapped address is the IPv4 client it maps. PocketBase's limiter,
@@ -48,7 +51,7 @@ const authThrottlePriority = apis.DefaultRateLimitMiddlewarePriority - 1
 // is the one that binds. The rules, the exclusions and the switch are
 // PocketBase's settings (dashboard, Settings, Rate limits), read at each
 // request.
-type authThrottle struct {
+type throttle struct {
 	mu      sync.Mutex
 	windows map[string]*authWindow
 	swept   time.Time
@@ -65,16 +68,13 @@ type authWindow struct {
 // throttle holds only the networks seen within its rules' durations.
 const authSweepEvery = time.Minute
 
-func newAuthThrottle() *authThrottle {
-	return &authThrottle{windows: map[string]*authWindow{}, swept: time.Now()}
+// Middleware is a new throttle as a router middleware.
+func Middleware() *hook.Handler[*core.RequestEvent] {
+	t := &throttle{windows: map[string]*authWindow{}, swept: time.Now()}
+	return &hook.Handler[*core.RequestEvent]{Id: "petstoreAuthThrottle", Priority: priority, Func: t.check}
 }
 
-// handler is the throttle as a router middleware.
-func (t *authThrottle) handler() *hook.Handler[*core.RequestEvent] {
-	return &hook.Handler[*core.RequestEvent]{Id: "petstoreAuthThrottle", Priority: authThrottlePriority, Func: t.check}
-}
-
-func (t *authThrottle) check(e *core.RequestEvent) error {
+func (t *throttle) check(e *core.RequestEvent) error {
 	tags, ok := authRoutes[e.Request.Pattern]
 	if !ok {
 		return e.Next()
@@ -118,7 +118,7 @@ func (t *authThrottle) check(e *core.RequestEvent) error {
 
 // take counts a request in key's window and says whether rule admits it;
 // a refused request is not counted.
-func (t *authThrottle) take(key string, rule core.RateLimitRule, now time.Time) bool {
+func (t *throttle) take(key string, rule core.RateLimitRule, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if now.Sub(t.swept) >= authSweepEvery {

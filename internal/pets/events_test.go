@@ -1,13 +1,8 @@
-package hooks_test
+package pets_test
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -19,128 +14,10 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 
-	"petstore/hooks"
 	"petstore/internal/apikeys"
 	"petstore/internal/apptest"
 	"petstore/internal/pets"
 )
-
-// sseEvent is one event of PocketBase's realtime stream.
-type sseEvent struct {
-	name string
-	data []byte
-}
-
-// realtimeClient is a connection to /api/realtime, as the JS SDK makes it:
-// GET /api/realtime, read PB_CONNECT's clientId, then POST the
-// subscriptions with the client's credential.
-type realtimeClient struct {
-	id     string
-	events chan sseEvent // closed when the stream ends
-	close  func()
-}
-
-func connectRealtime(t *testing.T, s *apptest.Server) *realtimeClient {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/realtime", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET /api/realtime: %v", err)
-	}
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("GET /api/realtime: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-	c := &realtimeClient{events: make(chan sseEvent, 64)}
-	var once sync.Once
-	c.close = func() { once.Do(func() { cancel(); resp.Body.Close() }) }
-	t.Cleanup(c.close)
-	go readSSE(resp.Body, c.events)
-
-	connect := c.next(t)
-	var hello struct {
-		ClientID string `json:"clientId"`
-	}
-	if err := json.Unmarshal(connect.data, &hello); connect.name != "PB_CONNECT" || err != nil || hello.ClientID == "" {
-		t.Fatalf("first realtime event %q %s, want PB_CONNECT with a clientId", connect.name, connect.data)
-	}
-	c.id = hello.ClientID
-	return c
-}
-
-// readSSE sends the stream's events to events, and closes it at the end.
-func readSSE(body io.Reader, events chan<- sseEvent) {
-	defer close(events)
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var ev sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if ev.name != "" {
-				events <- ev
-			}
-			ev = sseEvent{}
-		case strings.HasPrefix(line, "event:"):
-			ev.name = strings.TrimPrefix(line, "event:")
-		case strings.HasPrefix(line, "data:"):
-			ev.data = append(ev.data, strings.TrimPrefix(line, "data:")...)
-		}
-	}
-}
-
-// subscribe replaces the client's subscriptions, with token's credential
-// (none when empty).
-func (c *realtimeClient) subscribe(t *testing.T, s *apptest.Server, token string, topics ...string) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"clientId": c.id, "subscriptions": topics})
-	req, err := http.NewRequest(http.MethodPost, s.URL+"/api/realtime", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", token)
-	}
-	if r := s.Send(t, req); r.StatusCode != http.StatusNoContent {
-		t.Fatalf("POST /api/realtime: %d %s", r.StatusCode, r.Body)
-	}
-}
-
-// next is the client's next event.
-func (c *realtimeClient) next(t *testing.T) sseEvent {
-	t.Helper()
-	select {
-	case ev, ok := <-c.events:
-		if !ok {
-			t.Fatal("the realtime stream ended")
-		}
-		return ev
-	case <-time.After(10 * time.Second):
-		t.Fatal("no realtime event within 10 s")
-	}
-	return sseEvent{}
-}
-
-// recordMessage is the data of a record's realtime event.
-type recordMessage struct {
-	Action string         `json:"action"`
-	Record map[string]any `json:"record"`
-}
-
-func (c *realtimeClient) nextRecord(t *testing.T, topic string) recordMessage {
-	t.Helper()
-	ev := c.next(t)
-	var m recordMessage
-	if err := json.Unmarshal(ev.data, &m); err != nil || ev.name != topic {
-		t.Fatalf("realtime event %q %s, want a record message on %q (%v)", ev.name, ev.data, topic, err)
-	}
-	return m
-}
 
 // A superuser subscribed to pets hears a pet created through /v1 as it
 // hears one created with the records API (the dashboard's way): the same
@@ -151,13 +28,13 @@ func TestRealtimeSubscribersHearV1Creates(t *testing.T) {
 	s := apptest.Start(t, "")
 	token := s.StaffToken(t)
 	key := s.NewKey(t, apikeys.NewKey{})
-	staff := connectRealtime(t, s)
-	staff.subscribe(t, s, token, "pets/*")
-	guest := connectRealtime(t, s)
-	guest.subscribe(t, s, "", "pets/*")
+	staff := s.ConnectRealtime(t)
+	staff.Subscribe(t, token, "pets/*")
+	guest := s.ConnectRealtime(t)
+	guest.Subscribe(t, "", "pets/*")
 
 	pet := s.CreatePet(t, key, map[string]any{"name": "  Rex  ", "categoryId": 7})
-	fromV1 := staff.nextRecord(t, "pets/*")
+	fromV1 := staff.NextRecord(t, "pets/*")
 	id := strconv.FormatInt(pet.ID, 10)
 	if fromV1.Action != "create" || fromV1.Record["id"] != id || fromV1.Record["name"] != "Rex" ||
 		fromV1.Record["categoryId"] != 7.0 || fromV1.Record["status"] != "available" ||
@@ -179,7 +56,7 @@ func TestRealtimeSubscribersHearV1Creates(t *testing.T) {
 	}
 	var created map[string]any
 	r.JSON(t, &created)
-	fromRecordsAPI := staff.nextRecord(t, "pets/*")
+	fromRecordsAPI := staff.NextRecord(t, "pets/*")
 	if fromRecordsAPI.Action != "create" || !maps.Equal(fromRecordsAPI.Record, created) {
 		t.Errorf("records API create %v: realtime message %+v", created, fromRecordsAPI)
 	}
@@ -189,8 +66,8 @@ func TestRealtimeSubscribersHearV1Creates(t *testing.T) {
 
 	// The guest's messages, had there been any, went out with the staff's.
 	select {
-	case ev := <-guest.events:
-		t.Errorf("a guest heard %q %s", ev.name, ev.data)
+	case ev := <-guest.Events:
+		t.Errorf("a guest heard %q %s", ev.Name, ev.Data)
 	case <-time.After(500 * time.Millisecond):
 	}
 }
@@ -384,7 +261,7 @@ func TestPetCreatesAreHeardOnlyWhenSomebodyListens(t *testing.T) {
 	token := s.StaffToken(t)
 	expect := func(what string, want bool) {
 		t.Helper()
-		got, err := hooks.PetCreatesHeard(s.App)
+		got, err := pets.CreatesHeard(s.App)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -407,7 +284,7 @@ func TestPetCreatesAreHeardOnlyWhenSomebodyListens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := connectRealtime(t, s)
+	c := s.ConnectRealtime(t)
 	expect("a realtime client without subscriptions", false)
 	for _, sub := range []struct {
 		topic string
@@ -422,10 +299,10 @@ func TestPetCreatesAreHeardOnlyWhenSomebodyListens(t *testing.T) {
 		{collection.Id + "/*", true},
 		{collection.Id, true},
 	} {
-		c.subscribe(t, s, token, sub.topic)
+		c.Subscribe(t, token, sub.topic)
 		expect("a realtime subscription to "+sub.topic, sub.heard)
 	}
-	c.close()
+	c.Close()
 	for deadline := time.Now().Add(10 * time.Second); s.App.SubscriptionsBroker().TotalClients() > 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the realtime client is still registered 10 s after it closed")

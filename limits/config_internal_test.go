@@ -1,4 +1,4 @@
-package hooks
+package limits
 
 import (
 	"strings"
@@ -14,9 +14,9 @@ func TestRateLimitStoreHidesPasswords(t *testing.T) {
 		"redis://user:secret1@10.0.0.1:6379/0": "redis://user:xxxxx@10.0.0.1:6379/0",
 		"redis://s1:26379/0?master_name=m&password=secret1&sentinel_password=secret2&addr=s2:26379": "redis://s1:26379/0?addr=s2%3A26379&master_name=m&password=xxxxx&sentinel_password=xxxxx",
 	} {
-		got := rateLimitStore(in)
+		got := Config{RedisURL: in}.Store()
 		if got != want || strings.Contains(got, "secret") {
-			t.Errorf("rateLimitStore(%q) = %q, want %q", in, got, want)
+			t.Errorf("Config{RedisURL: %q}.Store() = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package hooks
+package datadir
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/database"
-	"petstore/internal/datadir"
 	"petstore/internal/logging"
 	"petstore/internal/replica"
 	"petstore/internal/version"
@@ -47,7 +46,7 @@ const restoreSteps = "stop every petstore on this data directory; move data.db, 
 	"restore data.db from Litestream (litestream restore -o DIR/data.db REPLICA_URL), or unzip a PocketBase backup from DIR/backups into DIR, " +
 	"or copy DIR/backups/pre-upgrade-*.db to DIR/data.db; start petstore again (docs/operations.md, \"Restore\")"
 
-// bindStartup guards the app's bootstrap, which opens the databases and
+// BindStartup guards the app's bootstrap, which opens the databases and
 // applies PocketBase's migrations, and applies petstore's right after it:
 //   - the data directory and everything in it become the owner's alone;
 //   - serve runs PRAGMA quick_check on data.db, within cfg.QuickCheck, and
@@ -61,11 +60,11 @@ const restoreSteps = "stop every petstore on this data directory; move data.db, 
 //   - the migrations are applied, each one logged.
 //
 // console logs what happens before the bootstrap, when PocketBase's logs
-// (the dashboard's half of the service's logger) do not exist yet. For
+// (the dashboard's half of log, the service's logger) do not exist yet. For
 // serve, beforeOpen starts the parts that run before the database opens
 // (the lifecycle's early parts), once the directory is the owner's alone and
 // before data.db is checked.
-func bindStartup(app core.App, cfg StartupConfig, console slog.Handler, s *Service, beforeOpen func() error) {
+func BindStartup(app core.App, cfg StartupConfig, console slog.Handler, log *slog.Logger, beforeOpen func() error) {
 	app.OnBootstrap().Bind(&hook.Handler[*core.BootstrapEvent]{
 		Id: "petstoreStartup",
 		Func: func(e *core.BootstrapEvent) error {
@@ -73,7 +72,7 @@ func bindStartup(app core.App, cfg StartupConfig, console slog.Handler, s *Servi
 			if console != nil {
 				early = slog.New(console)
 			}
-			return startup(e, cfg, early, s.log, beforeOpen)
+			return startup(e, cfg, early, log, beforeOpen)
 		},
 	})
 }
@@ -90,7 +89,7 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 	if !cfg.Serving {
 		routine = slog.LevelDebug
 	}
-	changed, err := datadir.Secure(dir)
+	changed, err := Secure(dir)
 	if err != nil {
 		early.Warn("Could not make the data directory its owner's alone", "dataDir", dir, "error", err)
 	} else if changed > 0 {
@@ -124,9 +123,9 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 		}
 	}
 
-	lock, err := datadir.Acquire(dir, cfg.LockTimeout, func(holder string) {
+	lock, err := Acquire(dir, cfg.LockTimeout, func(holder string) {
 		early.Info("Waiting for another petstore process to open the data directory and apply migrations",
-			"lock", filepath.Join(dir, datadir.LockFile), "holderPid", holder, "lockTimeout", cfg.LockTimeout.String())
+			"lock", filepath.Join(dir, LockFile), "holderPid", holder, "lockTimeout", cfg.LockTimeout.String())
 	})
 	if err != nil {
 		early.Error("Could not start", "error", err)
@@ -135,7 +134,7 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 	defer lock.Release()
 
 	known := knownMigrations()
-	state, err := datadir.Inspect(ctx, dbPath, known)
+	state, err := Inspect(ctx, dbPath, known)
 	if err != nil {
 		return err
 	}
@@ -152,7 +151,7 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 	}
 	if !state.Empty && len(state.Pending) > 0 {
 		started := time.Now()
-		backup, err := datadir.Backup(ctx, dir, dbPath, started)
+		backup, err := Backup(ctx, dir, dbPath, started)
 		if err != nil {
 			early.Error("Could not copy the database before applying migrations; nothing was changed", "error", err)
 			return err
@@ -195,7 +194,7 @@ func quickCheck(ctx context.Context, dbPath string, timeout time.Duration, log *
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	started := time.Now()
-	err := datadir.QuickCheck(ctx, dbPath)
+	err := QuickCheck(ctx, dbPath)
 	took := logging.Milliseconds(time.Since(started))
 	switch {
 	case err == nil:
@@ -204,7 +203,7 @@ func quickCheck(ctx context.Context, dbPath string, timeout time.Duration, log *
 	case errors.Is(err, context.DeadlineExceeded):
 		log.Warn("PRAGMA quick_check of data.db did not finish in time; starting without it", "quick_check_ms", logging.Milliseconds(timeout))
 		return nil
-	case errors.Is(err, datadir.ErrDamaged):
+	case errors.Is(err, ErrDamaged):
 		err = fmt.Errorf("%s is damaged (%w); petstore does not serve it. Restore it: %s. "+
 			"--quick-check 0 starts without the check, to read out what is left", dbPath, err, restoreSteps)
 		log.Error("Refusing a damaged database", "database", dbPath, "error", err)

@@ -1,4 +1,4 @@
-package hooks
+package pets
 
 import (
 	"context"
@@ -9,11 +9,9 @@ import (
 
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
-
-	"petstore/internal/pets"
 )
 
-// petEvents tells PocketBase of the pets /v1 creates, after their commit,
+// Events tells PocketBase of the pets /v1 creates, after their commit,
 // as its own record save does after a create: it triggers the app's
 // OnModelAfterCreateSuccess chain with a record built from the stored row.
 // That chain is PocketBase's: its record proxy runs the
@@ -23,7 +21,7 @@ import (
 //
 // When nobody listens (no realtime client subscribed to pets, and no
 // handler on those two hooks beyond PocketBase's own) no record is built.
-type petEvents struct {
+type Events struct {
 	app core.App
 	log *slog.Logger
 	// own is the count of PocketBase's own handlers on the after-create
@@ -54,21 +52,22 @@ var pocketBaseHandlers = sync.OnceValues(func() (afterCreateHandlers, error) {
 	return countAfterCreateHandlers(app), nil
 })
 
-func newPetEvents(app core.App, log *slog.Logger) (*petEvents, error) {
+// NewEvents makes the events of app's /v1 creates.
+func NewEvents(app core.App, log *slog.Logger) (*Events, error) {
 	own, err := pocketBaseHandlers()
 	if err != nil {
 		return nil, err
 	}
-	return &petEvents{app: app, log: log, own: own}, nil
+	return &Events{app: app, log: log, own: own}, nil
 }
 
-// created is the pets writer's OnCreated: it runs in the goroutine of the
+// Created is the pets writer's OnCreated: it runs in the goroutine of the
 // request that created rows, after their commit and before the answer.
-func (p *petEvents) created(rows []pets.Row) {
+func (p *Events) Created(rows []Row) {
 	if !p.heard() {
 		return
 	}
-	collection, err := p.app.FindCachedCollectionByNameOrId(pets.Collection)
+	collection, err := p.app.FindCachedCollectionByNameOrId(Collection)
 	if err != nil {
 		p.log.Error("Could not announce the pets created through /v1", "error", err)
 		return
@@ -81,7 +80,7 @@ func (p *petEvents) created(rows []pets.Row) {
 // heard reports whether anybody listens to pets' creates: a handler bound
 // to an after-create hook beyond PocketBase's own (for any collection: a
 // hook's tags are not visible), or a realtime client subscribed to pets.
-func (p *petEvents) heard() bool {
+func (p *Events) heard() bool {
 	now := countAfterCreateHandlers(p.app)
 	return now.model > p.own.model || now.record > p.own.record || p.subscribed()
 }
@@ -90,12 +89,12 @@ func (p *petEvents) heard() bool {
 // the collection ("pets/*", or the older "pets") or one pet ("pets/ID"),
 // by the collection's name or id. PocketBase's broadcast matches the same
 // prefixes.
-func (p *petEvents) subscribed() bool {
+func (p *Events) subscribed() bool {
 	broker := p.app.SubscriptionsBroker()
 	if broker.TotalClients() == 0 {
 		return false
 	}
-	collection, err := p.app.FindCachedCollectionByNameOrId(pets.Collection)
+	collection, err := p.app.FindCachedCollectionByNameOrId(Collection)
 	if err != nil {
 		return true // let the broadcast decide, and log
 	}
@@ -111,7 +110,7 @@ func (p *petEvents) subscribed() bool {
 // announce fires the after-create hooks for one row. The pet is stored and
 // its create answered with 201 whatever a handler does: a handler's error,
 // or its panic, is logged.
-func (p *petEvents) announce(collection *core.Collection, row pets.Row) {
+func (p *Events) announce(collection *core.Collection, row Row) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("An after-create hook of pets panicked on a pet created through /v1",

@@ -1,4 +1,7 @@
-package hooks
+// Package banner tells people where a started petstore is: the lines serve
+// prints at its start, and the first-start hint while there is no
+// superuser.
+package banner
 
 import (
 	"fmt"
@@ -52,13 +55,13 @@ func shellQuote(word string) string {
 	return "'" + strings.ReplaceAll(word, "'", `'\''`) + "'"
 }
 
-// installer is serve's first-start hint in place of PocketBase's (which
+// Installer is serve's first-start hint in place of PocketBase's (which
 // names `go run .` for any binary under the temporary directory, and no
 // --dir): the installer link, whose token creates the first superuser in
 // the dashboard, and the command that creates one on this data directory.
 // With w nil (JSON logs), the hint is an event of log's, on stderr with the
 // service's other events, not text on stdout.
-func installer(w io.Writer, log *slog.Logger, self Invocation) func(core.App, *core.Record, string) error {
+func Installer(w io.Writer, log *slog.Logger, self Invocation) func(core.App, *core.Record, string) error {
 	return func(_ core.App, superuser *core.Record, baseURL string) error {
 		token, err := superuser.NewStaticAuthToken(30 * time.Minute)
 		if err != nil {

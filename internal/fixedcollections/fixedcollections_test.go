@@ -1,4 +1,4 @@
-package hooks_test
+package fixedcollections_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package hooks_test
+package webhooks_test
 
 import (
 	"encoding/json"

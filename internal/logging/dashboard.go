@@ -1,23 +1,21 @@
-package hooks
+package logging
 
 import (
 	"context"
 	"log/slog"
 
 	"github.com/pocketbase/pocketbase/core"
-
-	"petstore/internal/logging"
 )
 
-// newLogger is the service's one logger: each event goes to the console
+// New is the service's one logger: each event goes to the console
 // (stderr, as main configures it) and to PocketBase's logs, which the
 // dashboard shows. A nil console logs to the dashboard only.
-func newLogger(app core.App, console slog.Handler) *slog.Logger {
+func New(app core.App, console slog.Handler) *slog.Logger {
 	dashboard := dashboardHandler{app: app}
 	if console == nil {
 		return slog.New(dashboard)
 	}
-	return slog.New(logging.Tee(console, dashboard))
+	return slog.New(Tee(console, dashboard))
 }
 
 // dashboardHandler hands records to the app's current logger, which

@@ -1,4 +1,4 @@
-package hooks
+package apikeys
 
 import (
 	"errors"
@@ -9,9 +9,8 @@ import (
 	"github.com/pocketbase/pocketbase/tools/router"
 	"github.com/pocketbase/pocketbase/tools/types"
 
-	"petstore/internal/apikeys"
 	"petstore/internal/audit"
-	"petstore/internal/requestid"
+	"petstore/internal/fixedcollections"
 )
 
 // errCreateKeyInDashboard answers the dashboard's "New record" on api_keys:
@@ -25,7 +24,18 @@ const errCreateKeyInDashboard = "API keys are issued on the staff page, /staff/,
 const errDeleteKey = "API keys are not deleted: revoke the key on the staff page (/staff/) or with 'petstore keys revoke ID'. " +
 	"A revoked key stays, with its history in the audit trail."
 
-// bindAPIKeyRecordHooks keeps the dashboard (PocketBase's records API) from
+// Fixed are the keys' and the plans' collections, which the service relies
+// on as they are.
+func Fixed() []fixedcollections.Collection {
+	return []fixedcollections.Collection{
+		{Name: Collection, Refusal: "the api_keys collection cannot be renamed, changed, emptied or deleted: its fields and rules are the service's. " +
+			"Issue, change and revoke keys on the staff page (/staff/) or with 'petstore keys'"},
+		{Name: PlansCollection, Refusal: "the plans collection cannot be renamed, changed, emptied or deleted: its fields and rules are the service's. " +
+			"Add plans and change their quotas as its records, in the dashboard"},
+	}
+}
+
+// Bind keeps the dashboard (PocketBase's records API) from
 // making or breaking keys, and every save of a key within the rules.
 //
 // The dashboard's edit form sends every field back as it was loaded, so a
@@ -34,14 +44,14 @@ const errDeleteKey = "API keys are not deleted: revoke the key on the staff page
 // expiry: a save there leaves the fields only the service writes, and the
 // expiry, as they are stored. A save that changes one of them itself (an
 // edit, not an old form's value) is refused with what to do instead
-// (apikeys.DashboardChange), so that no save reports success and drops what
+// (DashboardChange), so that no save reports success and drops what
 // staff typed. Lifting a ban and changing an expiry are explicit acts
-// (apikeys.Unban, apikeys.Change: the staff page or the `keys` command). A
+// (Unban, Change: the staff page or the `keys` command). A
 // save that would clear `revoked` is refused, whatever sent it: revocation
 // is final. Nor is a key deleted there. A plan's change there is audited
 // (plan.changed) and evented, with the quotas before and after.
-func bindAPIKeyRecordHooks(app core.App) {
-	keys, plans := collectionTags(apikeys.Collection), collectionTags(apikeys.PlansCollection)
+func Bind(app core.App) {
+	keys, plans := fixedcollections.Tags(Collection), fixedcollections.Tags(PlansCollection)
 	app.OnRecordCreateRequest(keys...).BindFunc(func(e *core.RecordRequestEvent) error {
 		return e.BadRequestError(errCreateKeyInDashboard, nil)
 	})
@@ -49,7 +59,7 @@ func bindAPIKeyRecordHooks(app core.App) {
 		return e.ForbiddenError(errDeleteKey, nil)
 	})
 	app.OnRecordUpdateRequest(keys...).BindFunc(func(e *core.RecordRequestEvent) error {
-		k := &apikeys.APIKey{Record: e.Record}
+		k := &APIKey{Record: e.Record}
 		// The form's `updated` as sent (the request info holds the record's
 		// own: an autodate field keeps its value). The body rereads.
 		var form struct {
@@ -68,7 +78,7 @@ func bindAPIKeyRecordHooks(app core.App) {
 		k.KeepServiceFields()
 		// Checked here too, for an answer that says what is wrong at the top,
 		// where the dashboard shows it.
-		if err := apikeys.CheckRecord(e.App, k); err != nil {
+		if err := CheckRecord(e.App, k); err != nil {
 			return asFieldError(err)
 		}
 		// The save and its audit records in one transaction.
@@ -78,29 +88,29 @@ func bindAPIKeyRecordHooks(app core.App) {
 			if err := e.Next(); err != nil {
 				return err
 			}
-			return apikeys.WriteAudit(tx, before, k, requestActor(e.RequestEvent))
+			return WriteAudit(tx, before, k, audit.ActorOf(e.RequestEvent))
 		})
 	})
 	app.OnRecordUpdateRequest(plans...).BindFunc(func(e *core.RecordRequestEvent) error {
-		after := &apikeys.Plan{Record: e.Record}
-		before := &apikeys.Plan{Record: e.Record.Original()}
+		after := &Plan{Record: e.Record}
+		before := &Plan{Record: e.Record.Original()}
 		return e.App.RunInTransaction(func(tx core.App) error {
 			e.App = tx
 			if err := e.Next(); err != nil {
 				return err
 			}
-			return apikeys.WritePlanAudit(tx, before, after, requestActor(e.RequestEvent))
+			return WritePlanAudit(tx, before, after, audit.ActorOf(e.RequestEvent))
 		})
 	})
 	// Every save, the dashboard's and the service's alike.
 	app.OnRecordValidate(keys...).BindFunc(func(e *core.RecordEvent) error {
-		if err := apikeys.CheckRecord(e.App, &apikeys.APIKey{Record: e.Record}); err != nil {
+		if err := CheckRecord(e.App, &APIKey{Record: e.Record}); err != nil {
 			return asFieldError(err)
 		}
 		return e.Next()
 	})
 	app.OnRecordValidate(plans...).BindFunc(func(e *core.RecordEvent) error {
-		if err := apikeys.CheckPlan(e.App, &apikeys.Plan{Record: e.Record}); err != nil {
+		if err := CheckPlan(e.App, &Plan{Record: e.Record}); err != nil {
 			return asFieldError(err)
 		}
 		return e.Next()
@@ -111,8 +121,8 @@ func bindAPIKeyRecordHooks(app core.App) {
 // 400 with the message, and under data the field it is about, where the
 // dashboard shows it beside the field. Other errors stay as they are.
 func asFieldError(err error) error {
-	field := apikeys.Field(err)
-	if field == "" && !errors.Is(err, apikeys.ErrBadSettings) && !errors.Is(err, apikeys.ErrState) {
+	field := Field(err)
+	if field == "" && !errors.Is(err, ErrBadSettings) && !errors.Is(err, ErrState) {
 		return err
 	}
 	var data any
@@ -120,14 +130,4 @@ func asFieldError(err error) error {
 		data = validation.Errors{field: validation.NewError("validation_api_key_rule", err.Error())}
 	}
 	return router.NewBadRequestError(err.Error(), data)
-}
-
-// requestActor is who sent e: the superuser signed in, from the client's
-// address.
-func requestActor(e *core.RequestEvent) audit.Actor {
-	by := audit.Actor{Address: e.RealIP(), RequestID: requestid.From(e.Request.Context())}
-	if e.Auth != nil {
-		by.ID, by.Email = e.Auth.Id, e.Auth.Email()
-	}
-	return by
 }

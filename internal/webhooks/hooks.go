@@ -1,9 +1,8 @@
-package hooks
+package webhooks
 
 import (
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -12,8 +11,8 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/categories"
+	"petstore/internal/fixedcollections"
 	"petstore/internal/pets"
-	"petstore/internal/webhooks"
 )
 
 // errWebhooksStaffAPI answers a write of webhook_endpoints through the
@@ -25,27 +24,44 @@ var errWebhooksStaffAPI = errors.New("webhook endpoints are added, changed and d
 // history through the records API, superusers included.
 var errWebhookHistoryServiceOnly = errors.New("webhook events and delivery attempts are written by the service only: resend a failed event on the staff page (/staff/); --webhooks-retention prunes them")
 
-// auditEvents are the audit actions that are webhook events too, by the
-// event's type.
-var auditEvents = map[audit.Action]webhooks.Type{
-	audit.KeyCreated:  webhooks.KeyCreated,
-	audit.KeyRolled:   webhooks.KeyRolled,
-	audit.KeyRevoked:  webhooks.KeyRevoked,
-	audit.KeyBanned:   webhooks.KeyBanned,
-	audit.PlanChanged: webhooks.PlanChanged,
+// errCollectionsFixed answers a change, emptying or deletion of a
+// webhooks' collection.
+const errCollectionsFixed = "the webhooks' collections cannot be renamed, changed, emptied or deleted: " +
+	"delete endpoints on the staff page (/staff/), which records it in the audit trail"
 
-	audit.CategoryCreated: webhooks.CategoryCreated,
-	audit.CategoryRenamed: webhooks.CategoryRenamed,
-	audit.CategoryDeleted: webhooks.CategoryDeleted,
+// Fixed are the webhooks' collections, which the service relies on as they
+// are.
+func Fixed() []fixedcollections.Collection {
+	fixed := make([]fixedcollections.Collection, len(collections))
+	for i, c := range collections {
+		fixed[i] = fixedcollections.Collection{Name: c, Refusal: errCollectionsFixed}
+	}
+	return fixed
 }
 
-// bindWebhookEvents writes the webhook events of changes made outside the
-// pets writer into the outbox, in their transactions: the pets created as
-// records (the dashboard, the records API), and the key and category
-// changes, which every path (staff API, dashboard, keys and categories
-// commands, limiter) writes to the audit trail in its transaction. It also keeps the webhooks' collections
-// out of the records API's writes, and the secrets out of its answers.
-func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
+// auditEvents are the audit actions that are webhook events too, by the
+// event's type.
+var auditEvents = map[audit.Action]Type{
+	audit.KeyCreated:  KeyCreated,
+	audit.KeyRolled:   KeyRolled,
+	audit.KeyRevoked:  KeyRevoked,
+	audit.KeyBanned:   KeyBanned,
+	audit.PlanChanged: PlanChanged,
+
+	audit.CategoryCreated: CategoryCreated,
+	audit.CategoryRenamed: CategoryRenamed,
+	audit.CategoryDeleted: CategoryDeleted,
+}
+
+// Bind writes the webhook events of changes made outside the pets writer
+// into outbox, in their transactions: the pets created as records (the
+// dashboard, the records API), and the key and category changes, which
+// every path (staff API, dashboard, keys and categories commands, limiter)
+// writes to the audit trail in its transaction. It also keeps the
+// webhooks' collections out of the records API's writes, and the secrets
+// out of its answers; and it prunes the delivery history older than
+// retention daily (0 keeps it forever).
+func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logger) {
 	// A record's save runs in a transaction only when its caller opened
 	// one: the event's write needs one with the pet's.
 	app.OnRecordCreate(pets.Collection).BindFunc(func(e *core.RecordEvent) error {
@@ -61,15 +77,9 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 		if err := e.Next(); err != nil {
 			return err
 		}
-		if !outbox.Subscribed(webhooks.PetCreated) {
-			return nil
-		}
-		id, _ := strconv.ParseInt(e.Record.Id, 10, 64)
-		pet := pets.Pet{ID: id, Name: e.Record.GetString("name"), CategoryID: int64(e.Record.GetInt("categoryId")),
-			Status: e.Record.GetString("status")}
-		return outbox.Write(e.App, webhooks.Event{Type: webhooks.PetCreated, Data: pet})
+		return outbox.PetsCreated(e.App, pets.Row{Pet: pets.FromRecord(e.Record)})
 	})
-	app.OnRecordCreateExecute(collectionTags(audit.Collection)...).BindFunc(func(e *core.RecordEvent) error {
+	app.OnRecordCreateExecute(fixedcollections.Tags(audit.Collection)...).BindFunc(func(e *core.RecordEvent) error {
 		if err := e.Next(); err != nil {
 			return err
 		}
@@ -80,7 +90,7 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 		var data any
 		var err error
 		switch {
-		case t == webhooks.PlanChanged:
+		case t == PlanChanged:
 			data, err = planData(e.App, e.Record)
 		case e.Record.GetString(audit.CategoryField) != "":
 			data, err = categories.EventOf(e.Record)
@@ -90,14 +100,14 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 		if err != nil {
 			return err
 		}
-		return outbox.Write(e.App, webhooks.Event{Type: t, Data: data})
+		return outbox.Write(e.App, Event{Type: t, Data: data})
 	})
 
 	// The secrets' fields are hidden, but PocketBase shows hidden fields to
 	// superusers, when the enrichment's last step (after every handler's
 	// Next) unhides them: every answer, realtime message and dashboard
 	// view drops them again here, after that step.
-	app.OnRecordEnrich(collectionTags(webhooks.EndpointsCollection)...).BindFunc(func(e *core.RecordEnrichEvent) error {
+	app.OnRecordEnrich(fixedcollections.Tags(EndpointsCollection)...).BindFunc(func(e *core.RecordEnrichEvent) error {
 		r := e.Record // the event moves on to the next record in Next
 		if err := e.Next(); err != nil {
 			return err
@@ -105,28 +115,48 @@ func bindWebhookEvents(app core.App, outbox *webhooks.Outbox) {
 		r.Hide("secret", "previous_secret")
 		return nil
 	})
-	bindWebhookRefusals(app)
+	bindRefusals(app)
+	app.Cron().MustAdd("petstoreWebhooksPrune", "40 3 * * *", func() {
+		if retention > 0 {
+			if err := Prune(app, retention); err != nil {
+				log.Error("Could not prune the webhooks' delivery history", "error", err)
+			}
+		}
+	})
 }
 
-// webhookCollections are the webhooks' collections.
-var webhookCollections = []string{webhooks.EndpointsCollection, webhooks.EventsCollection, webhooks.AttemptsCollection}
+// PetsCreated writes pet.created for each of rows, in tx, the transaction
+// that created them.
+func (o *Outbox) PetsCreated(tx core.App, rows ...pets.Row) error {
+	if !o.Subscribed(PetCreated) {
+		return nil
+	}
+	events := make([]Event, len(rows))
+	for i, row := range rows {
+		events[i] = Event{Type: PetCreated, Data: row.Pet}
+	}
+	return o.Write(tx, events...)
+}
 
-// bindWebhookRefusals keeps every write of the webhooks' collections out of
+// collections are the webhooks' collections.
+var collections = []string{EndpointsCollection, EventsCollection, AttemptsCollection}
+
+// bindRefusals keeps every write of the webhooks' collections out of
 // the records API and the dashboard, superusers included: the endpoints
 // change through the staff API alone, which audits each change, and the
 // outbox and the delivery history are the service's (its writes are SQL
 // statements and the cascade of an endpoint's deletion, which no request
-// hook sees). The collections themselves are fixed (collections_fixed.go).
-func bindWebhookRefusals(app core.App) {
-	for _, c := range webhookCollections {
+// hook sees). The collections themselves are fixed (Fixed).
+func bindRefusals(app core.App) {
+	for _, c := range collections {
 		err := errWebhookHistoryServiceOnly
-		if c == webhooks.EndpointsCollection {
+		if c == EndpointsCollection {
 			err = errWebhooksStaffAPI
 		}
 		refuse := func(e *core.RecordRequestEvent) error { return e.ForbiddenError(err.Error(), nil) }
-		app.OnRecordCreateRequest(collectionTags(c)...).BindFunc(refuse)
-		app.OnRecordUpdateRequest(collectionTags(c)...).BindFunc(refuse)
-		app.OnRecordDeleteRequest(collectionTags(c)...).BindFunc(refuse)
+		app.OnRecordCreateRequest(fixedcollections.Tags(c)...).BindFunc(refuse)
+		app.OnRecordUpdateRequest(fixedcollections.Tags(c)...).BindFunc(refuse)
+		app.OnRecordDeleteRequest(fixedcollections.Tags(c)...).BindFunc(refuse)
 	}
 }
 
@@ -178,25 +208,32 @@ func planData(app core.App, record *core.Record) (planEvent, error) {
 	return planEvent{ID: p.Id, Name: p.Name(), PerMinute: p.PerMinute(), PerDay: p.PerDay(), Changes: details}, nil
 }
 
-// dayQuotaEvents writes key.day_quota_reached once per key and UTC day:
+// DayQuotaReached is the /v1 limiter's news that a key used up its day:
+// it writes key.day_quota_reached once per key and UTC day (dayQuota).
+func DayQuotaReached(app core.App, outbox *Outbox, log *slog.Logger) func(keyID string, day time.Time) {
+	d := &dayQuota{app: app, outbox: outbox, log: log}
+	return d.reached
+}
+
+// dayQuota writes key.day_quota_reached once per key and UTC day:
 // once per instance by memory, once across instances by the outbox's
 // unique index on the event's dedupe text.
-type dayQuotaEvents struct {
+type dayQuota struct {
 	app    core.App
-	outbox *webhooks.Outbox
+	outbox *Outbox
 	log    *slog.Logger
 	sent   sync.Map // key id → the UTC day (YYYY-MM-DD) written
 }
 
 // reached is the /v1 limiter's news that keyID used up its day at day. The
 // write happens beside the request, which it never delays.
-func (d *dayQuotaEvents) reached(keyID string, day time.Time) {
+func (d *dayQuota) reached(keyID string, day time.Time) {
 	date := day.UTC().Format(time.DateOnly)
 	if prev, ok := d.sent.Load(keyID); ok && prev == date {
 		return
 	}
 	d.sent.Store(keyID, date)
-	if !d.outbox.Subscribed(webhooks.KeyDayQuotaReached) {
+	if !d.outbox.Subscribed(KeyDayQuotaReached) {
 		return
 	}
 	go func() {
@@ -205,8 +242,8 @@ func (d *dayQuotaEvents) reached(keyID string, day time.Time) {
 			if err != nil {
 				return err
 			}
-			return d.outbox.Write(tx, webhooks.Event{Type: webhooks.KeyDayQuotaReached, Data: data,
-				Dedupe: string(webhooks.KeyDayQuotaReached) + ":" + keyID + ":" + date})
+			return d.outbox.Write(tx, Event{Type: KeyDayQuotaReached, Data: data,
+				Dedupe: string(KeyDayQuotaReached) + ":" + keyID + ":" + date})
 		})
 		if err != nil {
 			d.log.Error("Webhooks: could not write a key.day_quota_reached event", "key", keyID, "error", err)

@@ -1,4 +1,4 @@
-package hooks_test
+package audit_test
 
 import (
 	"testing"

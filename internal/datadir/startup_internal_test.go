@@ -1,4 +1,4 @@
-package hooks
+package datadir
 
 import (
 	"errors"
@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/pocketbase/pocketbase/core"
+	// PocketBase's own migrations, which its package registers for a
+	// binary.
+	_ "github.com/pocketbase/pocketbase/migrations"
 
 	"petstore/internal/database"
 )
@@ -22,8 +25,8 @@ func TestEarlyPartsStartBeforeTheDatabaseOpens(t *testing.T) {
 		dir := t.TempDir()
 		app := core.NewBaseApp(core.BaseAppConfig{DataDir: dir})
 		started := 0
-		bindStartup(app, StartupConfig{Serving: serving, LockTimeout: DefaultLockTimeout}, nil,
-			&Service{log: slog.New(slog.DiscardHandler)}, func() error {
+		BindStartup(app, StartupConfig{Serving: serving, LockTimeout: DefaultLockTimeout}, nil,
+			slog.New(slog.DiscardHandler), func() error {
 				started++
 				if _, err := os.Stat(filepath.Join(dir, database.DataFile)); !errors.Is(err, fs.ErrNotExist) {
 					t.Errorf("data.db exists when the early parts start (%v)", err)
@@ -40,8 +43,8 @@ func TestEarlyPartsStartBeforeTheDatabaseOpens(t *testing.T) {
 	}
 
 	app := core.NewBaseApp(core.BaseAppConfig{DataDir: t.TempDir()})
-	bindStartup(app, StartupConfig{Serving: true, LockTimeout: DefaultLockTimeout}, nil,
-		&Service{log: slog.New(slog.DiscardHandler)}, func() error { return errors.New("no leader") })
+	BindStartup(app, StartupConfig{Serving: true, LockTimeout: DefaultLockTimeout}, nil,
+		slog.New(slog.DiscardHandler), func() error { return errors.New("no leader") })
 	if err := app.Bootstrap(); err == nil || err.Error() != "no leader" {
 		t.Fatalf("bootstrap with a failing early part: %v", err)
 	}

@@ -1,4 +1,4 @@
-package hooks
+package pets
 
 import (
 	"errors"
@@ -8,24 +8,23 @@ import (
 	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/core"
 
-	"petstore/internal/pets"
 	"petstore/internal/strictinput"
 )
 
-// bindPetRecordHooks applies the pets rules to pets saved as records: in the
-// dashboard or through PocketBase's records API.
-func bindPetRecordHooks(app core.App) {
+// Bind applies the pets rules to pets saved as records: in the dashboard or
+// through PocketBase's records API.
+func Bind(app core.App) {
 	normalize := func(e *core.RecordEvent) error {
-		e.Record.Set("name", pets.Name(e.Record.GetString("name")))
+		e.Record.Set("name", Name(e.Record.GetString("name")))
 		return e.Next()
 	}
-	app.OnRecordCreate(pets.Collection).BindFunc(func(e *core.RecordEvent) error {
-		e.Record.Set("status", pets.NewStatus(e.Record.GetString("status")))
+	app.OnRecordCreate(Collection).BindFunc(func(e *core.RecordEvent) error {
+		e.Record.Set("status", NewStatus(e.Record.GetString("status")))
 		return normalize(e)
 	})
-	app.OnRecordUpdate(pets.Collection).BindFunc(normalize)
-	app.OnRecordValidate(pets.Collection).BindFunc(refuseUnprintableName)
-	app.OnRecordValidate(pets.Collection).BindFunc(sayWhatToEnter)
+	app.OnRecordUpdate(Collection).BindFunc(normalize)
+	app.OnRecordValidate(Collection).BindFunc(refuseUnprintableName)
+	app.OnRecordValidate(Collection).BindFunc(sayWhatToEnter)
 }
 
 // refuseUnprintableName refuses a name holding control or text-direction
@@ -42,8 +41,8 @@ func refuseUnprintableName(e *core.RecordEvent) error {
 // what to enter. The dashboard's form shows an untouched number as 0, and
 // PocketBase's "Cannot be blank." beside a 0 tells staff nothing.
 var petFieldsToEnter = map[string]string{
-	"name":       fmt.Sprintf("Enter the animal's name: 1 to %d characters.", pets.MaxNameLen),
-	"categoryId": fmt.Sprintf("Enter the animal's category: a whole number from 1 to %d (the categories collection names them).", int64(pets.MaxCategoryID)),
+	"name":       fmt.Sprintf("Enter the animal's name: 1 to %d characters.", MaxNameLen),
+	"categoryId": fmt.Sprintf("Enter the animal's category: a whole number from 1 to %d (the categories collection names them).", int64(MaxCategoryID)),
 }
 
 // sayWhatToEnter replaces PocketBase's "Cannot be blank." for the fields
