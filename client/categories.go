@@ -30,8 +30,9 @@ const categoriesPage = 100
 // CodeRateLimitExceeded or CodeAPIKeyBanned when the wait is longer than
 // the call may wait; an *Error without Code when the answer is not the
 // API's; a network or context error when no answer came after the retries.
-// A new walk starts from the first category. With ReportRateLimit, each
-// page's rate-limit state is stored before its categories are yielded.
+// A new walk starts from the first category. With ReportRateLimit and
+// ReportRequestID, each page's rate-limit state and Request-Id are stored
+// before its categories are yielded.
 func (c *Client) ListCategories(ctx context.Context, callOpts ...CallOption) iter.Seq2[Category, error] {
 	return func(yield func(Category, error) bool) {
 		limit := categoriesPage
@@ -43,7 +44,7 @@ func (c *Client) ListCategories(ctx context.Context, callOpts ...CallOption) ite
 				return
 			}
 			var page gen.Categories
-			resp, rl, err := c.do(ctx, req, http.StatusOK, &page, func() bool {
+			resp, a, err := c.do(ctx, req, http.StatusOK, &page, func() bool {
 				for _, category := range page {
 					if category.Id <= 0 || category.Name == "" {
 						return false
@@ -51,7 +52,7 @@ func (c *Client) ListCategories(ctx context.Context, callOpts ...CallOption) ite
 				}
 				return true
 			})
-			report(callOpts, rl)
+			report(callOpts, a)
 			if err != nil {
 				yield(Category{}, err)
 				return

@@ -154,17 +154,35 @@ func withV1(u *url.URL) string {
 // A CallOption asks one call for more than its result.
 type CallOption struct {
 	rateLimit *RateLimit
+	requestID *string
 }
 
 // ReportRateLimit makes the call store in *rl the rate-limit state of its
 // final answer, success or refusal (a zero RateLimit when no answer came).
-// ListPets stores it after each page.
+// ListPets and ListCategories store it after each page.
 func ReportRateLimit(rl *RateLimit) CallOption { return CallOption{rateLimit: rl} }
 
-func report(opts []CallOption, rl RateLimit) {
+// ReportRequestID makes the call store in *id the Request-Id of its final
+// answer, success or refusal: the request's name in the service's logs, to
+// quote when asking about a call that succeeded ("" when no answer came).
+// ListPets and ListCategories store it after each page. A refusal's
+// Error.RequestID holds the same.
+func ReportRequestID(id *string) CallOption { return CallOption{requestID: id} }
+
+// answer is what a call's final answer tells besides its body, for the
+// CallOptions to report.
+type answer struct {
+	rateLimit RateLimit
+	requestID string
+}
+
+func report(opts []CallOption, a answer) {
 	for _, o := range opts {
 		if o.rateLimit != nil {
-			*o.rateLimit = rl
+			*o.rateLimit = a.rateLimit
+		}
+		if o.requestID != nil {
+			*o.requestID = a.requestID
 		}
 	}
 }
@@ -176,31 +194,31 @@ const maxAnswerBytes = 1 << 20
 // do sends req, built by package gen, with the key and the retry policy,
 // and decodes an answer with status want into out, which valid then checks.
 // Any other answer is an *Error; one that is not the API's JSON says so.
-func (c *Client) do(ctx context.Context, req *http.Request, want int, out any, valid func() bool) (*http.Response, RateLimit, error) {
+func (c *Client) do(ctx context.Context, req *http.Request, want int, out any, valid func() bool) (*http.Response, answer, error) {
 	req = req.WithContext(ctx)
 	req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	req.Header.Set("Accept", "application/json")
 	r, err := retryablehttp.FromRequest(req)
 	if err != nil {
-		return nil, RateLimit{}, err
+		return nil, answer{}, err
 	}
 	resp, err := c.retrier(req).Do(r)
 	if err != nil {
-		return nil, RateLimit{}, err
+		return nil, answer{}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
-		return nil, RateLimit{}, fmt.Errorf("petstore client: %s %s: reading the answer: %w", req.Method, req.URL.Redacted(), err)
+		return nil, answer{}, fmt.Errorf("petstore client: %s %s: reading the answer: %w", req.Method, req.URL.Redacted(), err)
 	}
-	rl := parseRateLimit(resp.Header, time.Now())
+	a := answer{rateLimit: parseRateLimit(resp.Header, time.Now()), requestID: resp.Header.Get("Request-Id")}
 	if resp.StatusCode != want {
-		return resp, rl, c.errorFrom(resp, body, rl)
+		return resp, a, c.errorFrom(resp, body, a.rateLimit)
 	}
 	if !isJSON(resp.Header) || len(body) > maxAnswerBytes || json.Unmarshal(body, out) != nil || !valid() {
-		return resp, rl, c.notTheAPI(resp, body, rl)
+		return resp, a, c.notTheAPI(resp, body, a.rateLimit)
 	}
-	return resp, rl, nil
+	return resp, a, nil
 }
 
 func isJSON(h http.Header) bool {

@@ -105,4 +105,18 @@
 //	if err == nil && rl.Remaining < 10 {
 //		log.Printf("%d requests left until %v", rl.Remaining, rl.Reset)
 //	}
+//
+// # Request ids
+//
+// The service names every request in its logs and answers with the name in
+// Request-Id. An *Error carries it in RequestID, and its message ends with
+// it ("(request 4f0c…)"); a call that succeeded reports it where
+// ReportRequestID says, and ListPage in Page.RequestID. Quote it when
+// asking the service's operators about a call:
+//
+//	var id string
+//	pet, err := c.CreatePet(ctx, newPet, client.ReportRequestID(&id))
+//	if err == nil {
+//		log.Printf("added pet %d (request %s)", pet.ID, id)
+//	}
 package client

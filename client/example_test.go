@@ -183,3 +183,23 @@ func ExampleReportRateLimit() {
 	// day: 100000 requests per 24h0m0s
 	// binding: 1000 a minute
 }
+
+// The Request-Id of a call that succeeded: the name the service's logs give
+// the request. A refusal carries it in Error.RequestID.
+func ExampleReportRequestID() {
+	c, err := client.New(os.Getenv("PETSTORE_URL"), os.Getenv("PETSTORE_KEY"), client.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var id string
+	pet, err := c.CreatePet(context.Background(), client.NewPet{Name: "Tom", CategoryID: 3}, client.ReportRequestID(&id))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("added", pet.Name)
+	fmt.Println("its request id has", len(id), "hex digits")
+	// Output:
+	// added Tom
+	// its request id has 32 hex digits
+}

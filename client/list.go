@@ -27,6 +27,9 @@ type Page struct {
 	// "" on the last page.
 	Next      string
 	RateLimit RateLimit // the rate-limit state the answer reported
+	// RequestID is the answer's Request-Id, the request's name in the
+	// service's logs.
+	RequestID string
 }
 
 // ListPage fetches one page of pets in ascending ID order: the first page,
@@ -48,8 +51,8 @@ func (c *Client) ListPage(ctx context.Context, opts ListOptions) (Page, error) {
 	return page, err
 }
 
-// listPage is ListPage, returning the rate-limit state on errors too.
-func (c *Client) listPage(ctx context.Context, opts ListOptions) (Page, RateLimit, error) {
+// listPage is ListPage, returning what the answer tells on errors too.
+func (c *Client) listPage(ctx context.Context, opts ListOptions) (Page, answer, error) {
 	var params gen.ListPetsParams
 	if opts.Limit != 0 {
 		params.Limit = &opts.Limit
@@ -63,10 +66,10 @@ func (c *Client) listPage(ctx context.Context, opts ListOptions) (Page, RateLimi
 	}
 	req, err := gen.NewListPetsRequest(c.base, &params)
 	if err != nil {
-		return Page{}, RateLimit{}, err
+		return Page{}, answer{}, err
 	}
 	var pets gen.Pets
-	resp, rl, err := c.do(ctx, req, http.StatusOK, &pets, func() bool {
+	resp, a, err := c.do(ctx, req, http.StatusOK, &pets, func() bool {
 		for _, p := range pets {
 			if p.Id <= 0 {
 				return false
@@ -75,17 +78,17 @@ func (c *Client) listPage(ctx context.Context, opts ListOptions) (Page, RateLimi
 		return true
 	})
 	if err != nil {
-		return Page{}, rl, err
+		return Page{}, a, err
 	}
 	next, err := nextCursor(resp)
 	if err != nil {
-		return Page{}, rl, err
+		return Page{}, a, err
 	}
-	page := Page{Pets: make([]Pet, len(pets)), Next: next, RateLimit: rl}
+	page := Page{Pets: make([]Pet, len(pets)), Next: next, RateLimit: a.rateLimit, RequestID: a.requestID}
 	for i, p := range pets {
 		page.Pets[i] = petFrom(p)
 	}
-	return page, rl, nil
+	return page, a, nil
 }
 
 // ListPets walks through the pets in ascending ID order, page after page
@@ -95,13 +98,13 @@ func (c *Client) listPage(ctx context.Context, opts ListOptions) (Page, RateLimi
 // An error ends the walk: the iterator yields it as a *ListError, whose
 // Cursor resumes the walk at the first pet not yet yielded, and which wraps
 // the errors ListPage returns (errors.As finds the *Error). With
-// ReportRateLimit, each page's rate-limit state is stored before its pets
-// are yielded.
+// ReportRateLimit and ReportRequestID, each page's rate-limit state and
+// Request-Id are stored before its pets are yielded.
 func (c *Client) ListPets(ctx context.Context, opts ListOptions, callOpts ...CallOption) iter.Seq2[Pet, error] {
 	return func(yield func(Pet, error) bool) {
 		for {
-			page, rl, err := c.listPage(ctx, opts)
-			report(callOpts, rl)
+			page, a, err := c.listPage(ctx, opts)
+			report(callOpts, a)
 			if err != nil {
 				yield(Pet{}, &ListError{Cursor: opts.Cursor, Err: err})
 				return

@@ -73,8 +73,8 @@ func (c *Client) CreatePetWithKey(ctx context.Context, idempotencyKey string, pe
 		return Pet{}, err
 	}
 	var created gen.Pet
-	_, rl, err := c.do(ctx, req, http.StatusCreated, &created, func() bool { return created.Id > 0 })
-	report(opts, rl)
+	_, a, err := c.do(ctx, req, http.StatusCreated, &created, func() bool { return created.Id > 0 })
+	report(opts, a)
 	if err != nil {
 		return Pet{}, err
 	}
@@ -99,8 +99,8 @@ func (c *Client) GetPet(ctx context.Context, id int64, opts ...CallOption) (Pet,
 		return Pet{}, err
 	}
 	var got gen.Pet
-	_, rl, err := c.do(ctx, req, http.StatusOK, &got, func() bool { return got.Id > 0 })
-	report(opts, rl)
+	_, a, err := c.do(ctx, req, http.StatusOK, &got, func() bool { return got.Id > 0 })
+	report(opts, a)
 	if err != nil {
 		return Pet{}, err
 	}

@@ -137,12 +137,16 @@ func methodNotAllowedResponse(doc *openapi3.T) (*openapi3.ResponseRef, error) {
 // not a valid OpenAPI 3.1 document.
 func Load(t testing.TB) *Contract {
 	t.Helper()
-	c, err := load()
+	c, err := Default()
 	if err != nil {
 		t.Fatalf("openapi/openapi.yaml: %v", err)
 	}
 	return c
 }
+
+// Default returns the OpenAPI document, loaded and validated once, for a
+// program that checks exchanges outside a test (internal/prismcheck).
+func Default() (*Contract, error) { return load() }
 
 // Covers reports whether the document speaks for req: any request under /v1
 // except OPTIONS, which PocketBase's CORS middleware answers before any /v1

@@ -1,6 +1,6 @@
 // The client against the real petstore binary (test/server.ts): paging,
 // idempotent retries, waits for Retry-After, typed errors with their
-// Request-Id, and a real webhook delivery verified.
+// Request-Id, a success's Request-Id, and a real webhook delivery verified.
 
 import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -231,6 +231,30 @@ test("an error carries the answer's Request-Id, and its message names it", async
   assert.equal(missing.requestId, id);
   assert.match(missing.message, new RegExp(`^petstore: 404 not_found: .+ \\(request ${id}\\)$`));
   assert.notEqual(ids[0], ids[1], "each answer has its own id");
+});
+
+test("a success reports its answer's Request-Id through onResponse, each page's in a walk", async () => {
+  const ids: string[] = [];
+  const recording: typeof fetch = async (input, init) => {
+    const answer = await fetch(input, init);
+    ids.push(answer.headers.get("Request-Id") ?? "");
+    return answer;
+  };
+  const petstore = client({ fetch: recording });
+  const answers: ResponseInfo[] = [];
+  const onResponse = (info: ResponseInfo) => answers.push(info);
+  const pet = await petstore.createPet({ name: "Named", categoryId: 6 }, { onResponse });
+  await petstore.getPet(pet.id, { onResponse });
+  for await (const page of petstore.listPages({ limit: 100 }, { onResponse })) assert.ok(page.items.length > 0);
+  for await (const category of petstore.listCategories({}, { onResponse })) assert.ok(category.name);
+  assert.ok(answers.length >= 5, `${answers.length} answers`);
+  assert.deepEqual(
+    answers.map((a) => a.requestId),
+    ids,
+    "each answer's own id, in order",
+  );
+  for (const id of ids) assert.match(id, /^[0-9a-f]{32}$/);
+  assert.equal(new Set(ids).size, ids.length, "each answer has its own id");
 });
 
 test("an answer that is not the API's has no code and asks about the base URL", async () => {
