@@ -10,6 +10,7 @@ package hooks
 import (
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
+	"petstore/internal/datadir"
 	"petstore/internal/guestlimit"
 	"petstore/internal/hiddenfields"
 	"petstore/internal/idempotency"
@@ -47,6 +49,18 @@ type Service struct {
 	// elected; nil otherwise.
 	cluster  *cluster.Process
 	listener net.Listener
+	// inUse is the data directory's use lock (datadir.Enter), held from
+	// the bootstrap until the app terminates.
+	inUse   *datadir.Use
+	inUseMu sync.Mutex
+}
+
+// holdUse keeps use as the held use lock, releasing the one held before.
+func (s *Service) holdUse(use *datadir.Use) {
+	s.inUseMu.Lock()
+	defer s.inUseMu.Unlock()
+	s.inUse.Release()
+	s.inUse = use
 }
 
 // Err is the error that stopped `serve` from starting, if any.

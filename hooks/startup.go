@@ -73,12 +73,16 @@ func bindStartup(app core.App, cfg StartupConfig, console slog.Handler, s *Servi
 			if console != nil {
 				early = slog.New(console)
 			}
-			return startup(e, cfg, early, s.log, beforeOpen)
+			return startup(e, cfg, early, s.log, beforeOpen, s.holdUse)
 		},
+	})
+	app.OnTerminate().BindFunc(func(e *core.TerminateEvent) error {
+		s.holdUse(nil)
+		return e.Next()
 	})
 }
 
-func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger, beforeOpen func() error) error {
+func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger, beforeOpen func() error, hold func(*datadir.Use)) error {
 	ctx := context.Background()
 	dir, err := filepath.Abs(e.App.DataDir())
 	if err != nil {
@@ -97,6 +101,13 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 		early.Log(ctx, routine, "Took group and other permissions from the data directory's entries", "dataDir", dir, "changed", changed)
 	}
 	dbPath := filepath.Join(dir, database.DataFile)
+	// Held until the app terminates: an offline restore (petstore backup
+	// restore) refuses the directory meanwhile.
+	use, err := datadir.Enter(dir, cfg.LockTimeout)
+	if err != nil {
+		return err
+	}
+	hold(use)
 
 	if !cfg.Cluster {
 		// A cluster follower's copy changes only by what the leader ships:
