@@ -14,8 +14,8 @@ package backup
 
 import (
 	"archive/zip"
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
