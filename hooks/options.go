@@ -10,6 +10,7 @@ import (
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
 	"petstore/internal/envflag"
+	"petstore/internal/pbsettings"
 	"petstore/internal/requestlog"
 	"petstore/limits"
 )
@@ -65,6 +66,9 @@ type Options struct {
 	// HTTPAddr is serve's --http: where a cluster node listens from its
 	// start, before PocketBase does.
 	HTTPAddr string
+	// Settings are the PocketBase settings the flags declare (backups, S3,
+	// SMTP), saved at each start; the dashboard cannot change them.
+	Settings pbsettings.Config
 	// Cluster is cluster mode's configuration (serve --cluster-etcd and the
 	// flags beside it); off when Cluster.Etcd is empty.
 	Cluster cluster.Config

@@ -104,6 +104,7 @@ func Register(app core.App, opts Options) *Service {
 	bindFixedCollections(app)
 	hiddenfields.Bind(app)
 	bindBackups(app, opts.AllowBackupRestore, s.log)
+	opts.Settings.Guard(app)
 	bindAuditRecords(app, s.log, opts.AuditRetention, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))
