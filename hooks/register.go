@@ -162,6 +162,9 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	// logger's place, and guests are limited per client network; /v1 logs
 	// and limits its own.
 	se.Router.Bind(p.reqlog.SiteMiddleware(), guestlimit.Middleware(p.limiter))
+	if observer != nil {
+		se.Router.Bind(api.ObserveSite(observer))
+	}
 	v1 := se.Router.Group("/v1")
 	v1.Unbind(guestlimit.MiddlewareID)
 	api.AddRoutes(v1, api.Deps{
