@@ -48,6 +48,10 @@ var (
 	AnonymousPlan = planAnonymous
 )
 
+// observeRequestsID is the id of /v1's observer and of the site's, which
+// the group's replaces.
+const observeRequestsID = "petstoreObserveRequests"
+
 // routeOther is the route of every path that matches no /v1 route.
 const routeOther = "other"
 
@@ -56,7 +60,7 @@ const routeOther = "other"
 // body limit's 413s. It runs first, so it times all the others.
 func observeRequests(o Observer) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
-		Id:       "petstoreObserveRequests",
+		Id:       observeRequestsID,
 		Priority: observeRequestsPriority,
 		Func: func(e *core.RequestEvent) error {
 			started := time.Now()
@@ -98,17 +102,13 @@ const realtimeRoute = "/api/realtime"
 // /api/, the dashboard, the pages, the health checks), under its own route:
 // the path of the pattern that served it (/api/collections/{collection}/records,
 // /api/backups, /_/{path...}), a label bounded by the routes registered,
-// never a client's path. /v1's answers are observeRequests', and the
-// realtime stream is left out.
+// never a client's path. Bound on the router, it has observeRequests' id,
+// which replaces it in the /v1 group; the realtime stream is left out.
 func ObserveSite(o Observer) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
-		Id:       "petstoreObserveSite",
+		Id:       observeRequestsID,
 		Priority: observeRequestsPriority,
 		Func: func(e *core.RequestEvent) error {
-			path := e.Request.URL.Path
-			if path == "/v1" || strings.HasPrefix(path, "/v1/") {
-				return e.Next()
-			}
 			started := time.Now()
 			err := e.Next()
 			route := siteRouteLabel(e.Request.Pattern)
