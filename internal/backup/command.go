@@ -95,8 +95,8 @@ func restoreCommand(app core.App) *cobra.Command {
 		Use:   "restore BACKUP",
 		Short: "Replace the data of a stopped data directory with a backup (a name in its backups, or a zip's path)",
 		Long: "Replace the data of --dir, which no petstore process may have open, with the backup: the name of a zip in " +
-			"--dir's backups, or the path of one. The data it replaces is kept until the next start, which carries its audit " +
-			"trail across and writes backup.restored.",
+			"--dir's backups, or the path of one (with a /: ./backup.zip in the working directory). The data it replaces is " +
+			"kept until the next start, which carries its audit trail across and writes backup.restored.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			done, err := Restore(context.Background(), app.DataDir(), Source(app.DataDir(), args[0]), audit.CLI)

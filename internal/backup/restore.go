@@ -36,13 +36,11 @@ type Restored struct {
 	Replaced string
 }
 
-// Source is the zip that Restore reads for from: a path to a file, or the
+// Source is the zip that Restore reads for from: a path when from holds a
+// path separator (./backup.zip for one in the working directory), else the
 // name of a backup in dataDir's backups.
 func Source(dataDir, from string) string {
 	if strings.ContainsRune(from, filepath.Separator) || strings.ContainsRune(from, '/') {
-		return from
-	}
-	if _, err := os.Stat(from); err == nil && !strings.HasSuffix(from, ".zip") {
 		return from
 	}
 	return filepath.Join(dataDir, core.LocalBackupsDirName, from)
