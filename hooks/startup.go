@@ -44,7 +44,7 @@ const (
 // restoreSteps is what a self-hoster does with a damaged database or a
 // migration gone wrong, logged with the refusal.
 const restoreSteps = "stop every petstore on this data directory; move data.db, data.db-wal and data.db-shm out of it; " +
-	"restore data.db from Litestream (litestream restore -o DIR/data.db REPLICA_URL), or unzip a PocketBase backup from DIR/backups into DIR, " +
+	"restore data.db from Litestream (litestream restore -o DIR/data.db REPLICA_URL), or restore a backup from DIR/backups (petstore backup restore --dir DIR NAME), " +
 	"or copy DIR/backups/pre-upgrade-*.db to DIR/data.db; start petstore again (docs/operations.md, \"Restore\")"
 
 // bindStartup guards the app's bootstrap, which opens the databases and
