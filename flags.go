@@ -64,6 +64,9 @@ func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
 	serve.BoolVar(&o.AllowBackupRestore, "allow-backup-restore", false,
 		"let backups be uploaded and restored through the dashboard and PocketBase's API (a restore replaces every key, plan and pet; the audit trail is carried across)")
 
+	// PocketBase's settings for the backups and mails.
+	o.Settings.AddFlags(serve)
+
 	// Rate limits.
 	root.StringVar(&o.Limits.RedisURL, "ratelimit-redis", "",
 		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; Redis Cluster: redis+cluster://NODE:6379?addr=NODE2:6379; rediss:// and rediss+cluster:// with TLS, tls_ca_file=PEM for a CA of your own)")
@@ -140,6 +143,11 @@ func (f *flagValues) options(serving bool, stdout, stderr io.Writer) (hooks.Opti
 	opts.HTTPAddr = f.serve.Lookup("http").Value.String()
 	if opts.HTTPAddr == "" {
 		opts.HTTPAddr = defaultHTTPAddr
+	}
+	if serving {
+		if err := opts.Settings.Load(); err != nil {
+			return hooks.Options{}, err
+		}
 	}
 	startup := f.startup
 	startup.Serving = serving

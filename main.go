@@ -16,6 +16,7 @@ import (
 
 	"petstore/hooks"
 	"petstore/internal/apikeys"
+	"petstore/internal/backup"
 	"petstore/internal/categories"
 	"petstore/internal/datadir"
 	_ "petstore/internal/profiling" // empty unless built with -tags pprof
@@ -52,11 +53,14 @@ func main() {
 	serve := cmd.NewServeCommand(app, false)
 	keys := apikeys.NewCommand(app)
 	healthcheck, versionCmd := newHealthcheckCommand(), newVersionCommand()
-	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, categories.NewCommand(app), healthcheck.Command, versionCmd)
-	// Neither reads the data directory: they run without the bootstrap, so
-	// that a start in progress (which holds the start lock) or data from a
-	// newer version cannot hold them up.
-	withoutData := map[*cobra.Command]bool{healthcheck.Command: true, versionCmd: true}
+	backups := backup.NewCommand(app)
+	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, categories.NewCommand(app), backups.Command,
+		healthcheck.Command, versionCmd)
+	// None opens the data directory's databases: they run without the
+	// bootstrap, so that a start in progress (which holds the start lock)
+	// or data from a newer version cannot hold them up, and a restore
+	// replaces databases that nothing has open.
+	withoutData := map[*cobra.Command]bool{healthcheck.Command: true, versionCmd: true, backups.Restore: true}
 
 	flags := bindFlags(root.PersistentFlags(), serve.PersistentFlags(), self)
 	signals := make(chan os.Signal, 1)

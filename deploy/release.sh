@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
-# Builds the release binaries into dist/: linux, darwin and windows on amd64
-# and arm64, static (CGO off), with the version stamped, one archive each and
-# SHA256SUMS. Usage: bash deploy/release.sh [VERSION] (default: git describe).
+# Builds the release into dist/: for linux, darwin and windows on amd64 and
+# arm64, one archive each holding the static binary (CGO off) with the
+# version and commit stamped, the systemd units, the deploy files (Compose,
+# nginx, Caddy, Litestream, the cluster's, the monitoring kit), README.md
+# and CHANGELOG.md; and SHA256SUMS. No LICENSE: the repository states no
+# licence yet, which is its owner's call (docs/operations.md, "Releases").
+# Usage: bash deploy/release.sh [VERSION] (default: deploy/version.sh; a
+# VERSION given is a semantic version, v1.4.0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-version=${1:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+version=${1:-$(bash deploy/version.sh)}
+semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$'
+[[ $version =~ $semver ]] || { echo "release.sh: $version is not a semantic version (v1.4.0)" >&2; exit 1; }
+commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+# What each archive carries beside the binary, as the repository lays it out.
+files=(README.md CHANGELOG.md
+  deploy/petstore.service deploy/petstore-backup.service deploy/petstore-backup.timer deploy/petstore.service.d/litestream.conf
+  deploy/litestream.yml deploy/compose.yaml deploy/.env deploy/Caddyfile deploy/nginx.conf
+  deploy/cluster/compose.yaml deploy/cluster/cluster.conf
+  deploy/monitoring/README.md deploy/monitoring/prometheus.yml deploy/monitoring/rules.yml
+  deploy/monitoring/rules_test.yml deploy/monitoring/grafana-dashboard.json)
 rm -rf dist && mkdir dist
 for target in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
   os=${target%/*} arch=${target#*/}
@@ -12,10 +27,13 @@ for target in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 wi
   exe=petstore; [ "$os" = windows ] && exe=petstore.exe
   mkdir "dist/$name"
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=auto \
-    -ldflags "-s -w -X petstore/internal/version.Version=$version" -o "dist/$name/$exe" .
-  cp README.md "dist/$name/"
+    -ldflags "-s -w -X petstore/internal/version.Version=$version -X petstore/internal/version.Commit=$commit" -o "dist/$name/$exe" .
+  for f in "${files[@]}"; do
+    mkdir -p "dist/$name/$(dirname "$f")"
+    cp "$f" "dist/$name/$f"
+  done
   tar -C dist -czf "dist/$name.tar.gz" "$name"
   rm -rf "dist/${name:?}"
 done
 (cd dist && sha256sum ./*.tar.gz > SHA256SUMS)
-echo "dist/ holds $(ls dist | wc -l) files for $version"
+echo "dist/ holds $(ls dist | wc -l) files for $version ($commit)"

@@ -25,6 +25,16 @@ trap cleanup EXIT
 check=$(podman image inspect -f '{{json .HealthCheck}}' "$tag")
 case "$check" in *'"Test":["CMD","/petstore","healthcheck"]'*) ;; *) echo "the image's health check is $check"; exit 1 ;; esac
 
+# The OCI labels name this checkout's version and commit, the source and
+# the licence.
+label() { podman image inspect -f "{{index .Labels \"org.opencontainers.image.$1\"}}" "$tag"; }
+version=$(bash "$(dirname "$0")/version.sh")
+commit=$(git -C "$(dirname "$0")" rev-parse HEAD)
+[ "$(label version)" = "$version" ] || { echo "label version is $(label version), want $version"; exit 1; }
+[ "$(label revision)" = "$commit" ] || { echo "label revision is $(label revision), want $commit"; exit 1; }
+[ "$(label source)" = https://github.com/petstore/petstore ] || { echo "label source is $(label source)"; exit 1; }
+[ -n "$(label licenses)" ] || { echo "no licenses label"; exit 1; }
+
 # The image's own command, its address from the environment as a
 # self-hoster sets it.
 run() {
@@ -54,5 +64,6 @@ status=$(podman inspect -f '{{.State.ExitCode}}' "$name")
 podman rm "$name" >/dev/null
 run
 curl -fsS "$base/v1/pets/$id" -H "Authorization: Bearer $key" | grep -q '"name":"Rex"' || { echo "the pet did not survive the restart"; exit 1; }
-podman exec "$name" /petstore version
-echo "image $tag: served on PETSTORE_HTTP's port and healthy, key issued inside, create and list, SIGTERM exit 0, data kept across containers"
+printed=$(podman exec "$name" /petstore version)
+case "$printed" in "petstore $version, commit $commit, "*) ;; *) echo "petstore version printed: $printed"; exit 1 ;; esac
+echo "image $tag ($version): labelled, served on PETSTORE_HTTP's port and healthy, key issued inside, create and list, SIGTERM exit 0, data kept across containers"

@@ -12,6 +12,7 @@ import (
 	"petstore/internal/connlimit"
 	"petstore/internal/datadir"
 	"petstore/internal/envflag"
+	"petstore/internal/pbsettings"
 	"petstore/internal/requestlog"
 	"petstore/limits"
 )
@@ -67,6 +68,9 @@ type Options struct {
 	// HTTPAddr is serve's --http: where a cluster node listens from its
 	// start, before PocketBase does.
 	HTTPAddr string
+	// Settings are the PocketBase settings the flags declare (backups, S3,
+	// SMTP), saved at each start; the dashboard cannot change them.
+	Settings pbsettings.Config
 	// Cluster is cluster mode's configuration (serve --cluster-etcd and the
 	// flags beside it); off when Cluster.Etcd is empty.
 	Cluster cluster.Config

@@ -52,6 +52,7 @@ type serviceParts struct {
 func (p *serviceParts) list() []part {
 	return []part{
 		{name: "cluster node", early: true, start: p.startCluster},
+		{name: "declared settings", start: p.startSettings},
 		{name: "connection bounds", start: p.startConnLimits},
 		{name: "usage history", start: p.startUsage},
 		{name: "rate limiter", start: p.startLimiter},
@@ -74,6 +75,11 @@ func (p *serviceParts) startConnLimits() (func() error, error) {
 	conns, err := newConnLimiter(p.opts.Server, len(p.app.Settings().TrustedProxy.Headers) > 0, p.s.log)
 	p.s.conns = conns
 	return nil, err
+}
+
+// startSettings saves the PocketBase settings the flags declare.
+func (p *serviceParts) startSettings() (func() error, error) {
+	return nil, p.opts.Settings.Apply(p.app, p.s.log)
 }
 
 func (p *serviceParts) startUsage() (func() error, error) {

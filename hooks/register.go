@@ -96,6 +96,7 @@ func Register(app core.App, opts Options) *Service {
 	fixedcollections.Bind(app, append(append(apikeys.Fixed(), audit.Fixed()), webhooks.Fixed()...)...)
 	hiddenfields.Bind(app)
 	bindBackups(app, opts.AllowBackupRestore, s.log)
+	opts.Settings.Guard(app)
 	audit.Bind(app, s.log, opts.AuditRetention, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))
@@ -145,6 +146,9 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	// logger's place, and guests are limited per client network; /v1 logs
 	// and limits its own.
 	se.Router.Bind(p.reqlog.SiteMiddleware(), guestlimit.Middleware(p.limiter))
+	if observer != nil {
+		se.Router.Bind(api.ObserveSite(observer))
+	}
 	v1 := se.Router.Group("/v1")
 	v1.Unbind(guestlimit.MiddlewareID)
 	api.AddRoutes(v1, api.Deps{

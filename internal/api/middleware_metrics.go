@@ -7,6 +7,8 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
+
+	"petstore/internal/requestlog"
 )
 
 // Observer receives /v1's figures (package metrics implements it). Every
@@ -46,6 +48,10 @@ var (
 	AnonymousPlan = planAnonymous
 )
 
+// observeRequestsID is the id of /v1's observer and of the site's, which
+// the group's replaces.
+const observeRequestsID = "petstoreObserveRequests"
+
 // routeOther is the route of every path that matches no /v1 route.
 const routeOther = "other"
 
@@ -54,7 +60,7 @@ const routeOther = "other"
 // body limit's 413s. It runs first, so it times all the others.
 func observeRequests(o Observer) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
-		Id:       "petstoreObserveRequests",
+		Id:       observeRequestsID,
 		Priority: observeRequestsPriority,
 		Func: func(e *core.RequestEvent) error {
 			started := time.Now()
@@ -86,4 +92,45 @@ func methodLabel(method string) string {
 		return method
 	}
 	return "_OTHER"
+}
+
+// realtimeRoute is PocketBase's realtime stream, whose one request lasts
+// as long as its client stays connected: its duration is no latency.
+const realtimeRoute = "/api/realtime"
+
+// ObserveSite hands o every answer outside /v1 (PocketBase's API under
+// /api/, the dashboard, the pages, the health checks), under its own route:
+// the path of the pattern that served it (/api/collections/{collection}/records,
+// /api/backups, /_/{path...}), a label bounded by the routes registered,
+// never a client's path. Bound on the router, it has observeRequests' id,
+// which replaces it in the /v1 group; the realtime stream is left out.
+func ObserveSite(o Observer) *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       observeRequestsID,
+		Priority: observeRequestsPriority,
+		Func: func(e *core.RequestEvent) error {
+			started := time.Now()
+			err := e.Next()
+			route := siteRouteLabel(e.Request.Pattern)
+			if route == realtimeRoute {
+				return err
+			}
+			// PocketBase's error handler writes an error after the chain
+			// returns: StatusOf is the status it will send.
+			o.ObserveRequest(methodLabel(e.Request.Method), route, requestlog.StatusOf(e, err), time.Since(started))
+			return err
+		},
+	}
+}
+
+// siteRouteLabel is the path of a ServeMux pattern ("GET /api/health"),
+// or routeOther without one.
+func siteRouteLabel(pattern string) string {
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		pattern = path
+	}
+	if pattern == "" {
+		return routeOther
+	}
+	return pattern
 }

@@ -11,7 +11,7 @@ import "github.com/pocketbase/pocketbase/apis"
 //	        (internal/proxytrust; bound only when proxies are named)
 //	-100000 the request's id (internal/requestid)
 //	-99999  PocketBase's www redirect
-//	-2010 observeRequests
+//	-2010 observeRequests         (replaces the site's, ObserveSite, bound on the router)
 //	-2001 sentURL                 (catch-all route)
 //	-2000 errorBody, outer layer
 //	-1999 exposeHeaders, deprecated (getPet), stability (beta operations)

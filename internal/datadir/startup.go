@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
@@ -43,7 +44,7 @@ const (
 // restoreSteps is what a self-hoster does with a damaged database or a
 // migration gone wrong, logged with the refusal.
 const restoreSteps = "stop every petstore on this data directory; move data.db, data.db-wal and data.db-shm out of it; " +
-	"restore data.db from Litestream (litestream restore -o DIR/data.db REPLICA_URL), or unzip a PocketBase backup from DIR/backups into DIR, " +
+	"restore data.db from Litestream (litestream restore -o DIR/data.db REPLICA_URL), or restore a backup from DIR/backups (petstore backup restore --dir DIR NAME), " +
 	"or copy DIR/backups/pre-upgrade-*.db to DIR/data.db; start petstore again (docs/operations.md, \"Restore\")"
 
 // BindStartup guards the app's bootstrap, which opens the databases and
@@ -65,6 +66,7 @@ const restoreSteps = "stop every petstore on this data directory; move data.db, 
 // (the lifecycle's early parts), once the directory is the owner's alone and
 // before data.db is checked.
 func BindStartup(app core.App, cfg StartupConfig, console slog.Handler, log *slog.Logger, beforeOpen func() error) {
+	held := &heldUse{}
 	app.OnBootstrap().Bind(&hook.Handler[*core.BootstrapEvent]{
 		Id: "petstoreStartup",
 		Func: func(e *core.BootstrapEvent) error {
@@ -72,12 +74,31 @@ func BindStartup(app core.App, cfg StartupConfig, console slog.Handler, log *slo
 			if console != nil {
 				early = slog.New(console)
 			}
-			return startup(e, cfg, early, log, beforeOpen)
+			return startup(e, cfg, early, log, beforeOpen, held.hold)
 		},
+	})
+	app.OnTerminate().BindFunc(func(e *core.TerminateEvent) error {
+		held.hold(nil)
+		return e.Next()
 	})
 }
 
-func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger, beforeOpen func() error) error {
+// heldUse is the data directory's use lock (Enter), held from the bootstrap
+// until the app terminates.
+type heldUse struct {
+	mu  sync.Mutex
+	use *Use
+}
+
+// hold keeps use as the held use lock, releasing the one held before.
+func (h *heldUse) hold(use *Use) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.use.Release()
+	h.use = use
+}
+
+func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger, beforeOpen func() error, hold func(*Use)) error {
 	ctx := context.Background()
 	dir, err := filepath.Abs(e.App.DataDir())
 	if err != nil {
@@ -96,6 +117,13 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 		early.Log(ctx, routine, "Took group and other permissions from the data directory's entries", "dataDir", dir, "changed", changed)
 	}
 	dbPath := filepath.Join(dir, database.DataFile)
+	// Held until the app terminates: an offline restore (petstore backup
+	// restore) refuses the directory meanwhile.
+	use, err := Enter(dir, cfg.LockTimeout)
+	if err != nil {
+		return err
+	}
+	hold(use)
 
 	if !cfg.Cluster {
 		// A cluster follower's copy changes only by what the leader ships:

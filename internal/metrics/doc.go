@@ -17,7 +17,8 @@
 //	http_server_request_duration_seconds        histogram  http_request_method, http_route, http_response_status_code
 //	                                                       (OpenTelemetry's HTTP server names as Prometheus exports them;
 //	                                                       http_route is the pattern: /v1/pets, /v1/pets/{petId}, /v1/categories,
-//	                                                       /v1/openapi.json, /v1/openapi.yaml, or "other")
+//	                                                       /v1/openapi.json, /v1/openapi.yaml, or "other" under /v1; outside it,
+//	                                                       the registered pattern that answered, PocketBase's included)
 //	petstore_ratelimit_requests_total           counter    plan ("anonymous" without a valid key), outcome (admitted, limited, banned)
 //	petstore_ratelimit_bans_total               counter    bans started
 //	petstore_ratelimit_redis_up                 gauge      1 while Redis decides, 0 while the limiter counts locally

@@ -19,7 +19,7 @@ const maxConsolePath = 200
 // hold a cursor), the status, the duration and the client's address; never
 // a header, so never a key.
 func (l *Logger) toConsole(e *core.RequestEvent, err error, took time.Duration) {
-	status := statusOf(e, err)
+	status := StatusOf(e, err)
 	slow := l.cfg.SlowRequest > 0 && took > l.cfg.SlowRequest
 	if status < 500 && !slow && !l.cfg.AccessLog {
 		return

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -354,18 +355,22 @@ func requestEntry(e *core.RequestEvent, err error, started time.Time) (entry, bo
 	return entry{level: level, message: message, data: data, created: time.Now()}, true
 }
 
-// statusOf is the status of the request's answer: the one written, or,
+// StatusOf is the status of the request's answer: the one written, or,
 // when an error is still to be written by an outer layer, the error's
-// (PocketBase's answer to an error that is not an ApiError is a 400).
-func statusOf(e *core.RequestEvent, err error) int {
+// (PocketBase's error handler answers sql.ErrNoRows with a 404, and any
+// other error that is not an ApiError with a 400).
+func StatusOf(e *core.RequestEvent, err error) int {
 	if status := e.Status(); status != 0 || err == nil {
 		return status
 	}
 	var apiErr *router.ApiError
-	if errors.As(err, &apiErr) {
+	switch {
+	case errors.As(err, &apiErr):
 		return apiErr.Status
+	case errors.Is(err, sql.ErrNoRows):
+		return http.StatusNotFound
 	}
-	return 400
+	return http.StatusBadRequest
 }
 
 func (l *Logger) enqueue(en entry) {

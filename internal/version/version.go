@@ -8,12 +8,19 @@ import (
 	"runtime/debug"
 )
 
-// Version is the release's version, set by release builds:
+// Version and Commit are the release's version and commit, set by release
+// builds (deploy/release.sh, deploy/build-image.sh, from deploy/version.sh
+// and git):
 //
-//	go build -ldflags "-X petstore/internal/version.Version=v1.2.0"
+//	go build -ldflags "-X petstore/internal/version.Version=v1.4.0 -X petstore/internal/version.Commit=$(git rev-parse HEAD)"
 //
-// Empty, the module version Go embeds is used ("(devel)" in a checkout).
-var Version = ""
+// Empty, the module version Go embeds is used ("(devel)" in a checkout),
+// and the commit Go embeds from the checkout; Commit names it when Go could
+// embed none (a build with -buildvcs=false).
+var (
+	Version = ""
+	Commit  = ""
+)
 
 // Info describes a build.
 type Info struct {
@@ -26,6 +33,9 @@ type Info struct {
 // Read returns the running binary's Info.
 func Read() Info {
 	info := Info{Version: Version, Revision: "unknown", GoVersion: "unknown"}
+	if Commit != "" {
+		info.Revision = Commit
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return info
