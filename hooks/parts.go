@@ -170,6 +170,9 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 		}
 		return outbox.Write(tx, events...)
 	})
+	if p.s.cluster != nil && p.opts.Cluster.Sync {
+		writer.OnAcknowledge(acknowledgeShipped(p.s.cluster))
+	}
 	if p.metrics != nil {
 		writer.OnCommitted(p.metrics.ObservePetsCommit)
 	}
