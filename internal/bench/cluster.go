@@ -36,15 +36,16 @@ const (
 	leaderMixedTarget = "mixedLeader"
 )
 
-// The cluster goals: a leader's server CPU per create over the single
-// server's, without and with --cluster-sync. Shipping is Litestream reading
-// the WAL and writing its copies, in the background every 500 ms; under
-// --cluster-sync it runs for every group of creates that waits together,
-// which costs more the smaller the groups.
-const (
-	maxLeaderCPU = 1.1
-	maxSyncCPU   = 2.0
-)
+// maxLeaderCPU is the goal for a cluster leader's server CPU per create
+// over the single server's: shipping is Litestream reading the WAL and
+// uploading its copies every 500 ms, in the background.
+//
+// --cluster-sync's figure (syncTarget's over createPet's) is reported with
+// no goal: each group of creates pays for a shipment (Litestream's copy, its
+// fsyncs and the upload), and the groups are as large as the creates that
+// come while the shipment before runs, which the machine's load decides
+// more than the code.
+const maxLeaderCPU = 1.1
 
 // lagEvery is how often the follower's lag is read during leaderMixedTarget.
 const lagEvery = 100 * time.Millisecond
