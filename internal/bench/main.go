@@ -29,6 +29,12 @@
 // run under -profile-dir, and at the end prints SQLite's memory and saves a
 // heap profile there.
 //
+// The cluster targets (cluster.go) run on cluster leaders the benchmark
+// starts beside the single server, with one etcd member and a file replica:
+// createLeader and createSync are createPet on a leader without and with
+// --cluster-sync, mixedLeader the mixed load on the first leader while its
+// follower's lag is read; they need Debian's etcd.
+//
 // The createSub target is createPet while a superuser subscribes to pets
 // over PocketBase's realtime API; it fails unless the subscriber hears
 // every create (realtime.go). The createHook target is createPet while a
