@@ -688,14 +688,15 @@ func TestConcurrentSyncsShareShipments(t *testing.T) {
 	go func() { first <- r.Sync(t.Context()) }()
 	<-held
 	const callers = 32
-	var wg sync.WaitGroup
 	committed := make([]int64, callers)
 	for i := range callers {
+		committed[i] = leader.write(t, 1)
+	}
+	var wg sync.WaitGroup
+	for range callers {
 		wg.Go(func() {
-			committed[i] = leader.write(t, 1)
 			if err := r.Sync(t.Context()); err != nil {
 				t.Error(err)
-				return
 			}
 		})
 	}
