@@ -32,7 +32,7 @@ func TestCodesAndStatusesAreTheDocuments(t *testing.T) {
 	}
 	codes := []ErrorCode{CodeInvalidRequest, CodeUnauthorized, CodeInsufficientScope, CodeNotFound, CodeMethodNotAllowed, CodeGone,
 		CodePayloadTooLarge, CodeUnsupportedMediaType, CodeIdempotencyKeyReused, CodeRateLimitExceeded,
-		CodeAPIKeyBanned, CodeInternalError, CodeNotLeader}
+		CodeAPIKeyBanned, CodeInternalError, CodeNotLeader, CodeNotShipped}
 	if want := doc.Components.Schemas.Error.Properties.Code.Enum; !sameSet(codes, want) {
 		t.Errorf("codes %v, the document's %v", codes, want)
 	}

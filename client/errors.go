@@ -71,6 +71,7 @@ const (
 	CodeAPIKeyBanned         ErrorCode = "api_key_banned"         // 429: the key is banned for a while; see RetryAfter
 	CodeInternalError        ErrorCode = "internal_error"         // 500: a failure inside the service
 	CodeNotLeader            ErrorCode = "not_leader"             // 503: cluster mode: no leader reachable now; retry
+	CodeNotShipped           ErrorCode = "not_shipped"            // 503: cluster mode with --cluster-sync: stored, not yet copied to the replica; retry
 )
 
 // errorFrom reads an answer whose status is not the one asked for.

@@ -119,6 +119,21 @@ func serveCluster(se *core.ServeEvent, process *cluster.Process, log *slog.Logge
 	})
 }
 
+// acknowledgeShipped is the pets writer's acknowledgement under
+// --cluster-sync: a create is answered once shipped to the replica while
+// the lease is held, or refused with 503 (committed, not acknowledged).
+func acknowledgeShipped(process *cluster.Process) func() error {
+	return func() error {
+		switch err := process.Shipped(context.Background()); {
+		case errors.Is(err, cluster.ErrNotLeading):
+			return api.ErrNotLeader
+		case err != nil:
+			return api.ErrNotShipped
+		}
+		return nil
+	}
+}
+
 // promoted records that the node serves as the leader of term: the fence
 // opens, and the audit trail says so.
 func promoted(app core.App, process *cluster.Process, term int64, log *slog.Logger) {
@@ -164,6 +179,11 @@ func clusterCollectors(process *cluster.Process) []prometheus.Collector {
 					return 1
 				}
 				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "petstore_cluster_syncs_total", Help: "On the leader: shipments made for writes waiting for theirs (--cluster-sync, a handover); each serves every write waiting when it began."},
+			func() float64 {
+				s, _ := process.Data.Shipping()
+				return float64(s.Syncs)
 			}),
 	}
 	for _, role := range []cluster.Role{cluster.Candidate, cluster.Follower, cluster.Leader} {

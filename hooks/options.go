@@ -86,13 +86,11 @@ const DefaultSlowRequest = time.Second
 // variable) of the first value that cannot. It dials nothing: a Redis that
 // does not answer is serve's to report.
 func (o Options) Check() error {
-	if o.Cluster.Enabled() {
-		if o.HTTPS {
-			return fmt.Errorf("--https is not supported in cluster mode: put a TLS proxy in front of the nodes")
-		}
-		if err := o.Cluster.Validate(o.HTTPAddr); err != nil {
-			return err
-		}
+	if o.Cluster.Enabled() && o.HTTPS {
+		return fmt.Errorf("--https is not supported in cluster mode: put a TLS proxy in front of the nodes")
+	}
+	if err := o.Cluster.Validate(o.HTTPAddr); err != nil {
+		return err
 	}
 	if _, err := api.ParseBaseURL(o.PublicURL); err != nil {
 		return invalid("public-url", o.PublicURL, fmt.Errorf("%w; e.g. https://shop.example.org/api/v1", err))

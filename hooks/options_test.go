@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"petstore/hooks"
+	"petstore/internal/cluster"
 	"petstore/internal/datadir"
 	"petstore/limits"
 )
@@ -27,6 +28,7 @@ func TestOptionsCheckNamesTheFlag(t *testing.T) {
 		`invalid --drain-delay (or PETSTORE_DRAIN_DELAY) "-1s"`:               {Server: hooks.ServerConfig{DrainDelay: -time.Second}},
 		`invalid --audit-retention (or PETSTORE_AUDIT_RETENTION) "-1h0m0s"`:   {AuditRetention: -time.Hour},
 		`invalid --lock-timeout (or PETSTORE_LOCK_TIMEOUT) "-1s"`:             {Startup: &datadir.StartupConfig{LockTimeout: -time.Second}},
+		`--cluster-sync acknowledges a create once shipped`:                   {Cluster: cluster.Config{Sync: true}},
 	} {
 		err := opts.Check()
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {

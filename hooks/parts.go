@@ -169,6 +169,9 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 		}
 		return outbox.PetsCreated(tx, rows...)
 	})
+	if p.s.cluster != nil && p.opts.Cluster.Sync {
+		writer.OnAcknowledge(acknowledgeShipped(p.s.cluster))
+	}
 	if p.metrics != nil {
 		writer.OnCommitted(p.metrics.ObservePetsCommit)
 	}

@@ -13,10 +13,17 @@ import (
 var ErrNotLeader = &Error{Code: CodeNotLeader, Status: http.StatusServiceUnavailable,
 	Message: "This node no longer leads the cluster; retry, and the new leader answers."}
 
-// writeFailed is the answer to a create the pets writer did not commit: a
-// refusal of the fence says when to retry.
+// ErrNotShipped is the error of a create that a cluster leader under
+// --cluster-sync committed but could not ship to the replica in time: a
+// failover may lose it, so it is not acknowledged.
+var ErrNotShipped = &Error{Code: CodeNotShipped, Status: http.StatusServiceUnavailable,
+	Message: "The create is stored on the leader but not yet copied to the cluster's replica, so it is not acknowledged; retry with the same Idempotency-Key, which answers it once copied (or creates it once, had a failover lost it)."}
+
+// writeFailed is the answer to a create the pets writer did not commit or
+// acknowledge: a refusal of the fence, or a create not shipped, says when
+// to retry.
 func writeFailed(e *core.RequestEvent, err error) error {
-	if errors.Is(err, ErrNotLeader) {
+	if errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNotShipped) {
 		e.Response.Header().Set("Retry-After", "1")
 	}
 	return err

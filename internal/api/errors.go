@@ -25,6 +25,7 @@ const (
 	CodeAPIKeyBanned         = "api_key_banned"
 	CodeInternalError        = "internal_error"
 	CodeNotLeader            = "not_leader"
+	CodeNotShipped           = "not_shipped"
 )
 
 // Codes is the whole catalogue; the OpenAPI document's Error.code lists
@@ -32,6 +33,7 @@ const (
 var Codes = []string{
 	CodeInvalidRequest, CodeUnauthorized, CodeInsufficientScope, CodeNotFound, CodeMethodNotAllowed, CodeGone, CodePayloadTooLarge,
 	CodeUnsupportedMediaType, CodeIdempotencyKeyReused, CodeRateLimitExceeded, CodeAPIKeyBanned, CodeInternalError, CodeNotLeader,
+	CodeNotShipped,
 }
 
 // Error is the spec's Error body. Handlers and middleware return it as an

@@ -29,6 +29,12 @@
 // run under -profile-dir, and at the end prints SQLite's memory and saves a
 // heap profile there.
 //
+// The cluster targets (cluster.go) run on cluster leaders the benchmark
+// starts beside the single server, with one etcd member and a file replica:
+// createLeader and createSync are createPet on a leader without and with
+// --cluster-sync, mixedLeader the mixed load on the first leader while its
+// follower's lag is read; they need Debian's etcd.
+//
 // The createSub target is createPet while a superuser subscribes to pets
 // over PocketBase's realtime API; it fails unless the subscriber hears
 // every create (realtime.go). The createHook target is createPet while a
@@ -96,8 +102,8 @@ func main() {
 }
 
 // The targets, in the order each round runs them.
-var targetNames = []string{"health", "listPets", bareTarget, "pbList", "getPet", "pbView", "createPet", realtimeTarget, webhookTarget, "pbCreate",
-	"mixedReads", "mixed", redisTarget}
+var targetNames = []string{"health", "listPets", bareTarget, "pbList", "getPet", "pbView", "createPet", leaderTarget, syncTarget,
+	realtimeTarget, webhookTarget, "pbCreate", "mixedReads", "mixed", leaderMixedTarget, redisTarget}
 
 // The servers run with --metrics-addr, as a self-hoster with Prometheus
 // runs them, but for bareTarget's. Each target but these two runs on the
@@ -180,7 +186,7 @@ func run(cfg config) error {
 	}
 	// start runs a server on dir, with metrics unless bare; the profiled
 	// target's server serves pprof.
-	start := func(profiled, bare bool, args ...string) (*realserver.Process, error) {
+	start := func(dir string, profiled, bare bool, args ...string) (*realserver.Process, error) {
 		if profiled {
 			os.Setenv("PETSTORE_PPROF", pprofAddr)
 			defer os.Unsetenv("PETSTORE_PPROF")
@@ -196,7 +202,21 @@ func run(cfg config) error {
 		}
 		return realserver.Start(bin, dir, args...)
 	}
-	p, err := start(cfg.profile != "" && cfg.profile != redisTarget && cfg.profile != bareTarget, false)
+	// The cluster targets' servers start first: their leaders' data
+	// directories are copies of dir made before any server writes to it.
+	var clusters *benchCluster
+	if slices.ContainsFunc(selected, isClusterTarget) {
+		startNode := func(nodeDir string, args ...string) (*realserver.Process, error) {
+			profiled := cfg.profile == syncTarget && slices.Contains(args, "--cluster-sync") ||
+				(cfg.profile == leaderTarget || cfg.profile == leaderMixedTarget) && !slices.Contains(args, "--cluster-sync")
+			return start(nodeDir, profiled, false, args...)
+		}
+		if clusters, err = startClusters(bin, tmp, dir, startNode); err != nil {
+			return err
+		}
+		defer clusters.kill()
+	}
+	p, err := start(dir, cfg.profile != "" && cfg.profile != redisTarget && cfg.profile != bareTarget && !isClusterTarget(cfg.profile), false)
 	if err != nil {
 		return err
 	}
@@ -204,7 +224,7 @@ func run(cfg config) error {
 	servers := []*realserver.Process{p}
 	serverOf := func(string) *realserver.Process { return p }
 	if slices.Contains(selected, bareTarget) {
-		pBare, err := start(cfg.profile == bareTarget, true)
+		pBare, err := start(dir, cfg.profile == bareTarget, true)
 		if err != nil {
 			return err
 		}
@@ -226,7 +246,7 @@ func run(cfg config) error {
 			return err
 		}
 		defer redis.stop()
-		if pRedis, err = start(cfg.profile == redisTarget, false, "--ratelimit-redis", "redis://"+redis.addr+"/0"); err != nil {
+		if pRedis, err = start(dir, cfg.profile == redisTarget, false, "--ratelimit-redis", "redis://"+redis.addr+"/0"); err != nil {
 			return err
 		}
 		defer pRedis.Kill()
@@ -235,6 +255,19 @@ func run(cfg config) error {
 		serverOf = func(name string) *realserver.Process {
 			if name == redisTarget {
 				return pRedis
+			}
+			return others(name)
+		}
+	}
+	if clusters != nil {
+		servers = append(servers, clusters.leader, clusters.syncLeader)
+		others := serverOf
+		serverOf = func(name string) *realserver.Process {
+			switch name {
+			case leaderTarget, leaderMixedTarget:
+				return clusters.leader
+			case syncTarget:
+				return clusters.syncLeader
 			}
 			return others(name)
 		}
@@ -254,6 +287,19 @@ func run(cfg config) error {
 		return err
 	}
 	targets := newTargets(key, token, ids)
+	if clusters != nil {
+		// The leader's mixed load reads pets of its own.
+		leaderIDs, err := seed(clusters.leader.URL, key, cfg.pets)
+		if err != nil {
+			return err
+		}
+		forLeader := newTargets(key, token, leaderIDs)
+		for name, from := range map[string]string{leaderTarget: "createPet", syncTarget: "createPet", leaderMixedTarget: "mixed"} {
+			t := forLeader[from]
+			t.name = name
+			targets[name] = t
+		}
+	}
 
 	fmt.Printf("petstore bench: %d pets, --request-log %s, wrk -t%d -c%d, mixed targets over %d connections, %d round(s) of %v per target, %d CPUs, load average %s\n",
 		len(ids), cfg.requestLog, cfg.threads, cfg.conns, cfg.mixedConns, cfg.rounds, cfg.duration, runtime.NumCPU(), loadAverage())
@@ -263,6 +309,11 @@ func run(cfg config) error {
 		t, server := targets[name], serverOf(name)
 		noop := func() {}
 		if t.mix != nil {
+			if name == leaderMixedTarget {
+				ctx, stop := context.WithCancel(context.Background())
+				go clusters.sampleLag(ctx)
+				defer stop()
+			}
 			r, err := runMix(server.URL, *t.mix, t.headers, cfg.mixedConns, d)
 			return r, noop, err
 		}
@@ -351,12 +402,20 @@ func run(cfg config) error {
 		}
 		fmt.Printf("%-30s %7s\n", "RSS of mixedRedis's server", megabytes(rss))
 	}
+	if clusters != nil {
+		clusters.printLag()
+	}
 	fmt.Printf("load average at the end: %s\n", loadAverage())
 	if cfg.profile != "" {
 		if err := saveMemory(pprofAddr, cfg.profileDir); err != nil {
 			return err
 		}
 		fmt.Printf("CPU profile of %s: %s (go tool pprof -top -cum FILE)\n", cfg.profile, filepath.Join(cfg.profileDir, cfg.profile+".pprof"))
+	}
+	if clusters != nil { // before its leader, which would hand over to it
+		if err := clusters.stopFollower(); err != nil {
+			return err
+		}
 	}
 	for _, s := range slices.Backward(servers) {
 		if err := s.Stop(); err != nil {
@@ -453,11 +512,25 @@ func printResults(names []string, results map[string][]result) {
 	cpuPerRequest := func(rs []result) float64 {
 		return median(rs, func(r result) float64 { return float64(r.serverCPU.Microseconds()) / float64(r.Requests) })
 	}
-	if hook, ok := results[webhookTarget]; ok {
-		if plain, ok := results["createPet"]; ok {
-			got := cpuPerRequest(hook) / cpuPerRequest(plain)
-			fmt.Printf("%-30s %6.2fx (goal <= %.2fx) %s\n", "CPU per create with a webhook", got, maxWebhookCPU, verdict(got <= maxWebhookCPU))
+	for _, g := range []struct {
+		what, target string
+		goal         float64 // 0: reported, no goal
+	}{
+		{"CPU per create with a webhook", webhookTarget, maxWebhookCPU},
+		{"CPU per create on a leader", leaderTarget, maxLeaderCPU},
+		{"CPU per create, --cluster-sync", syncTarget, 0},
+	} {
+		rs, ok := results[g.target]
+		plain, okPlain := results["createPet"]
+		if !ok || !okPlain {
+			continue
 		}
+		got := cpuPerRequest(rs) / cpuPerRequest(plain)
+		if g.goal == 0 {
+			fmt.Printf("%-30s %6.2fx (no goal)\n", g.what, got)
+			continue
+		}
+		fmt.Printf("%-30s %6.2fx (goal <= %.2fx) %s\n", g.what, got, g.goal, verdict(got <= g.goal))
 	}
 	if rs, ok := results["mixed"]; ok {
 		p99 := us(median(rs, func(r result) float64 { return float64(r.P99US) }))

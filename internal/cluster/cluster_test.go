@@ -57,6 +57,14 @@ func TestConfigRefusesBadValuesNamingTheFlag(t *testing.T) {
 		}
 	}
 
+	// Without --cluster-etcd, only --cluster-sync is refused.
+	if err := (cluster.Config{Sync: true}).Validate("127.0.0.1:8090"); err == nil || !strings.HasPrefix(err.Error(), "--cluster-sync") {
+		t.Errorf("--cluster-sync without --cluster-etcd: error %v, want one naming --cluster-sync", err)
+	}
+	if err := (cluster.Config{ReplicaURL: "not a URL"}).Validate("127.0.0.1:8090"); err != nil {
+		t.Errorf("cluster mode off: %v", err)
+	}
+
 	// --advertise-url defaults to --http when it names a reachable host.
 	c = good()
 	c.AdvertiseURL = ""

@@ -35,6 +35,7 @@ type Config struct {
 	AdvertiseURL string        // --advertise-url
 	ReplicaURL   string        // --replica-url
 	TTL          time.Duration // --cluster-ttl
+	Sync         bool          // --cluster-sync: a create is acknowledged once shipped
 }
 
 // AddFlags declares cluster mode's flags on fs, with c's fields as their
@@ -53,6 +54,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"cluster mode: where the leader ships its data and the followers restore it from (file:///path or s3://bucket/prefix)")
 	fs.DurationVar(&c.TTL, "cluster-ttl", DefaultTTL,
 		"cluster mode: the leader's lease in whole seconds, 2s to 60s; a leader that cannot renew it stops writing")
+	fs.BoolVar(&c.Sync, "cluster-sync", false,
+		"cluster mode: acknowledge a /v1 create only once it is shipped to the replica, so that a failover loses no acknowledged create (each create waits for a shipment, shared by the creates waiting with it)")
 }
 
 // Enabled says whether cluster mode is on.
@@ -70,8 +73,16 @@ func (c Config) Endpoints() []string {
 }
 
 // Validate checks every value, and that --advertise-url is given or can be
-// made of httpAddr, serve's --http. Its error names the flag.
+// made of httpAddr, serve's --http. Its error names the flag. Without
+// --cluster-etcd, it refuses only --cluster-sync, which would promise what a
+// single server cannot keep.
 func (c Config) Validate(httpAddr string) error {
+	if !c.Enabled() {
+		if c.Sync {
+			return fmt.Errorf("--cluster-sync acknowledges a create once shipped to the cluster's replica: it needs --cluster-etcd")
+		}
+		return nil
+	}
 	endpoints := c.Endpoints()
 	if len(endpoints) == 0 {
 		return fmt.Errorf("--cluster-etcd %q names no endpoint: give etcd's client URLs, comma-separated", c.Etcd)

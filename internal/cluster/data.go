@@ -109,9 +109,10 @@ func (d *Data) Eligible(served int64) error {
 		return nil
 	}
 	d.mu.Lock()
-	f := d.follower
+	f, followed := d.follower, d.followed
 	d.mu.Unlock()
-	if f == nil {
+	// A copy of an earlier term lacks everything the served term wrote.
+	if f == nil || followed != served {
 		return fmt.Errorf("not following term %d's replica yet", served)
 	}
 	lag := f.Lag()
@@ -201,7 +202,8 @@ func (d *Data) Replicate(ctx context.Context, term int64) error {
 	return nil
 }
 
-// Sync ships every transaction committed so far (a handover).
+// Sync ships every transaction committed before the call (a handover, a
+// create under --cluster-sync); concurrent calls share shipments.
 func (d *Data) Sync(ctx context.Context) error {
 	d.mu.Lock()
 	r := d.replicator

@@ -119,6 +119,41 @@ func (p *Process) Serving(ctx context.Context) {
 	}
 }
 
+// ShipTimeout bounds how long a write waits for its shipment under
+// --cluster-sync (Shipped). A file replica ships in milliseconds and S3 in
+// tens to hundreds of them; storage slower than this is failing, and the
+// client is better told so than held.
+const ShipTimeout = 2 * time.Second
+
+// ErrNotShipped is Shipped's error when the replica does not hold the
+// caller's commits within ShipTimeout: they are committed here, and a
+// failover may lose them.
+var ErrNotShipped = errors.New("cluster: not shipped to the replica")
+
+// ErrNotLeading is Shipped's error when the commits were shipped but the
+// lease is no longer provably held: a node that promoted meanwhile may have
+// applied the term's replica before they reached it.
+var ErrNotLeading = errors.New("cluster: shipped, but no longer leading")
+
+// Shipped returns once every transaction committed before the call is in
+// the replica and the lease is still provably held: a node that promotes
+// later applies them, so a failover loses none. Concurrent callers share
+// shipments (replica.Replicator.Sync). It fails with ErrNotShipped or
+// ErrNotLeading.
+func (p *Process) Shipped(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ShipTimeout)
+	defer cancel()
+	if err := p.Data.Sync(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotShipped, err)
+	}
+	// Held now, so no node has won the election since the shipment began:
+	// the one that wins next promotes with it.
+	if !p.Node.MayWrite() {
+		return ErrNotLeading
+	}
+	return nil
+}
+
 // Handover hands the leadership over on SIGTERM: writes stop at once,
 // settle waits for the writes that passed the fence before and are still
 // committing, the last transaction is shipped, and the node resigns, so

@@ -24,7 +24,8 @@ import (
 // (app.NonconcurrentDB()), each within a savepoint of its own. A create that
 // fails rolls back to its savepoint and gets its own error; the others in
 // the transaction go on. Every caller is answered only after the transaction
-// that holds its create has committed.
+// that holds its create has committed (and, with OnAcknowledge, once the
+// commit is acknowledged).
 //
 // SQLite takes one write transaction at a time, and every transaction pays
 // for its beginning and its commit: creates that each commit queue behind
@@ -47,6 +48,9 @@ type Writer struct {
 	// committed hears of each transaction that committed: how many creates
 	// it held and how long it took; nil: none.
 	committed func(creates int, took time.Duration)
+	// acknowledge is waited for before a caller whose work committed is
+	// answered; nil: none.
+	acknowledge func() error
 	// Prepared once on the write connection, used in each transaction.
 	insert, savepoint, release, rollbackTo *sql.Stmt
 
@@ -168,6 +172,15 @@ func (w *Writer) OnCommitted(committed func(creates int, took time.Duration)) {
 	w.committed = committed
 }
 
+// OnAcknowledge makes Run wait for acknowledge, in each caller's goroutine,
+// once the caller's work has committed and before its rows go to OnCreated's
+// function: Run returns acknowledge's error, if any, in place of the work's
+// nil (committed, and not acknowledged). Callers call it concurrently: it
+// groups them itself (a cluster leader ships one transaction's creates, and
+// every other commit made before, at once). It is set before the first
+// create.
+func (w *Writer) OnAcknowledge(acknowledge func() error) { w.acknowledge = acknowledge }
+
 // Create stores np as a new pet. It returns once the pet is committed.
 func (w *Writer) Create(np NewPet) (Pet, error) {
 	var pet Pet
@@ -196,11 +209,18 @@ func (w *Writer) Run(work func(*Tx) error) error {
 	w.queue <- wr
 	w.mu.RUnlock()
 	<-wr.done
+	if wr.err != nil {
+		return wr.err
+	}
 	// After this write's transaction has committed.
-	if wr.err == nil && len(wr.rows) > 0 && w.created != nil {
+	var err error
+	if w.acknowledge != nil {
+		err = w.acknowledge()
+	}
+	if len(wr.rows) > 0 && w.created != nil {
 		w.created(wr.rows)
 	}
-	return wr.err
+	return err
 }
 
 // Stop writes the creates queued so far and stops the writer. Creates asked

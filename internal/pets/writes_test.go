@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -454,5 +455,51 @@ func TestOnInsertedWritesWithTheCreate(t *testing.T) {
 	calls.Range(func(any, any) bool { n++; return true })
 	if n != 3 {
 		t.Errorf("OnInserted heard of %d creates, want 3", n)
+	}
+}
+
+// A caller whose create committed is answered only once OnAcknowledge's
+// function returns, after the commit; its error is the caller's, and the
+// pet stays stored (committed, not acknowledged). A create that failed is
+// not waited for.
+func TestCreatesWaitForTheAcknowledgement(t *testing.T) {
+	s, w := startWriter(t)
+	refuse := errors.New("not shipped")
+	var calls atomic.Int64
+	acknowledging, pending := make(chan struct{}), make(chan struct{})
+	w.OnAcknowledge(func() error {
+		calls.Add(1)
+		close(acknowledging)
+		<-pending
+		return refuse
+	})
+	answered := make(chan error, 1)
+	go func() {
+		_, err := w.Create(pets.NewPet{Name: "shipped later", CategoryID: 1})
+		answered <- err
+	}()
+	<-acknowledging
+	if named(t, s, "shipped later") != 1 {
+		t.Error("acknowledge runs before the create has committed")
+	}
+	select {
+	case err := <-answered:
+		t.Fatalf("answered (%v) before the acknowledgement", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(pending)
+	if err := <-answered; !errors.Is(err, refuse) {
+		t.Errorf("the caller's error %v, want the acknowledgement's", err)
+	}
+	if named(t, s, "shipped later") != 1 {
+		t.Error("the pet of a create not acknowledged is not stored")
+	}
+	// A work that fails commits nothing and waits for nothing.
+	failed := errors.New("the work fails")
+	if err := w.Run(func(*pets.Tx) error { return failed }); !errors.Is(err, failed) {
+		t.Errorf("a failed work's error %v", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("acknowledge called %d times, want once", n)
 	}
 }

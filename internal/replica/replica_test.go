@@ -676,6 +676,75 @@ func TestSyncShipsTheCallersCommit(t *testing.T) {
 	}
 }
 
+// TestConcurrentSyncsShareShipments: callers that come while a shipment
+// runs wait together for the next one, which serves them all: 32 callers
+// behind a shipment that is held up make one shipment more, not 32, and
+// each is answered with the replica holding what it committed.
+func TestConcurrentSyncsShareShipments(t *testing.T) {
+	leader := openStore(t, t.TempDir())
+	root := fileRoot(t, t.TempDir())
+	r := startReplicating(t, leader, root, 12)
+	leader.write(t, 1)
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r.shipMu.Lock()
+	r.shipFunc = func(ctx context.Context) error {
+		once.Do(func() { close(held); <-release })
+		return r.shipNow(ctx)
+	}
+	r.shipMu.Unlock()
+
+	first := make(chan error, 1)
+	go func() { first <- r.Sync(t.Context()) }()
+	<-held
+	const callers = 32
+	committed := make([]int64, callers)
+	for i := range callers {
+		committed[i] = leader.write(t, 1)
+	}
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			if err := r.Sync(t.Context()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitFor(t, 10*time.Second, "every caller waits for the next shipment", func() bool {
+		r.shipMu.Lock()
+		defer r.shipMu.Unlock()
+		return r.next != nil && r.next.callers == callers
+	})
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	st := r.Status()
+	if st.Syncs != 2 {
+		t.Errorf("%d shipments for 1 caller and %d behind it, want 2", st.Syncs, callers)
+	}
+	if st.Err != nil || st.Shipped < st.Committed {
+		t.Errorf("status %+v", st)
+	}
+	// What every caller committed is in the replica.
+	restored := filepath.Join(t.TempDir(), database.DataFile)
+	src, err := newSource(root, "petstore", 12, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := litestream.NewRestoreOptions()
+	opt.OutputPath = restored
+	if err := src.replica.Restore(t.Context(), opt); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range committed {
+		if !hasPet(restored, id) {
+			t.Errorf("caller %d's pet %d is not in the replica", i, id)
+		}
+	}
+}
+
 // TestEarlierTermIsKeptUntilTheNewOneShips: a follower of term 1 told to
 // follow term 2 keeps its copy of term 1, and follows it, until term 2 has
 // shipped its first snapshot: promoted before, it yields all of term 1;

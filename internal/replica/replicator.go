@@ -34,12 +34,32 @@ type Replicator struct {
 	store   *litestream.Store
 	log     *slog.Logger
 
+	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
 	done   chan struct{}
 
 	mu     sync.Mutex
 	status Status
+
+	// Sync's shipments: one runs at a time, and the callers that come
+	// meanwhile wait together for the next.
+	shipMu   sync.Mutex
+	shipping bool      // a shipment runs
+	next     *shipment // the shipment the callers since the running one began wait for; nil: none
+	shipFunc func(context.Context) error
 }
+
+// shipment is one run of shipNow, shared by every Sync that called before
+// it began and after the one before it began.
+type shipment struct {
+	callers int
+	err     error
+	done    chan struct{}
+}
+
+// shipTimeout bounds one shipment of Sync: storage that takes longer is
+// failing.
+const shipTimeout = 10 * time.Second
 
 // Status is what a Replicator has shipped. It is read from memory.
 type Status struct {
@@ -53,6 +73,10 @@ type Status struct {
 	// ShippedAt is when the replica last held every transaction copied
 	// from the WAL (zero before the first upload).
 	ShippedAt time.Time
+
+	// Syncs counts the shipments Sync made: one serves every caller that
+	// was waiting when it began.
+	Syncs uint64
 
 	// Err says why the last attempt to reach the replica failed: the leader
 	// goes on serving, and what it commits meanwhile is lost with it. Nil
@@ -116,9 +140,10 @@ func StartReplicating(ctx context.Context, dbPath string, root Root, cluster str
 	loopCtx, cancel := context.WithCancel(context.Background())
 	r := &Replicator{
 		db: db, replica: replica, store: store, log: log,
-		cancel: cancel, done: make(chan struct{}),
+		ctx: loopCtx, cancel: cancel, done: make(chan struct{}),
 		status: Status{Term: term, URL: termURL},
 	}
+	r.shipFunc = r.shipNow
 	go r.run(loopCtx)
 	log.Info("Replicating the database", "path", dbPath)
 	return r, nil
@@ -272,15 +297,70 @@ func (r *Replicator) record(committed uint64, err error) error {
 	return err
 }
 
-// Sync ships every transaction committed so far, whatever the intervals.
+// Sync ships every transaction committed before it was called, whatever
+// the intervals, and returns once the replica holds them, or ctx ends.
+// Concurrent callers share shipments: a shipment serves every caller that
+// called before it began, so callers that come while one runs wait together
+// for the next one, and a shipment is made for a group of callers, never
+// for each.
 func (r *Replicator) Sync(ctx context.Context) error {
-	if err := r.db.Sync(ctx); err != nil {
-		if ctx.Err() != nil {
-			return err // the caller gave up, nothing failed
+	r.shipMu.Lock()
+	s := r.next
+	if s == nil {
+		s = &shipment{done: make(chan struct{})}
+		r.next = s
+		if !r.shipping {
+			r.startShipment()
 		}
+	}
+	s.callers++
+	r.shipMu.Unlock()
+	select {
+	case <-s.done:
+		return s.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startShipment runs the waiting shipment, then the next one if callers
+// came meanwhile. Called with shipMu held.
+func (r *Replicator) startShipment() {
+	s := r.next
+	r.next, r.shipping = nil, true
+	go func() {
+		ctx, cancel := context.WithTimeout(r.ctx, shipTimeout)
+		s.err = r.shipFunc(ctx)
+		cancel()
+		r.mu.Lock()
+		r.status.Syncs++
+		r.mu.Unlock()
+		close(s.done)
+		r.shipMu.Lock()
+		defer r.shipMu.Unlock()
+		if r.next != nil {
+			r.startShipment()
+		} else {
+			r.shipping = false
+		}
+	}()
+}
+
+// shipNow copies what is committed from the WAL and uploads it.
+func (r *Replicator) shipNow(ctx context.Context) error {
+	err := r.db.Sync(ctx)
+	if err == nil {
+		err = r.ship(ctx)
+	}
+	switch {
+	case err == nil || r.ctx.Err() != nil: // shipped, or stopped: nothing failed
+		return err
+	case ctx.Err() != nil:
+		return r.record(0, fmt.Errorf("ship to the replica: no answer within %s", shipTimeout))
+	case r.Status().Err == nil: // the WAL's copy failed, not the upload
 		return r.record(0, fmt.Errorf("copy the WAL: %w", err))
 	}
-	return r.ship(ctx)
+	return err
 }
 
 // Status returns what has been shipped, and why shipping fails if it does.

@@ -103,6 +103,7 @@ const (
 	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
 	ErrorCodeNotFound             ErrorCode = "not_found"
 	ErrorCodeNotLeader            ErrorCode = "not_leader"
+	ErrorCodeNotShipped           ErrorCode = "not_shipped"
 	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
 	ErrorCodeRateLimitExceeded    ErrorCode = "rate_limit_exceeded"
 	ErrorCodeUnauthorized         ErrorCode = "unauthorized"
@@ -129,6 +130,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeNotFound:
 		return true
 	case ErrorCodeNotLeader:
+		return true
+	case ErrorCodeNotShipped:
 		return true
 	case ErrorCodePayloadTooLarge:
 		return true
@@ -409,13 +412,43 @@ func (e NotLeaderErrorCode) Valid() bool {
 
 // Defines values for NotLeaderErrorStatus.
 const (
-	N503 NotLeaderErrorStatus = 503
+	NotLeaderErrorStatusN503 NotLeaderErrorStatus = 503
 )
 
 // Valid indicates whether the value is a known member of the NotLeaderErrorStatus enum.
 func (e NotLeaderErrorStatus) Valid() bool {
 	switch e {
-	case N503:
+	case NotLeaderErrorStatusN503:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NotShippedErrorCode.
+const (
+	NotShippedErrorCodeNotShipped NotShippedErrorCode = "not_shipped"
+)
+
+// Valid indicates whether the value is a known member of the NotShippedErrorCode enum.
+func (e NotShippedErrorCode) Valid() bool {
+	switch e {
+	case NotShippedErrorCodeNotShipped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NotShippedErrorStatus.
+const (
+	NotShippedErrorStatusN503 NotShippedErrorStatus = 503
+)
+
+// Valid indicates whether the value is a known member of the NotShippedErrorStatus enum.
+func (e NotShippedErrorStatus) Valid() bool {
+	switch e {
+	case NotShippedErrorStatusN503:
 		return true
 	default:
 		return false
@@ -947,6 +980,21 @@ type NotLeaderErrorCode string
 // NotLeaderErrorStatus defines model for NotLeaderError.Status.
 type NotLeaderErrorStatus int
 
+// NotShippedError defines model for NotShippedError.
+type NotShippedError struct {
+	Code NotShippedErrorCode `json:"code"`
+
+	// Message Human-readable description.
+	Message string                `json:"message"`
+	Status  NotShippedErrorStatus `json:"status"`
+}
+
+// NotShippedErrorCode defines model for NotShippedError.Code.
+type NotShippedErrorCode string
+
+// NotShippedErrorStatus defines model for NotShippedError.Status.
+type NotShippedErrorStatus int
+
 // OpenAPIDocument An OpenAPI 3.1 document.
 type OpenAPIDocument struct {
 	// Info The document's Info Object.
@@ -1215,6 +1263,11 @@ type CreatePetParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// CreatePet503JSONResponseBody defines parameters for CreatePet.
+type CreatePet503JSONResponseBody struct {
+	union json.RawMessage
+}
+
 // CategoryCreatedParams defines parameters for CategoryCreated.
 type CategoryCreatedParams struct {
 	// WebhookId The event's id, the same on every attempt and for every endpoint; drop a repeat by it.
@@ -1393,6 +1446,68 @@ type PlanChangedJSONRequestBody = PlanChangedEvent
 
 // WebhookTestJSONRequestBody defines body for WebhookTest for application/json ContentType.
 type WebhookTestJSONRequestBody = WebhookTestEvent
+
+// AsNotLeaderError returns the union data inside the CreatePet503JSONResponseBody as a NotLeaderError
+func (t CreatePet503JSONResponseBody) AsNotLeaderError() (NotLeaderError, error) {
+	var body NotLeaderError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNotLeaderError overwrites any union data inside the CreatePet503JSONResponseBody as the provided NotLeaderError
+func (t *CreatePet503JSONResponseBody) FromNotLeaderError(v NotLeaderError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNotLeaderError performs a merge with any union data inside the CreatePet503JSONResponseBody, using the provided NotLeaderError
+func (t *CreatePet503JSONResponseBody) MergeNotLeaderError(v NotLeaderError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNotShippedError returns the union data inside the CreatePet503JSONResponseBody as a NotShippedError
+func (t CreatePet503JSONResponseBody) AsNotShippedError() (NotShippedError, error) {
+	var body NotShippedError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNotShippedError overwrites any union data inside the CreatePet503JSONResponseBody as the provided NotShippedError
+func (t *CreatePet503JSONResponseBody) FromNotShippedError(v NotShippedError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNotShippedError performs a merge with any union data inside the CreatePet503JSONResponseBody, using the provided NotShippedError
+func (t *CreatePet503JSONResponseBody) MergeNotShippedError(v NotShippedError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CreatePet503JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CreatePet503JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -2527,7 +2642,7 @@ type CreatePetResponse struct {
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
-	JSON503 *NotLeader
+	JSON503 *CreatePet503JSONResponseBody
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreatePetResponse201Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -2596,7 +2711,7 @@ func (r CreatePetResponse) GetJSON500() *InternalError {
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
-func (r CreatePetResponse) GetJSON503() *NotLeader {
+func (r CreatePetResponse) GetJSON503() *CreatePet503JSONResponseBody {
 	return r.JSON503
 }
 
@@ -3992,7 +4107,7 @@ func ParseCreatePetResponse(rsp *http.Response) (*CreatePetResponse, error) {
 		response.JSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest NotLeader
+		var dest CreatePet503JSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -207,6 +207,7 @@ const errorCodes: Readonly<Record<ErrorCode, true>> = {
   api_key_banned: true,
   internal_error: true,
   not_leader: true,
+  not_shipped: true,
 };
 
 /**

@@ -446,7 +446,7 @@ export interface components {
              * @description Machine-readable error code.
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "api_key_banned" | "internal_error" | "not_leader";
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "api_key_banned" | "internal_error" | "not_leader" | "not_shipped";
             /** @description Human-readable description. */
             message: string;
             /** @description The HTTP status code. */
@@ -551,6 +551,19 @@ export interface components {
         NotLeaderError: components["schemas"]["Error"] & {
             /** @constant */
             code: "not_leader";
+            /** @constant */
+            status: 503;
+        };
+        /**
+         * @example {
+         *       "code": "not_shipped",
+         *       "message": "The create is stored on the leader but not yet copied to the cluster's replica, so it is not acknowledged; retry with the same Idempotency-Key, which answers it once copied (or creates it once, had a failover lost it).",
+         *       "status": 503
+         *     }
+         */
+        NotShippedError: components["schemas"]["Error"] & {
+            /** @constant */
+            code: "not_shipped";
             /** @constant */
             status: 503;
         };
@@ -1116,7 +1129,17 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["NotLeader"];
+            /** @description Cluster mode only. `not_leader`: the node reached is not the leader and could not forward the request to one, or the leader's lease ended before the create was acknowledged. `not_shipped` (with `--cluster-sync`): the create is stored on the leader but was not copied to the replica in time, so a failover could lose it and it is not acknowledged. Either way, retry after `Retry-After` with the same `Idempotency-Key`: the retry gets the stored answer, or adds the animal once. */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotLeaderError"] | components["schemas"]["NotShippedError"];
+                };
+            };
         };
     };
     getPet: {
