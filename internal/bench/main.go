@@ -39,6 +39,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -61,13 +62,14 @@ type config struct {
 	conns, mixedConns, threads, rounds, pets int
 	duration, warmup                         time.Duration
 	only                                     []string
-	profile, profileDir                      string
+	profile                                  []string
+	profileDir                               string
 	requestLog                               string
 }
 
 func main() {
 	var cfg config
-	var only string
+	var only, profile string
 	flag.IntVar(&cfg.conns, "conns", 64, "concurrent connections of the single targets")
 	flag.IntVar(&cfg.mixedConns, "mixed-conns", 100, "concurrent connections of the mixed targets")
 	flag.IntVar(&cfg.threads, "threads", 2, "wrk threads")
@@ -76,8 +78,8 @@ func main() {
 	flag.DurationVar(&cfg.warmup, "warmup", 0, "an unmeasured run of each target before the first round (0: none)")
 	flag.IntVar(&cfg.pets, "pets", 1000, "pets seeded before measuring")
 	flag.StringVar(&only, "only", "", "comma-separated targets to run (default: all): "+strings.Join(targetNames, ","))
-	flag.StringVar(&cfg.profile, "profile", "", "save a CPU profile of this target's first run (builds with -tags pprof)")
-	flag.StringVar(&cfg.profileDir, "profile-dir", ".", "where -profile writes TARGET.pprof")
+	flag.StringVar(&profile, "profile", "", "comma-separated targets whose first run is profiled: CPU, mutex and block (builds with -tags pprof)")
+	flag.StringVar(&cfg.profileDir, "profile-dir", ".", "where -profile writes TARGET.pprof, TARGET.mutex.pprof and TARGET.block.pprof")
 	flag.StringVar(&cfg.requestLog, "request-log", "bounded", "the servers' --request-log")
 	flag.Parse()
 	if only != "" {
@@ -87,6 +89,21 @@ func main() {
 				fmt.Fprintf(os.Stderr, "bench: unknown target %q (targets: %s)\n", name, strings.Join(targetNames, ","))
 				os.Exit(2)
 			}
+		}
+	}
+	if profile != "" {
+		cfg.profile = strings.Split(profile, ",")
+		for _, name := range cfg.profile {
+			if !slices.Contains(targetNames, name) {
+				fmt.Fprintf(os.Stderr, "bench: unknown target %q to profile\n", name)
+				os.Exit(2)
+			}
+		}
+		// One server serves pprof: the first, or the one of a target with a
+		// server of its own.
+		if len(cfg.profile) > 1 && (slices.Contains(cfg.profile, redisTarget) || slices.Contains(cfg.profile, bareTarget)) {
+			fmt.Fprintf(os.Stderr, "bench: profile %s or %s alone\n", redisTarget, bareTarget)
+			os.Exit(2)
 		}
 	}
 	if err := run(cfg); err != nil {
@@ -160,7 +177,7 @@ func run(cfg config) error {
 
 	var tags []string
 	var pprofAddr string
-	if cfg.profile != "" {
+	if cfg.profile != nil {
 		tags = append(tags, "pprof", "memory.counters")
 		if pprofAddr, err = freeLoopbackAddr(); err != nil {
 			return err
@@ -196,7 +213,8 @@ func run(cfg config) error {
 		}
 		return realserver.Start(bin, dir, args...)
 	}
-	p, err := start(cfg.profile != "" && cfg.profile != redisTarget && cfg.profile != bareTarget, false)
+	profiled := func(name string) bool { return slices.Contains(cfg.profile, name) }
+	p, err := start(cfg.profile != nil && !profiled(redisTarget) && !profiled(bareTarget), false)
 	if err != nil {
 		return err
 	}
@@ -204,7 +222,7 @@ func run(cfg config) error {
 	servers := []*realserver.Process{p}
 	serverOf := func(string) *realserver.Process { return p }
 	if slices.Contains(selected, bareTarget) {
-		pBare, err := start(cfg.profile == bareTarget, true)
+		pBare, err := start(profiled(bareTarget), true)
 		if err != nil {
 			return err
 		}
@@ -226,7 +244,7 @@ func run(cfg config) error {
 			return err
 		}
 		defer redis.stop()
-		if pRedis, err = start(cfg.profile == redisTarget, false, "--ratelimit-redis", "redis://"+redis.addr+"/0"); err != nil {
+		if pRedis, err = start(profiled(redisTarget), false, "--ratelimit-redis", "redis://"+redis.addr+"/0"); err != nil {
 			return err
 		}
 		defer pRedis.Kill()
@@ -289,18 +307,18 @@ func run(cfg config) error {
 	for round := range cfg.rounds {
 		for _, name := range selected {
 			server := serverOf(name)
-			var profile func() error
-			if name == cfg.profile && round == 0 {
-				d := cfg.duration
-				if name == webhookTarget { // and the deliveries after the run
-					d += webhookDrain
-				}
-				profile = startProfile(pprofAddr, d, filepath.Join(cfg.profileDir, name+".pprof"))
-			}
 			for _, s := range servers {
 				if err := waitIdle(s.PID()); err != nil {
 					return err
 				}
+			}
+			var profile func() error
+			if profiled(name) && round == 0 {
+				d := cfg.duration
+				if name == webhookTarget { // and the deliveries after the run
+					d += webhookDrain
+				}
+				profile = startProfiles(pprofAddr, d, filepath.Join(cfg.profileDir, name))
 			}
 			before, err := cpuTime(server.PID())
 			if err != nil {
@@ -352,11 +370,13 @@ func run(cfg config) error {
 		fmt.Printf("%-30s %7s\n", "RSS of mixedRedis's server", megabytes(rss))
 	}
 	fmt.Printf("load average at the end: %s\n", loadAverage())
-	if cfg.profile != "" {
+	if cfg.profile != nil {
 		if err := saveMemory(pprofAddr, cfg.profileDir); err != nil {
 			return err
 		}
-		fmt.Printf("CPU profile of %s: %s (go tool pprof -top -cum FILE)\n", cfg.profile, filepath.Join(cfg.profileDir, cfg.profile+".pprof"))
+		for _, name := range cfg.profile {
+			fmt.Printf("profiles of %s: %s.pprof (CPU), .mutex.pprof, .block.pprof (go tool pprof -top -cum FILE)\n", name, filepath.Join(cfg.profileDir, name))
+		}
 	}
 	for _, s := range slices.Backward(servers) {
 		if err := s.Stop(); err != nil {
@@ -562,32 +582,52 @@ func createPet(baseURL, key string, i int) (string, error) {
 	return fmt.Sprint(pet.ID), nil
 }
 
-// startProfile starts a CPU profile of the next d (less a second, so that
-// it ends within the run) and returns a function that waits for it and
-// saves it to path.
-func startProfile(addr string, d time.Duration, path string) func() error {
+// profileKinds are the profiles -profile takes of a run: pprof's endpoint
+// and the file's suffix. The mutex and block profiles are the contention
+// during the run (a delta), sampled as internal/profiling sets.
+var profileKinds = []struct{ endpoint, suffix string }{
+	{"profile", ".pprof"},
+	{"mutex", ".mutex.pprof"},
+	{"block", ".block.pprof"},
+}
+
+// startProfiles starts the profiles of the next d (less a second, so that
+// they end within the run) and returns a function that waits for them and
+// saves them to prefix and each kind's suffix.
+func startProfiles(addr string, d time.Duration, prefix string) func() error {
 	secs := max(1, int(d/time.Second)-1)
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs), nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- err
-			return
+	done := make(chan error, len(profileKinds))
+	for _, kind := range profileKinds {
+		go func() {
+			done <- saveProfile(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, kind.endpoint, secs), d+30*time.Second, prefix+kind.suffix)
+		}()
+	}
+	return func() error {
+		var errs []error
+		for range profileKinds {
+			errs = append(errs, <-done)
 		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("pprof: status %d: %s", resp.StatusCode, data)
-		}
-		if err == nil {
-			err = os.WriteFile(path, data, 0o644)
-		}
-		done <- err
-	}()
-	return func() error { return <-done }
+		return errors.Join(errs...)
+	}
+}
+
+func saveProfile(url string, timeout time.Duration, path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("pprof: status %d: %s", resp.StatusCode, data)
+	}
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	return err
 }
 
 func freeLoopbackAddr() (string, error) {
