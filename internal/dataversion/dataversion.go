@@ -80,45 +80,70 @@ func (w *Watch) Close() error {
 }
 
 // Cache holds up to a bounded number of values read from the watched
-// database, all at one data version.
+// database, all at one data version. The callers that miss one key at one
+// version share one read of it: right after a commit, the requests in flight
+// would otherwise all read the same row or page at once.
 type Cache[V any] struct {
 	max int
 
 	mu      sync.Mutex
 	version int64
 	entries map[string]V
+	reads   map[string]*read[V] // the reads under way at version
+}
+
+// read is a read of one key that other callers wait for.
+type read[V any] struct {
+	done  chan struct{}
+	value V
+	err   error
 }
 
 // NewCache is a cache of at most max entries.
 func NewCache[V any](max int) *Cache[V] {
-	return &Cache[V]{max: max, entries: make(map[string]V)}
+	return &Cache[V]{max: max, entries: make(map[string]V), reads: make(map[string]*read[V])}
 }
 
-// Get returns the value of key if it was read at version, a Watch's
-// Version. A value read from the database after that Version returned may
-// be put in the cache with it.
-func (c *Cache[V]) Get(version int64, key string) (value V, ok bool) {
+// Load returns the value of key at version, a Watch's Version: kept, or
+// read by load (which must read the database after that Version returned)
+// and kept. A value read after the version may be newer than it, never
+// older, so a later change still drops it. Callers at one version that miss
+// one key wait for the first one's load and share its value or error; an
+// error is not kept, and neither is a value when the database has changed
+// since (a newer version was seen) or the cache is full.
+func (c *Cache[V]) Load(version int64, key string, load func() (V, error)) (V, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch {
 	case version > c.version: // the Watch's versions only grow
 		clear(c.entries)
+		clear(c.reads)
 		c.version = version
-	case version < c.version: // a newer Get came first: nothing here is of this version
-		return value, false
+	case version < c.version: // a newer caller came first: nothing here is of this version
+		c.mu.Unlock()
+		return load()
 	}
-	value, ok = c.entries[key]
-	return value, ok
-}
+	if value, ok := c.entries[key]; ok {
+		c.mu.Unlock()
+		return value, nil
+	}
+	if r, ok := c.reads[key]; ok {
+		c.mu.Unlock()
+		<-r.done
+		return r.value, r.err
+	}
+	r := &read[V]{done: make(chan struct{})}
+	c.reads[key] = r
+	c.mu.Unlock()
 
-// Put stores value, read from the database after Version returned version.
-// If the database has changed since, value may already be stale; it is not
-// kept. Values read after the version may be newer than it, never older, so
-// a later change still drops them. A full cache keeps what it has.
-func (c *Cache[V]) Put(version int64, key string, value V) {
+	r.value, r.err = load()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if version == c.version && len(c.entries) < c.max {
-		c.entries[key] = value
+	if c.reads[key] == r {
+		delete(c.reads, key)
 	}
+	if r.err == nil && version == c.version && len(c.entries) < c.max {
+		c.entries[key] = r.value
+	}
+	c.mu.Unlock()
+	close(r.done)
+	return r.value, r.err
 }
