@@ -107,10 +107,12 @@ func NewCache[V any](max int) *Cache[V] {
 // Load returns the value of key at version, a Watch's Version: kept, or
 // read by load (which must read the database after that Version returned)
 // and kept. A value read after the version may be newer than it, never
-// older, so a later change still drops it. Callers at one version that miss
-// one key wait for the first one's load and share its value or error; an
-// error is not kept, and neither is a value when the database has changed
-// since (a newer version was seen) or the cache is full.
+// older, so a later change still drops it. A caller at an older version
+// than the latest seen is served as one at the latest: what it gets is
+// newer than its version, never older. Callers that miss one key wait for
+// the first one's load and share its value or error; an error is not kept,
+// and neither is a value when the database has changed since (a newer
+// version was seen) or the cache is full.
 func (c *Cache[V]) Load(version int64, key string, load func() (V, error)) (V, error) {
 	c.mu.Lock()
 	switch {
@@ -118,9 +120,12 @@ func (c *Cache[V]) Load(version int64, key string, load func() (V, error)) (V, e
 		clear(c.entries)
 		clear(c.reads)
 		c.version = version
-	case version < c.version: // a newer caller came first: nothing here is of this version
-		c.mu.Unlock()
-		return load()
+	case version < c.version:
+		// A caller with a newer version came first. What is kept at it,
+		// or read now, counts every commit this caller's version does:
+		// newer, never older. So the caller shares it, and a value it
+		// reads is kept at the newer version.
+		version = c.version
 	}
 	if value, ok := c.entries[key]; ok {
 		c.mu.Unlock()

@@ -97,6 +97,22 @@ func TestCacheDropsValuesOnAnyCommit(t *testing.T) {
 		}
 	}
 
+	// A caller whose version is older than the latest seen is served what
+	// is kept at the latest, and what it reads is kept at the latest.
+	older := version()
+	commit(db)
+	get("a")
+	if v, err := c.Load(older, "a", func() (string, error) { return "", errors.New("read again") }); err != nil || v != "A" {
+		t.Fatalf("an older caller: %q, %v; want A, kept at the newer version", v, err)
+	}
+	if _, err := c.Load(older, "y", func() (string, error) { return "Y", nil }); err != nil {
+		t.Fatal(err)
+	}
+	if v, loaded := get("y"); loaded || v != "Y" {
+		t.Fatalf("get y: %q, loaded %v; want what an older caller read kept", v, loaded)
+	}
+	commit(db)
+
 	// Bounded: a full cache keeps what it has.
 	for _, k := range []string{"a", "b", "c"} {
 		get(k)
