@@ -17,6 +17,8 @@ package dataversion
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -25,7 +27,8 @@ import (
 // Watch reads the data version of one database.
 type Watch struct {
 	conn *sql.Conn
-	stmt *sql.Stmt
+	stmt driver.Stmt // on conn's driver connection, used inside conn.Raw only
+	dest []driver.Value
 
 	begun atomic.Uint64 // reads begun so far
 
@@ -35,18 +38,32 @@ type Watch struct {
 }
 
 // NewWatch takes one connection out of db for good (Close gives it back).
+// It reads through the driver's connection, past database/sql's rows: every
+// /v1 request waits for a read, so its cost is everyone's latency.
 func NewWatch(db *sql.DB) (*Watch, error) {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dataversion: %w", err)
 	}
-	stmt, err := conn.PrepareContext(ctx, "PRAGMA data_version")
+	w := &Watch{conn: conn, dest: make([]driver.Value, 1)}
+	err = conn.Raw(func(dc any) error {
+		stmt, err := dc.(driver.Conn).Prepare("PRAGMA data_version")
+		if err != nil {
+			return err
+		}
+		if _, ok := stmt.(driver.StmtQueryContext); !ok {
+			stmt.Close()
+			return errors.New("the driver's statements take no context")
+		}
+		w.stmt = stmt
+		return nil
+	})
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("dataversion: %w", err)
 	}
-	return &Watch{conn: conn, stmt: stmt}, nil
+	return w, nil
 }
 
 // Version is the database's data version now: the value of a read that
@@ -64,18 +81,40 @@ func (w *Watch) Version() (int64, error) {
 		return w.last, nil
 	}
 	w.lastRead = w.begun.Add(1)
-	if err := w.stmt.QueryRow().Scan(&w.last); err != nil {
+	if err := w.conn.Raw(w.read); err != nil {
 		w.lastRead = 0
-		return 0, err
+		return 0, fmt.Errorf("dataversion: %w", err)
 	}
 	return w.last, nil
+}
+
+// read runs the statement once, on the driver connection conn.Raw lends.
+// Closing the rows ends the read transaction.
+func (w *Watch) read(any) error {
+	rows, err := w.stmt.(driver.StmtQueryContext).QueryContext(context.Background(), nil)
+	if err != nil {
+		return err
+	}
+	err = rows.Next(w.dest)
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	v, ok := w.dest[0].(int64)
+	if !ok {
+		return fmt.Errorf("data_version is %T", w.dest[0])
+	}
+	w.last = v
+	return nil
 }
 
 // Close gives the connection back to its pool.
 func (w *Watch) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.stmt.Close()
+	_ = w.conn.Raw(func(any) error { return w.stmt.Close() })
 	return w.conn.Close()
 }
 

@@ -18,7 +18,7 @@ import (
 
 // openTwoPools opens two pools on one new database with a table t: the
 // Watch's, and another, as another process would be.
-func openTwoPools(t *testing.T) (db, other *sql.DB) {
+func openTwoPools(t testing.TB) (db, other *sql.DB) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "data.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)"
 	db, err := sql.Open("sqlite", path)
