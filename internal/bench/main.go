@@ -300,7 +300,7 @@ func run(cfg config) error {
 				return result{}, noop, fmt.Errorf("%s runs at half of mixed's req/s: run mixed before it", name)
 			}
 			rate := max(1, int(median(mixed, result.perSecond)/2))
-			r, err := runOpenLoop(server.URL, *t.mix, t.headers, rate, cfg.openDuration)
+			r, err := runOpenLoop(server.URL, *t.mix, t.headers, rate, cfg.mixedConns, cfg.openDuration)
 			return r, noop, err
 		}
 		if t.mix != nil {

@@ -24,8 +24,10 @@ const openLoopTarget = "openLoop"
 const maxOpenLoopP99 = 5 * time.Millisecond
 
 // runOpenLoop sends m's requests to baseURL with headers at rate a second
-// for d.
-func runOpenLoop(baseURL string, m mix, headers map[string]string, rate int, d time.Duration) (result, error) {
+// for d, over at most conns connections: a request that finds them all busy
+// waits for one, and its wait counts in its latency (the server bounds the
+// connections of one address, and the mixed targets use conns).
+func runOpenLoop(baseURL string, m mix, headers map[string]string, rate, conns int, d time.Duration) (result, error) {
 	header := http.Header{}
 	for k, v := range headers {
 		header.Set(k, v)
@@ -57,7 +59,7 @@ func runOpenLoop(baseURL string, m mix, headers map[string]string, rate int, d t
 		}
 		return nil
 	}
-	attacker := vegeta.NewAttacker(vegeta.Timeout(requestTimeout), vegeta.KeepAlive(true))
+	attacker := vegeta.NewAttacker(vegeta.Timeout(requestTimeout), vegeta.KeepAlive(true), vegeta.MaxConnections(conns))
 	latencies := make([][]time.Duration, len(m.ops))
 	var r result
 	start := time.Now()
