@@ -59,7 +59,12 @@ func runOpenLoop(baseURL string, m mix, headers map[string]string, rate, conns i
 		}
 		return nil
 	}
-	attacker := vegeta.NewAttacker(vegeta.Timeout(requestTimeout), vegeta.KeepAlive(true), vegeta.MaxConnections(conns))
+	// The transport's own, so that its connections are closed after the run:
+	// kept open, they would count against the server's bound in the next
+	// targets.
+	transport := &http.Transport{MaxConnsPerHost: conns, MaxIdleConnsPerHost: conns}
+	defer transport.CloseIdleConnections()
+	attacker := vegeta.NewAttacker(vegeta.Client(&http.Client{Transport: transport, Timeout: requestTimeout}))
 	latencies := make([][]time.Duration, len(m.ops))
 	var r result
 	start := time.Now()
