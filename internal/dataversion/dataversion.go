@@ -7,11 +7,11 @@
 // connection of its own, which never writes: every commit anywhere is
 // "another connection's". A request reads the version once, when it begins,
 // and consults every Cache at that version; a Cache drops all its entries as
-// soon as it is asked at a version other than the one they were read at. So
+// soon as it is asked at a newer version than the one they were read at. So
 // a revocation, a plan edit or a new pet, made by the dashboard, the CLI
 // (another process) or another instance on the same data directory, is seen
-// by the very next request that asks, and one request sees its key and its
-// pets at one version.
+// by the very next request that asks, and what a request gets is never
+// older than its version.
 package dataversion
 
 import (
