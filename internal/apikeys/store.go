@@ -152,14 +152,13 @@ func (f *Finder) Find(version int64, key string) (*Key, error) {
 	// The lookup is by hash, so timing cannot reveal how much of a key matched.
 	hash := Hash(key)
 	now := time.Now()
-	found, ok := f.kept.Get(version, hash)
+	found, err := f.kept.Load(version, hash, func() (foundKey, error) { return f.read(hash, now) })
 	// A rolled key's previous secret works until its grace period ends.
-	if !ok || (found.byPrevious && !found.previousUntil.After(now)) {
-		var err error
-		if found, err = f.read(hash, now); err != nil {
-			return nil, err
-		}
-		f.kept.Put(version, hash, found)
+	if err == nil && found.byPrevious && !found.previousUntil.After(now) {
+		found, err = f.read(hash, now)
+	}
+	if err != nil {
+		return nil, err
 	}
 	// A banned key is still a valid key: the rate limiter answers it.
 	if found.revoked || (!found.expires.IsZero() && !found.expires.After(now)) {

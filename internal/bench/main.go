@@ -7,27 +7,32 @@
 // previous one is answered. The mixed targets send what one key's clients do
 // (70 % listPets, 20 % getPet, 10 % createPet; mixedReads without the
 // creates) over 100 connections in the same way, from this process
-// (mixed.go); mixedRedis does it on a second server on the same data, which
-// counts rate limits in a redis-server the benchmark starts. Every server
-// serves metrics (--metrics-addr), but listPetsBare's, a third on the same
-// data: listPets over listPetsBare is what metrics cost. Targets run one
-// after the other, in rounds, so that each target's figures are the median
-// of runs spread over the whole benchmark.
+// (mixed.go), and healthMixed loads /api/health so, the floor of their p99;
+// openLoop sends the mixed requests at a fixed rate, half of mixed's req/s,
+// from vegeta (openloop.go); mixedRedis does the mixed target on a second
+// server on the same data, which counts rate limits in a redis-server the
+// benchmark starts. Every server serves metrics (--metrics-addr), but
+// listPetsBare's, a third on the same data: listPets over listPetsBare is
+// what metrics cost. Targets run one after the other, in rounds, so that
+// each target's figures are the median of runs spread over the whole
+// benchmark.
 //
-// It prints req/s, p50 and p99 latency and the server's CPU time per request
-// for each target, each operation's p99 in the mixed targets, the goals
-// (ratios, the mixed p99, the RSS after all targets) and the number of pets
+// It prints req/s, p50 and p99 latency, the server's CPU time per request
+// and its RSS after the run for each target, each operation's p99 in the
+// mixed targets, the goals (ratios of targets measured in the same run, the
+// open loop's p99, the highest RSS after a target) and the number of pets
 // stored at the end. It fails (exit 1) on any error status, socket error or
-// timeout, and when a server does not stop cleanly on SIGTERM; a goal not met
-// is reported, not a failure (the machine's load decides too much of it).
+// timeout, and when a server does not stop cleanly on SIGTERM; a goal not
+// met is reported, not a failure (the machine's load decides too much of
+// it).
 //
 //	go run ./internal/bench [-conns 64] [-mixed-conns 100] [-duration 3s] [-rounds 3] [-only listPets,pbList] [-profile listPets] [-request-log errors]
 //
 // -profile builds the binary with the tags pprof and memory.counters
 // (package internal/profiling), which serves net/http/pprof and SQLite's
-// memory on a loopback port, saves a CPU profile of the named target's first
-// run under -profile-dir, and at the end prints SQLite's memory and saves a
-// heap profile there.
+// memory on a loopback port, saves CPU, mutex and block profiles of the
+// named targets' first runs under -profile-dir, and at the end prints
+// SQLite's memory and saves a heap profile there.
 //
 // The cluster targets (cluster.go) run on cluster leaders the benchmark
 // starts beside the single server, with one etcd member and a file replica:
@@ -45,6 +50,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -65,15 +71,16 @@ import (
 
 type config struct {
 	conns, mixedConns, threads, rounds, pets int
-	duration, warmup                         time.Duration
+	duration, warmup, openDuration           time.Duration
 	only                                     []string
-	profile, profileDir                      string
+	profile                                  []string
+	profileDir                               string
 	requestLog                               string
 }
 
 func main() {
 	var cfg config
-	var only string
+	var only, profile string
 	flag.IntVar(&cfg.conns, "conns", 64, "concurrent connections of the single targets")
 	flag.IntVar(&cfg.mixedConns, "mixed-conns", 100, "concurrent connections of the mixed targets")
 	flag.IntVar(&cfg.threads, "threads", 2, "wrk threads")
@@ -81,9 +88,10 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 3, "runs of each target; figures are their medians")
 	flag.DurationVar(&cfg.warmup, "warmup", 0, "an unmeasured run of each target before the first round (0: none)")
 	flag.IntVar(&cfg.pets, "pets", 1000, "pets seeded before measuring")
+	flag.DurationVar(&cfg.openDuration, "open-duration", 8*time.Second, "length of each run of the open loop")
 	flag.StringVar(&only, "only", "", "comma-separated targets to run (default: all): "+strings.Join(targetNames, ","))
-	flag.StringVar(&cfg.profile, "profile", "", "save a CPU profile of this target's first run (builds with -tags pprof)")
-	flag.StringVar(&cfg.profileDir, "profile-dir", ".", "where -profile writes TARGET.pprof")
+	flag.StringVar(&profile, "profile", "", "comma-separated targets whose first run is profiled: CPU, mutex and block (builds with -tags pprof)")
+	flag.StringVar(&cfg.profileDir, "profile-dir", ".", "where -profile writes TARGET.pprof, TARGET.mutex.pprof and TARGET.block.pprof")
 	flag.StringVar(&cfg.requestLog, "request-log", "bounded", "the servers' --request-log")
 	flag.Parse()
 	if only != "" {
@@ -95,6 +103,24 @@ func main() {
 			}
 		}
 	}
+	if profile != "" {
+		cfg.profile = strings.Split(profile, ",")
+		for _, name := range cfg.profile {
+			if !slices.Contains(targetNames, name) {
+				fmt.Fprintf(os.Stderr, "bench: unknown target %q to profile\n", name)
+				os.Exit(2)
+			}
+		}
+		// One server serves pprof: the first, or the one of a target with a
+		// server of its own.
+		alone := slices.Contains(cfg.profile, redisTarget) || slices.Contains(cfg.profile, bareTarget) || slices.Contains(cfg.profile, syncTarget)
+		onlyLeader := !slices.ContainsFunc(cfg.profile, func(n string) bool { return n != leaderTarget && n != leaderMixedTarget })
+		if len(cfg.profile) > 1 && (alone || slices.ContainsFunc(cfg.profile, isClusterTarget) && !onlyLeader) {
+			fmt.Fprintf(os.Stderr, "bench: profile %s, %s or %s alone, and the leader's targets (%s, %s) only together\n",
+				redisTarget, bareTarget, syncTarget, leaderTarget, leaderMixedTarget)
+			os.Exit(2)
+		}
+	}
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -103,7 +129,7 @@ func main() {
 
 // The targets, in the order each round runs them.
 var targetNames = []string{"health", "listPets", bareTarget, "pbList", "getPet", "pbView", "createPet", leaderTarget, syncTarget,
-	realtimeTarget, webhookTarget, "pbCreate", "mixedReads", "mixed", leaderMixedTarget, redisTarget}
+	realtimeTarget, webhookTarget, "pbCreate", healthMixedTarget, "mixedReads", "mixed", openLoopTarget, leaderMixedTarget, redisTarget}
 
 // The servers run with --metrics-addr, as a self-hoster with Prometheus
 // runs them, but for bareTarget's. Each target but these two runs on the
@@ -115,6 +141,9 @@ const (
 	// bareTarget is listPets on a server, on the same data directory,
 	// without --metrics-addr: what the metrics cost.
 	bareTarget = "listPetsBare"
+	// healthMixedTarget is PocketBase's /api/health loaded as the mixed
+	// targets are: the p99 of the same connections on the floor.
+	healthMixedTarget = "healthMixed"
 )
 
 // ratio is a goal: numerator's req/s over denominator's.
@@ -128,18 +157,22 @@ var ratios = []ratio{
 	{"listPets / PocketBase list", "listPets", "pbList", 2.0},
 	{"getPet / PocketBase view", "getPet", "pbView", 2.0},
 	{"createPet / PocketBase create", "createPet", "pbCreate", 3.0},
-	{"listPets / health", "listPets", "health", 0.5},
+	{"listPets / health", "listPets", "health", 1.0},
 	{"listPets / without metrics", "listPets", bareTarget, 0.95},
 }
 
 const (
 	superuserEmail    = "bench@example.com"
 	superuserPassword = "bench-password-1234"
-	// maxMixedP99 is the goal for the mixed target's p99 latency.
-	maxMixedP99 = 40 * time.Millisecond
+	// maxMixedCPU is the goal for the mixed target's server CPU per request
+	// over the weighted sum of its operations' own (listPets, getPet and
+	// createPet in the same run).
+	maxMixedCPU = 1.15
+	// maxMixedP99 is the goal for the mixed target's p99 over healthMixed's.
+	maxMixedP99 = 1.0
 	// maxWebhookCPU is the goal for the server's CPU per create with a
 	// subscribed webhook endpoint (its delivery included) over createPet's.
-	maxWebhookCPU = 1.2
+	maxWebhookCPU = 1.5
 	// maxRSSAfterRun is the goal for the server's RSS after every target.
 	maxRSSAfterRun = 128 << 20
 )
@@ -166,7 +199,7 @@ func run(cfg config) error {
 
 	var tags []string
 	var pprofAddr string
-	if cfg.profile != "" {
+	if cfg.profile != nil {
 		tags = append(tags, "pprof", "memory.counters")
 		if pprofAddr, err = freeLoopbackAddr(); err != nil {
 			return err
@@ -202,21 +235,21 @@ func run(cfg config) error {
 		}
 		return realserver.Start(bin, dir, args...)
 	}
+	profiled := func(name string) bool { return slices.Contains(cfg.profile, name) }
 	// The cluster targets' servers start first: their leaders' data
 	// directories are copies of dir made before any server writes to it.
 	var clusters *benchCluster
 	if slices.ContainsFunc(selected, isClusterTarget) {
 		startNode := func(nodeDir string, args ...string) (*realserver.Process, error) {
-			profiled := cfg.profile == syncTarget && slices.Contains(args, "--cluster-sync") ||
-				(cfg.profile == leaderTarget || cfg.profile == leaderMixedTarget) && !slices.Contains(args, "--cluster-sync")
-			return start(nodeDir, profiled, false, args...)
+			sync := slices.Contains(args, "--cluster-sync")
+			return start(nodeDir, sync && profiled(syncTarget) || !sync && (profiled(leaderTarget) || profiled(leaderMixedTarget)), false, args...)
 		}
 		if clusters, err = startClusters(bin, tmp, dir, startNode); err != nil {
 			return err
 		}
 		defer clusters.kill()
 	}
-	p, err := start(dir, cfg.profile != "" && cfg.profile != redisTarget && cfg.profile != bareTarget && !isClusterTarget(cfg.profile), false)
+	p, err := start(dir, cfg.profile != nil && !profiled(redisTarget) && !profiled(bareTarget) && !slices.ContainsFunc(cfg.profile, isClusterTarget), false)
 	if err != nil {
 		return err
 	}
@@ -224,7 +257,7 @@ func run(cfg config) error {
 	servers := []*realserver.Process{p}
 	serverOf := func(string) *realserver.Process { return p }
 	if slices.Contains(selected, bareTarget) {
-		pBare, err := start(dir, cfg.profile == bareTarget, true)
+		pBare, err := start(dir, profiled(bareTarget), true)
 		if err != nil {
 			return err
 		}
@@ -246,7 +279,7 @@ func run(cfg config) error {
 			return err
 		}
 		defer redis.stop()
-		if pRedis, err = start(dir, cfg.profile == redisTarget, false, "--ratelimit-redis", "redis://"+redis.addr+"/0"); err != nil {
+		if pRedis, err = start(dir, profiled(redisTarget), false, "--ratelimit-redis", "redis://"+redis.addr+"/0"); err != nil {
 			return err
 		}
 		defer pRedis.Kill()
@@ -305,9 +338,19 @@ func run(cfg config) error {
 		len(ids), cfg.requestLog, cfg.threads, cfg.conns, cfg.mixedConns, cfg.rounds, cfg.duration, runtime.NumCPU(), loadAverage())
 	// measure runs a target; what it returns undoes the target's setup
 	// (the webhook endpoint), after its CPU time is read.
+	results := map[string][]result{}
 	measure := func(name string, d time.Duration) (result, func(), error) {
 		t, server := targets[name], serverOf(name)
 		noop := func() {}
+		if name == openLoopTarget {
+			mixed := results["mixed"]
+			if mixed == nil {
+				return result{}, noop, fmt.Errorf("%s runs at half of mixed's req/s: run mixed before it", name)
+			}
+			rate := max(1, int(median(mixed, result.perSecond)/2))
+			r, err := runOpenLoop(server.URL, *t.mix, t.headers, rate, cfg.mixedConns, cfg.openDuration)
+			return r, noop, err
+		}
 		if t.mix != nil {
 			if name == leaderMixedTarget {
 				ctx, stop := context.WithCancel(context.Background())
@@ -329,6 +372,9 @@ func run(cfg config) error {
 	}
 	if cfg.warmup > 0 {
 		for _, name := range selected {
+			if name == openLoopTarget {
+				continue
+			}
 			_, undo, err := measure(name, cfg.warmup)
 			undo()
 			if err != nil {
@@ -336,22 +382,24 @@ func run(cfg config) error {
 			}
 		}
 	}
-	results := map[string][]result{}
 	for round := range cfg.rounds {
 		for _, name := range selected {
 			server := serverOf(name)
-			var profile func() error
-			if name == cfg.profile && round == 0 {
-				d := cfg.duration
-				if name == webhookTarget { // and the deliveries after the run
-					d += webhookDrain
-				}
-				profile = startProfile(pprofAddr, d, filepath.Join(cfg.profileDir, name+".pprof"))
-			}
 			for _, s := range servers {
 				if err := waitIdle(s.PID()); err != nil {
 					return err
 				}
+			}
+			var profile func() error
+			if profiled(name) && round == 0 {
+				d := cfg.duration
+				switch name {
+				case webhookTarget: // and the deliveries after the run
+					d += webhookDrain
+				case openLoopTarget:
+					d = cfg.openDuration
+				}
+				profile = startProfiles(pprofAddr, d, filepath.Join(cfg.profileDir, name))
 			}
 			before, err := cpuTime(server.PID())
 			if err != nil {
@@ -393,8 +441,7 @@ func run(cfg config) error {
 	}
 
 	printResults(selected, results)
-	fmt.Printf("%-30s %7s (goal <= %s) %s; %s idle after start, %d pets stored\n", "server RSS after all targets",
-		megabytes(afterRSS), megabytes(maxRSSAfterRun), verdict(afterRSS <= maxRSSAfterRun), megabytes(idleRSS), stored)
+	fmt.Printf("server RSS %s idle after start, %s after all targets; %d pets stored\n", megabytes(idleRSS), megabytes(afterRSS), stored)
 	if pRedis != nil {
 		rss, err := pRedis.RSS()
 		if err != nil {
@@ -406,11 +453,13 @@ func run(cfg config) error {
 		clusters.printLag()
 	}
 	fmt.Printf("load average at the end: %s\n", loadAverage())
-	if cfg.profile != "" {
+	if cfg.profile != nil {
 		if err := saveMemory(pprofAddr, cfg.profileDir); err != nil {
 			return err
 		}
-		fmt.Printf("CPU profile of %s: %s (go tool pprof -top -cum FILE)\n", cfg.profile, filepath.Join(cfg.profileDir, cfg.profile+".pprof"))
+		for _, name := range cfg.profile {
+			fmt.Printf("profiles of %s: %s.pprof (CPU), .mutex.pprof, .block.pprof (go tool pprof -top -cum FILE)\n", name, filepath.Join(cfg.profileDir, name))
+		}
 	}
 	if clusters != nil { // before its leader, which would hand over to it
 		if err := clusters.stopFollower(); err != nil {
@@ -455,8 +504,10 @@ func newTargets(key, token string, ids []string) map[string]target {
 		{name: realtimeTarget, method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
 		{name: webhookTarget, method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
 		{name: "pbCreate", method: http.MethodPost, paths: []string{"/api/collections/pets/records"}, headers: pbJSON, body: body},
+		{name: healthMixedTarget, mix: &mix{ops: []op{{name: "health", weight: 1, method: http.MethodGet, paths: []string{"/api/health"}, want: http.StatusOK}}}},
 		{name: "mixedReads", mix: reads, headers: v1},
 		{name: "mixed", mix: mixed, headers: v1},
+		{name: openLoopTarget, mix: mixed, headers: v1},
 		{name: redisTarget, mix: mixed, headers: v1},
 	}
 	m := map[string]target{}
@@ -500,6 +551,22 @@ func printResults(names []string, results map[string][]result) {
 		fmt.Println()
 	}
 	fmt.Println()
+	printGoals(medians, results)
+}
+
+// mixedWeights are the mixed target's operations, each the target that
+// measures it alone, and their share of its requests.
+var mixedWeights = []struct {
+	target string
+	weight float64
+}{{"listPets", 0.7}, {"getPet", 0.2}, {"createPet", 0.1}}
+
+// printGoals prints each goal whose targets ran: its figure, its bound and
+// whether it is met.
+func printGoals(medians map[string]float64, results map[string][]result) {
+	goal := func(what, got, bound string, met bool) {
+		fmt.Printf("%-46s %10s (goal %s) %s\n", what, got, bound, verdict(met))
+	}
 	for _, r := range ratios {
 		num, okNum := medians[r.num]
 		denom, okDenom := medians[r.denom]
@@ -507,34 +574,90 @@ func printResults(names []string, results map[string][]result) {
 			continue
 		}
 		got := num / denom
-		fmt.Printf("%-30s %6.2fx (goal >= %.2fx) %s\n", r.what, got, r.goal, verdict(got >= r.goal))
+		goal(r.what+" (req/s)", fmt.Sprintf("%.2fx", got), fmt.Sprintf(">= %.2fx", r.goal), got >= r.goal)
 	}
-	cpuPerRequest := func(rs []result) float64 {
-		return median(rs, func(r result) float64 { return float64(r.serverCPU.Microseconds()) / float64(r.Requests) })
-	}
-	for _, g := range []struct {
-		what, target string
-		goal         float64 // 0: reported, no goal
-	}{
-		{"CPU per create with a webhook", webhookTarget, maxWebhookCPU},
-		{"CPU per create on a leader", leaderTarget, maxLeaderCPU},
-		{"CPU per create, --cluster-sync", syncTarget, 0},
-	} {
-		rs, ok := results[g.target]
-		plain, okPlain := results["createPet"]
-		if !ok || !okPlain {
-			continue
+	cpu := func(name string) (float64, bool) {
+		rs, ok := results[name]
+		if !ok {
+			return 0, false
 		}
-		got := cpuPerRequest(rs) / cpuPerRequest(plain)
-		if g.goal == 0 {
-			fmt.Printf("%-30s %6.2fx (no goal)\n", g.what, got)
-			continue
-		}
-		fmt.Printf("%-30s %6.2fx (goal <= %.2fx) %s\n", g.what, got, g.goal, verdict(got <= g.goal))
+		return median(rs, func(r result) float64 { return float64(r.serverCPU.Microseconds()) / float64(r.Requests) }), true
 	}
-	if rs, ok := results["mixed"]; ok {
-		p99 := us(median(rs, func(r result) float64 { return float64(r.P99US) }))
-		fmt.Printf("%-30s %7v (goal <= %v) %s\n", "mixed p99", p99, maxMixedP99, verdict(p99 <= maxMixedP99))
+	if mixed, ok := cpu("mixed"); ok {
+		var parts float64
+		var terms []string
+		for _, w := range mixedWeights {
+			c, ok := cpu(w.target)
+			if !ok {
+				parts = 0
+				break
+			}
+			parts += w.weight * c
+			terms = append(terms, fmt.Sprintf("%.0f %% %s %v", w.weight*100, w.target, us(c)))
+		}
+		if parts > 0 {
+			got := mixed / parts
+			goal("mixed CPU/req / its weighted parts", fmt.Sprintf("%.2fx", got), fmt.Sprintf("<= %.2fx", maxMixedCPU), got <= maxMixedCPU)
+			fmt.Printf("  mixed %v a request; its parts %v (%s)\n", us(mixed), us(parts), strings.Join(terms, ", "))
+		}
+	}
+	p99 := func(name string) (float64, bool) {
+		rs, ok := results[name]
+		if !ok {
+			return 0, false
+		}
+		return median(rs, func(r result) float64 { return float64(r.P99US) }), true
+	}
+	if mixed, ok := p99("mixed"); ok {
+		if health, ok := p99(healthMixedTarget); ok {
+			got := mixed / health
+			goal("mixed p99 / healthMixed p99", fmt.Sprintf("%.2fx", got), fmt.Sprintf("<= %.2fx", maxMixedP99), got <= maxMixedP99)
+		}
+	}
+	if rs, ok := results[openLoopTarget]; ok {
+		met, worst := 0, time.Duration(0)
+		for _, r := range rs {
+			worst = max(worst, us(float64(r.P99US)))
+			if us(float64(r.P99US)) <= maxOpenLoopP99 {
+				met++
+			}
+		}
+		goal(fmt.Sprintf("open loop p99 at %d req/s, rounds within", rs[len(rs)-1].rate), fmt.Sprintf("%d of %d", met, len(rs)),
+			fmt.Sprintf("<= %v in every round; worst %v", maxOpenLoopP99, worst), met == len(rs))
+	}
+	if plain, ok := cpu("createPet"); ok {
+		for _, g := range []struct {
+			what, target string
+			goal         float64 // 0: reported, no goal
+		}{
+			{"createHook / createPet (CPU per create)", webhookTarget, maxWebhookCPU},
+			{"createLeader / createPet (CPU per create)", leaderTarget, maxLeaderCPU},
+			{"createSync / createPet (CPU per create)", syncTarget, 0},
+		} {
+			c, ok := cpu(g.target)
+			if !ok {
+				continue
+			}
+			got := c / plain
+			if g.goal == 0 {
+				fmt.Printf("%-46s %10s (no goal)\n", g.what, fmt.Sprintf("%.2fx", got))
+				continue
+			}
+			goal(g.what, fmt.Sprintf("%.2fx", got), fmt.Sprintf("<= %.2fx", g.goal), got <= g.goal)
+		}
+	}
+	var highest int64
+	var after string
+	for name, rs := range results {
+		for _, r := range rs {
+			if r.rss > highest {
+				highest, after = r.rss, name
+			}
+		}
+	}
+	goal("server RSS after every target, highest", megabytes(highest), "<= "+megabytes(maxRSSAfterRun)+"; after "+after, highest <= maxRSSAfterRun)
+	if health, ok := cpu("health"); ok {
+		fmt.Printf("the machine's speed: %v of server CPU per /api/health request\n", us(health))
 	}
 }
 
@@ -635,32 +758,52 @@ func createPet(baseURL, key string, i int) (string, error) {
 	return fmt.Sprint(pet.ID), nil
 }
 
-// startProfile starts a CPU profile of the next d (less a second, so that
-// it ends within the run) and returns a function that waits for it and
-// saves it to path.
-func startProfile(addr string, d time.Duration, path string) func() error {
+// profileKinds are the profiles -profile takes of a run: pprof's endpoint
+// and the file's suffix. The mutex and block profiles are the contention
+// during the run (a delta), sampled as internal/profiling sets.
+var profileKinds = []struct{ endpoint, suffix string }{
+	{"profile", ".pprof"},
+	{"mutex", ".mutex.pprof"},
+	{"block", ".block.pprof"},
+}
+
+// startProfiles starts the profiles of the next d (less a second, so that
+// they end within the run) and returns a function that waits for them and
+// saves them to prefix and each kind's suffix.
+func startProfiles(addr string, d time.Duration, prefix string) func() error {
 	secs := max(1, int(d/time.Second)-1)
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs), nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- err
-			return
+	done := make(chan error, len(profileKinds))
+	for _, kind := range profileKinds {
+		go func() {
+			done <- saveProfile(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, kind.endpoint, secs), d+30*time.Second, prefix+kind.suffix)
+		}()
+	}
+	return func() error {
+		var errs []error
+		for range profileKinds {
+			errs = append(errs, <-done)
 		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("pprof: status %d: %s", resp.StatusCode, data)
-		}
-		if err == nil {
-			err = os.WriteFile(path, data, 0o644)
-		}
-		done <- err
-	}()
-	return func() error { return <-done }
+		return errors.Join(errs...)
+	}
+}
+
+func saveProfile(url string, timeout time.Duration, path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("pprof: status %d: %s", resp.StatusCode, data)
+	}
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	return err
 }
 
 func freeLoopbackAddr() (string, error) {

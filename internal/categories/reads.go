@@ -49,9 +49,10 @@ func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) 
 // and kept.
 func (r *Reads) List(version int64, limit int, after int64) (Page, error) {
 	key := strconv.FormatInt(after, 10) + "\x00" + strconv.Itoa(limit)
-	if page, ok := r.pages.Get(version, key); ok {
-		return page, nil
-	}
+	return r.pages.Load(version, key, func() (Page, error) { return r.readPage(limit, after) })
+}
+
+func (r *Reads) readPage(limit int, after int64) (Page, error) {
 	var page Page
 	rows, err := r.list.Query(sql.Named("after", after))
 	if err != nil {
@@ -74,11 +75,8 @@ func (r *Reads) List(version int64, limit int, after int64) (Page, error) {
 		categories = categories[:limit]
 		page.Next = categories[limit-1].ID
 	}
-	if page.JSON, err = r.encode(categories); err != nil {
-		return page, err
-	}
-	r.pages.Put(version, key, page)
-	return page, nil
+	page.JSON, err = r.encode(categories)
+	return page, err
 }
 
 // Use is a category as the staff page shows it, named or not, with the

@@ -2,10 +2,14 @@ package dataversion_test
 
 import (
 	"database/sql"
+	"errors"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 
@@ -14,7 +18,7 @@ import (
 
 // openTwoPools opens two pools on one new database with a table t: the
 // Watch's, and another, as another process would be.
-func openTwoPools(t *testing.T) (db, other *sql.DB) {
+func openTwoPools(t testing.TB) (db, other *sql.DB) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "data.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)"
 	db, err := sql.Open("sqlite", path)
@@ -49,40 +53,109 @@ func TestCacheDropsValuesOnAnyCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// As a request does: the version when it begins, then the cache at it.
-	get := func(key string) (string, int64, bool) {
+	version := func() int64 {
 		t.Helper()
-		version, err := w.Version()
+		v, err := w.Version()
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, ok := c.Get(version, key)
-		return v, version, ok
+		return v
+	}
+	// As a request does: the version when it begins, then the cache at it;
+	// loaded tells whether the value was read rather than kept.
+	get := func(key string) (value string, loaded bool) {
+		t.Helper()
+		value, err := c.Load(version(), key, func() (string, error) {
+			loaded = true
+			return strings.ToUpper(key), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return value, loaded
 	}
 
-	_, version, _ := get("a")
-	c.Put(version, "a", "A")
-	if v, _, ok := get("a"); !ok || v != "A" {
-		t.Fatalf("get a: %q %v, want A kept", v, ok)
+	if v, loaded := get("a"); !loaded || v != "A" {
+		t.Fatalf("get a: %q, loaded %v; want A read", v, loaded)
+	}
+	if v, loaded := get("a"); loaded || v != "A" {
+		t.Fatalf("get a again: %q, loaded %v; want A kept", v, loaded)
 	}
 	for _, pool := range []*sql.DB{db, other} {
 		commit(pool)
-		if _, _, ok := get("a"); ok {
+		if _, loaded := get("a"); !loaded {
 			t.Fatal("a value survived a commit")
 		}
-		c.Put(version, "a", "A") // read before the commit
-		if _, _, ok := get("a"); ok {
-			t.Fatal("a value read before a commit was kept")
+		// A value read across a commit that another caller has seen.
+		_, _ = c.Load(version(), "x", func() (string, error) {
+			commit(pool)
+			get("a")
+			return "stale", nil
+		})
+		if v, loaded := get("x"); !loaded || v != "X" {
+			t.Fatalf("get x: %q, loaded %v; a value read across a commit was kept", v, loaded)
 		}
-		_, version, _ = get("a")
 	}
+
+	// A caller whose version is older than the latest seen is served what
+	// is kept at the latest, and what it reads is kept at the latest.
+	older := version()
+	commit(db)
+	get("a")
+	if v, err := c.Load(older, "a", func() (string, error) { return "", errors.New("read again") }); err != nil || v != "A" {
+		t.Fatalf("an older caller: %q, %v; want A, kept at the newer version", v, err)
+	}
+	if _, err := c.Load(older, "y", func() (string, error) { return "Y", nil }); err != nil {
+		t.Fatal(err)
+	}
+	if v, loaded := get("y"); loaded || v != "Y" {
+		t.Fatalf("get y: %q, loaded %v; want what an older caller read kept", v, loaded)
+	}
+	commit(db)
 
 	// Bounded: a full cache keeps what it has.
 	for _, k := range []string{"a", "b", "c"} {
-		c.Put(version, k, k)
+		get(k)
 	}
-	if _, _, ok := get("c"); ok {
+	if _, loaded := get("c"); !loaded {
 		t.Fatal("the cache holds more than its bound")
+	}
+}
+
+// Callers at one version that miss one key share one read, and its error;
+// an error is not kept.
+func TestCallersShareARead(t *testing.T) {
+	c := dataversion.NewCache[string](10)
+	const callers = 8
+	var arrived, loads atomic.Int64
+	release := make(chan struct{})
+	errRead := errors.New("read failed")
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			arrived.Add(1)
+			_, err := c.Load(1, "k", func() (string, error) {
+				loads.Add(1)
+				<-release
+				return "", errRead
+			})
+			if !errors.Is(err, errRead) {
+				t.Errorf("Load: %v, want the shared read's error", err)
+			}
+		})
+	}
+	for arrived.Load() < callers {
+		runtime.Gosched()
+	}
+	time.Sleep(50 * time.Millisecond) // the callers reach Load
+	close(release)
+	wg.Wait()
+	if n := loads.Load(); n != 1 {
+		t.Fatalf("%d callers made %d reads, want 1", callers, n)
+	}
+	v, err := c.Load(1, "k", func() (string, error) { return "V", nil })
+	if err != nil || v != "V" {
+		t.Fatalf("after a failed read: %q, %v; want V read again", v, err)
 	}
 }
 

@@ -95,10 +95,11 @@ func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) 
 // exactly once, even while others are added.
 func (r *Reads) List(version int64, q Query) (Page, error) {
 	key := q.Status + "\x00" + q.After + "\x00" + strconv.Itoa(q.Limit)
-	page, ok := r.pages.Get(version, key)
-	if ok {
-		return page, nil
-	}
+	return r.pages.Load(version, key, func() (Page, error) { return r.readPage(q) })
+}
+
+func (r *Reads) readPage(q Query) (Page, error) {
+	var page Page
 	after := sql.Named("after", q.After)
 	var rows *sql.Rows
 	var err error
@@ -117,33 +118,24 @@ func (r *Reads) List(version int64, q Query) (Page, error) {
 	if len(pets) > q.Limit {
 		pets, page.Next = pets[:q.Limit], last
 	}
-	if page.JSON, err = r.encode(pets); err != nil {
-		return page, err
-	}
-	r.pages.Put(version, key, page)
-	return page, nil
+	page.JSON, err = r.encode(pets)
+	return page, err
 }
 
 // Get is the JSON of the pet with id, at version: kept, or read and kept.
 // An absent pet is ErrNotFound, and not kept: a key guessing ids would fill
 // the cache with them.
 func (r *Reads) Get(version int64, id string) ([]byte, error) {
-	if body, ok := r.pets.Get(version, id); ok {
-		return body, nil
-	}
-	pet, _, err := scanPet(r.get.QueryRow(sql.Named("id", id)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	body, err := r.encode(pet)
-	if err != nil {
-		return nil, err
-	}
-	r.pets.Put(version, id, body)
-	return body, nil
+	return r.pets.Load(version, id, func() ([]byte, error) {
+		pet, _, err := scanPet(r.get.QueryRow(sql.Named("id", id)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r.encode(pet)
+	})
 }
 
 // scanPet reads a row of columns. The id pattern guarantees 15 digits.
