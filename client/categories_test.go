@@ -8,9 +8,9 @@ import (
 
 	"petstore/client"
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
 	"petstore/internal/categories"
+	"petstore/internal/testkit/apptest"
 )
 
 // ListCategories walks every category in ID order across pages (130: two

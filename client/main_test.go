@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"petstore/internal/realserver"
+	"petstore/internal/testkit/realserver"
 )
 
 // TestMain runs the examples against the real binary: it builds it, starts

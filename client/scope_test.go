@@ -7,7 +7,7 @@ import (
 
 	"petstore/client"
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
+	"petstore/internal/testkit/apptest"
 )
 
 // A call the API key's scopes do not allow fails at once (no retry) with an

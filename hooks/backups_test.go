@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 )
 
 // Without serve --allow-backup-restore, the backups API takes no upload and

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 )
 
 // "New record" on api_keys in the dashboard says where keys are issued.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
+	"petstore/internal/testkit/apptest"
 )
 
 // The attack of issue 36: a superuser's filter `secret>='whsec_…'` answers

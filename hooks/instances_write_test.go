@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 )
 
 // Two instances on one data directory write at once, each in transactions

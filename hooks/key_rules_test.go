@@ -12,8 +12,8 @@ import (
 	"github.com/pocketbase/dbx"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 )
 
 // dashboard saves records as PocketBase's dashboard does: the whole form,

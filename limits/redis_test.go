@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"petstore/internal/redistest"
+	"petstore/internal/testkit/redistest"
 )
 
 // redisTestLedger is a Ledger in memory that remembers the bans it saved.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/redistest"
+	"petstore/internal/testkit/redistest"
 )
 
 // One conformance suite, run against every store as ulule/limiter runs its

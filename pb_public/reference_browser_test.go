@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"petstore/internal/apptest"
+	"petstore/internal/testkit/apptest"
 	"petstore/limits"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 )
 
 const (

@@ -9,8 +9,8 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/pets"
+	"petstore/internal/testkit/apptest"
 )
 
 // refusedCreate posts body with the headers and asserts an Error with status

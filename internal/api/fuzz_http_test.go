@@ -11,8 +11,8 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/pets"
+	"petstore/internal/testkit/apptest"
 )
 
 // FuzzHTTPCreateAndList sends each input through the real server, once as a

@@ -12,8 +12,8 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/pets"
+	"petstore/internal/testkit/apptest"
 )
 
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/apptest"
+	"petstore/internal/testkit/apptest"
 	"petstore/limits"
 	"petstore/openapi"
 )

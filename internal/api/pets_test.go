@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/pets"
+	"petstore/internal/testkit/apptest"
 )
 
 func TestCreateThenGetAndList(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 
 	"petstore/client"
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/pets"
+	"petstore/internal/testkit/apptest"
 )
 
 // Behind a reverse proxy that serves /v1 under a path prefix, with

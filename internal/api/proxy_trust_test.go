@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"petstore/hooks"
-	"petstore/internal/apptest"
+	"petstore/internal/testkit/apptest"
 	"petstore/limits"
 )
 

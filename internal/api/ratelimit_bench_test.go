@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
-	"petstore/internal/redistest"
+	"petstore/internal/testkit/apptest"
+	"petstore/internal/testkit/redistest"
 	"petstore/limits"
 )
 

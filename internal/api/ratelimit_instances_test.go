@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
-	"petstore/internal/redistest"
+	"petstore/internal/testkit/apptest"
+	"petstore/internal/testkit/redistest"
 	"petstore/limits"
 )
 

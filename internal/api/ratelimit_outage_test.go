@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
-	"petstore/internal/redistest"
+	"petstore/internal/testkit/apptest"
+	"petstore/internal/testkit/redistest"
 )
 
 // No Redis failure hands out a second quota: a hang (SIGSTOP), a storm of

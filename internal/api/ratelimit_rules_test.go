@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
+	"petstore/internal/testkit/apptest"
 	"petstore/internal/usage"
 	"petstore/limits"
 )

@@ -14,8 +14,8 @@ import (
 
 	"petstore/hooks"
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
-	"petstore/internal/redistest"
+	"petstore/internal/testkit/apptest"
+	"petstore/internal/testkit/redistest"
 	"petstore/limits"
 )
 
@@ -273,7 +273,7 @@ func TestDayCountsAndBansSurviveRestart(t *testing.T) {
 }
 
 // redisURL is a private Redis for one test: a redis-server the test starts
-// on a free loopback port (internal/redistest). Its calls may take up to 2 s:
+// on a free loopback port (internal/testkit/redistest). Its calls may take up to 2 s:
 // a slow, shared machine must not look like a failing Redis.
 func redisURL(t *testing.T) string {
 	t.Helper()

@@ -12,9 +12,9 @@ import (
 
 	"petstore/hooks"
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
-	"petstore/internal/realserver"
+	"petstore/internal/testkit/apptest"
+	"petstore/internal/testkit/realserver"
 )
 
 // Every answer names its request, /v1's, errors, the staff API's, the

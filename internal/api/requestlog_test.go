@@ -12,8 +12,8 @@ import (
 	"github.com/pocketbase/dbx"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/requestlog"
+	"petstore/internal/testkit/apptest"
 )
 
 // logEntry is a row of PocketBase's request log (the dashboard's Logs).

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
+	"petstore/internal/testkit/apptest"
 )
 
 var (

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 )
 
 // Details longer than their field's 4096 bytes are recorded, not refused:

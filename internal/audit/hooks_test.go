@@ -7,8 +7,8 @@ import (
 	"github.com/pocketbase/dbx"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 )
 
 // The nightly prune removes the audit records older than --audit-retention

@@ -15,10 +15,10 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
 	"petstore/internal/categories"
-	"petstore/internal/contract"
+	"petstore/internal/testkit/apptest"
+	"petstore/internal/testkit/contract"
 )
 
 // staff is a running service and a superuser's token, the credential of the

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"petstore/internal/cluster"
-	"petstore/internal/etcdtest"
+	"petstore/internal/testkit/etcdtest"
 )
 
 // testTTL is the shortest lease cluster mode allows: the tests wait for

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/cluster"
-	"petstore/internal/etcdtest"
+	"petstore/internal/testkit/etcdtest"
 )
 
 func TestProcessServesTheGateThenHandsItsListenerToTheLeader(t *testing.T) {

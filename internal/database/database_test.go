@@ -16,8 +16,8 @@ import (
 	"github.com/pocketbase/pocketbase/tools/cron"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/database"
+	"petstore/internal/testkit/apptest"
 )
 
 // Every connection of the app the tests run, to data.db and auxiliary.db,

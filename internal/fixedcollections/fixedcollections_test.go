@@ -9,8 +9,8 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 	"petstore/internal/webhooks"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
+	"petstore/internal/testkit/apptest"
 )
 
 // BenchmarkCreatePet measures a whole POST /v1/pets over loopback, one at a

@@ -14,8 +14,8 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/idempotency"
+	"petstore/internal/testkit/apptest"
 )
 
 // create posts body to createPet with key and, when idemKey is not empty,

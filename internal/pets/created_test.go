@@ -10,8 +10,8 @@ import (
 
 	"github.com/pocketbase/dbx"
 
-	"petstore/internal/apptest"
 	"petstore/internal/pets"
+	"petstore/internal/testkit/apptest"
 )
 
 // heardRows is what a writer's OnCreated was called with.

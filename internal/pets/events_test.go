@@ -15,8 +15,8 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/pets"
+	"petstore/internal/testkit/apptest"
 )
 
 // A superuser subscribed to pets hears a pet created through /v1 as it

@@ -18,8 +18,8 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/pets"
+	"petstore/internal/testkit/apptest"
 )
 
 // startWriter runs a writer of its own on a new app's database.

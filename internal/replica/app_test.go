@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/database"
 	"petstore/internal/replica"
+	"petstore/internal/testkit/apptest"
 )
 
 // created is a 201 from createPet: the pet's id and the body's bytes.

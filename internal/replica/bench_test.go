@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/database"
 	"petstore/internal/replica"
+	"petstore/internal/testkit/apptest"
 )
 
 // BenchmarkCreatePetServerCPU measures what shipping costs a leader:

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/apptest"
+	"petstore/internal/testkit/apptest"
 )
 
 // The superuser password guards the dashboard and every staff route:

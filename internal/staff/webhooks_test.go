@@ -15,8 +15,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 	"petstore/internal/webhooks"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 	"petstore/internal/webhooks"
 )
 

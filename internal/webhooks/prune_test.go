@@ -7,8 +7,8 @@ import (
 
 	"github.com/pocketbase/dbx"
 
-	"petstore/internal/apptest"
 	"petstore/internal/audit"
+	"petstore/internal/testkit/apptest"
 	"petstore/internal/webhooks"
 )
 

@@ -3,7 +3,7 @@
 // internal so that the generator's names and shapes never become the client's
 // API; package client maps them to its own.
 //
-// Regenerate after changing the document (CI's `go run ./internal/gencheck`
+// Regenerate after changing the document (CI's `go run ./tools/gencheck`
 // fails when api.gen.go is not what the document generates):
 //
 //	go generate ./client/...
