@@ -166,10 +166,7 @@ func newReplication(t *testing.T) *replication {
 	if err != nil {
 		t.Fatalf("litestream version: %v", err)
 	}
-	config, err := filepath.Abs(filepath.Join("..", "..", "deploy", "litestream.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	config := deployPath(t, "litestream.yml")
 	yml, err := os.ReadFile(config)
 	if err != nil {
 		t.Fatal(err)

@@ -22,10 +22,7 @@ import (
 // PetstoreDown is not.
 func TestPrometheusReadsTheKit(t *testing.T) {
 	requireTool(t, "prometheus")
-	rules, err := filepath.Abs(filepath.Join("..", "..", "deploy", "monitoring", "rules.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rules := deployPath(t, "monitoring", "rules.yml")
 	dir := t.TempDir()
 	key, _ := createKey(t, dir, "--plan", "business")
 	metricsAddr := freeAddr(t)

@@ -275,9 +275,20 @@ func requireTool(t *testing.T, name string) {
 	}
 }
 
+// deployPath is the path of a file under the repository's deploy/, found
+// from the module's root, wherever this package sits.
+func deployPath(t *testing.T, elem ...string) string {
+	t.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Join(append([]string{filepath.Dir(strings.TrimSpace(string(gomod))), "deploy"}, elem...)...)
+}
+
 func readDeployFile(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", name))
+	b, err := os.ReadFile(deployPath(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
