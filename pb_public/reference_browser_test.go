@@ -88,11 +88,15 @@ func TestReferencePageInChromium(t *testing.T) {
 		section := `[data-section-id="operation/` + op + `"]`
 		// Redoc lists the servers under the operation's method and path,
 		// shown on a click, and the samples in tabs.
+		// The clicks are the elements' own (click()), not the mouse's at
+		// coordinates, which a slow machine's layout may move away from
+		// before the press lands.
 		endpoint := section + ` button:has(.http-verb)`
-		curlTab := chromedp.JSPath(`[...document.querySelectorAll('` + section + ` [role="tab"]')].find(t => t.innerText.trim() == "curl")`)
-		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.CSS(endpoint)), chromedp.Click(chromedp.CSS(endpoint)),
+		curlTab := `[...document.querySelectorAll('` + section + ` [role="tab"]')].find(t => t.innerText.trim() == "curl")`
+		if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(endpoint)),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector('`+endpoint+`').click()`),
 			chromedp.WaitVisible(chromedp.CSS(endpoint+` + * [role="button"]`)),
-			chromedp.Click(curlTab), chromedp.WaitVisible(chromedp.CSS(section+` [role="tabpanel"] pre`))); err != nil {
+			chromedp.Evaluate[chromedp.Void](curlTab+`.click()`), chromedp.WaitVisible(chromedp.CSS(section+` [role="tabpanel"] pre`))); err != nil {
 			t.Fatalf("%s: the servers or the curl sample do not show: %v", op, err)
 		}
 		shown, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
