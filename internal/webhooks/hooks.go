@@ -112,7 +112,7 @@ func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logge
 		if err := e.Next(); err != nil {
 			return err
 		}
-		r.Hide("secret", "previous_secret")
+		r.Hide(secretFields...)
 		return nil
 	})
 	bindRefusals(app)
