@@ -33,9 +33,9 @@ const (
 	// attempt's timeout and a margin, extended while a batch takes longer.
 	// After a crash, the events are sent again once it ends.
 	lease = Timeout + 15*time.Second
-	// PauseAfter is how long an endpoint fails, every attempt in a row,
+	// pauseAfter is how long an endpoint fails, every attempt in a row,
 	// before it is paused.
-	PauseAfter = 5 * 24 * time.Hour
+	pauseAfter = 5 * 24 * time.Hour
 	// answerBytes is how much of an answer the history keeps; answerLimit
 	// how much of it is read at all.
 	answerBytes = 1024
@@ -639,7 +639,7 @@ func truncate(s string, n int) string {
 }
 
 // endpointAfter keeps the endpoint's failing_since after its last attempt,
-// and pauses it once it has failed for PauseAfter in a row, or at once when
+// and pauses it once it has failed for pauseAfter in a row, or at once when
 // it answered 410 Gone.
 func (d *Deliverer) endpointAfter(tx core.App, endpoint *endpointRecord, last result, now time.Time) error {
 	db := tx.NonconcurrentDB()
@@ -661,7 +661,7 @@ func (d *Deliverer) endpointAfter(tx core.App, endpoint *endpointRecord, last re
 		_, err := db.NewQuery(startFailingSQL).
 			Bind(dbx.Params{"id": endpoint.Id, "now": dateString(now)}).Execute()
 		return err
-	case now.Sub(since) >= PauseAfter:
+	case now.Sub(since) >= pauseAfter:
 		return d.pause(tx, endpoint, since, "Paused at "+stamp+": every delivery failed since "+since.UTC().Format(time.RFC3339)+".")
 	}
 	return nil

@@ -155,9 +155,9 @@ func readSubscriptions(db dbx.Builder) (map[Type][]string, error) {
 	return byType, nil
 }
 
-// Subscribed reports whether an endpoint wants events of type t, as of the
+// subscribed reports whether an endpoint wants events of type t, as of the
 // last Refresh (true before Watch: the transaction reads).
-func (o *Outbox) Subscribed(t Type) bool {
+func (o *Outbox) subscribed(t Type) bool {
 	if o.version.Load() == nil {
 		return true
 	}
