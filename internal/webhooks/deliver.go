@@ -649,8 +649,7 @@ func (d *Deliverer) endpointAfter(tx core.App, endpoint *endpointRecord, last re
 	case last.delivered() && since.IsZero():
 		return nil
 	case last.delivered():
-		_, err := db.NewQuery(clearFailingSQL).
-			Bind(dbx.Params{"id": endpoint.Id}).Execute()
+		_, err := db.NewQuery(clearFailingSQL).Bind(dbx.Params{"id": endpoint.Id}).Execute()
 		return err
 	case last.gone():
 		if since.IsZero() {
@@ -658,8 +657,7 @@ func (d *Deliverer) endpointAfter(tx core.App, endpoint *endpointRecord, last re
 		}
 		return d.pause(tx, endpoint, since, "Paused at "+stamp+": the endpoint answered 410 Gone, which asks for no more deliveries.")
 	case since.IsZero():
-		_, err := db.NewQuery(startFailingSQL).
-			Bind(dbx.Params{"id": endpoint.Id, "now": dateString(now)}).Execute()
+		_, err := db.NewQuery(startFailingSQL).Bind(dbx.Params{"id": endpoint.Id, "now": dateString(now)}).Execute()
 		return err
 	case now.Sub(since) >= pauseAfter:
 		return d.pause(tx, endpoint, since, "Paused at "+stamp+": every delivery failed since "+since.UTC().Format(time.RFC3339)+".")
@@ -670,8 +668,7 @@ func (d *Deliverer) endpointAfter(tx core.App, endpoint *endpointRecord, last re
 // pause pauses the endpoint, failing since since, for reason, which staff
 // see: logged, and audited as the system's in tx.
 func (d *Deliverer) pause(tx core.App, endpoint *endpointRecord, since time.Time, reason string) error {
-	res, err := tx.NonconcurrentDB().NewQuery(pauseSQL).
-		Bind(dbx.Params{"id": endpoint.Id, "reason": reason, "since": dateString(since)}).Execute()
+	res, err := tx.NonconcurrentDB().NewQuery(pauseSQL).Bind(dbx.Params{"id": endpoint.Id, "reason": reason, "since": dateString(since)}).Execute()
 	if err != nil {
 		return err
 	}
@@ -688,8 +685,7 @@ func (d *Deliverer) pause(tx core.App, endpoint *endpointRecord, since time.Time
 func Prune(app core.App, retention time.Duration) error {
 	cutoff := dateString(time.Now().Add(-retention))
 	db := app.NonconcurrentDB()
-	if _, err := db.NewQuery(pruneAttemptsSQL).
-		Bind(dbx.Params{"cutoff": cutoff}).Execute(); err != nil {
+	if _, err := db.NewQuery(pruneAttemptsSQL).Bind(dbx.Params{"cutoff": cutoff}).Execute(); err != nil {
 		return err
 	}
 	_, err := db.NewQuery(pruneEventsSQL).Bind(dbx.Params{"cutoff": cutoff}).Execute()

@@ -169,8 +169,7 @@ func Delete(app core.App, id string, by audit.Actor) error {
 	}
 	return app.RunInTransaction(func(tx core.App) error {
 		for _, q := range []string{deleteAttemptsSQL, deleteEventsSQL} {
-			if _, err := tx.NonconcurrentDB().NewQuery(q).
-				Bind(dbx.Params{"id": r.Id}).Execute(); err != nil {
+			if _, err := tx.NonconcurrentDB().NewQuery(q).Bind(dbx.Params{"id": r.Id}).Execute(); err != nil {
 				return err
 			}
 		}
@@ -315,8 +314,7 @@ func Attempts(app core.App, endpoint string, limit int) ([]Attempt, error) {
 		Response    string `db:"response"`
 		Created     string `db:"created"`
 	}
-	err := app.ConcurrentDB().NewQuery(attemptsOfSQL).
-		Bind(dbx.Params{"endpoint": endpoint, "limit": limit}).All(&rows)
+	err := app.ConcurrentDB().NewQuery(attemptsOfSQL).Bind(dbx.Params{"endpoint": endpoint, "limit": limit}).All(&rows)
 	if err != nil {
 		return nil, err
 	}
@@ -338,16 +336,14 @@ func Resend(app core.App, endpoint, event string, by audit.Actor) error {
 			WebhookID string `db:"webhook_id"`
 			Type      string `db:"type"`
 		}
-		err := tx.NonconcurrentDB().NewQuery(failedEventSQL).
-			Bind(dbx.Params{"id": event, "endpoint": endpoint}).One(&ev)
+		err := tx.NonconcurrentDB().NewQuery(failedEventSQL).Bind(dbx.Params{"id": event, "endpoint": endpoint}).One(&ev)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := tx.NonconcurrentDB().NewQuery(resendSQL).
-			Bind(dbx.Params{"id": event, "now": dateString(time.Now())}).Execute(); err != nil {
+		if _, err := tx.NonconcurrentDB().NewQuery(resendSQL).Bind(dbx.Params{"id": event, "now": dateString(time.Now())}).Execute(); err != nil {
 			return err
 		}
 		return audit.Write(tx, audit.Entry{Action: audit.WebhookEventResent, Webhook: endpoint, By: by,
