@@ -15,9 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"petstore/hooks"
-	"petstore/internal/apikeys"
 	"petstore/internal/backup"
-	"petstore/internal/categories"
+	"petstore/internal/commands"
 	"petstore/internal/datadir"
 	_ "petstore/internal/profiling" // empty unless built with -tags pprof
 	"petstore/internal/version"
@@ -51,10 +50,10 @@ func main() {
 	// serve can have flags of petstore's. Without PocketBase's banner, which
 	// names only /api/ and /_/: hooks prints a fuller one.
 	serve := cmd.NewServeCommand(app, false)
-	keys := apikeys.NewCommand(app)
+	keys := commands.NewKeysCommand(app)
 	healthcheck, versionCmd := newHealthcheckCommand(), newVersionCommand()
 	backups := backup.NewCommand(app)
-	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, categories.NewCommand(app), backups.Command,
+	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, commands.NewCategoriesCommand(app), backups.Command,
 		healthcheck.Command, versionCmd)
 	// None opens the data directory's databases: they run without the
 	// bootstrap, so that a start in progress (which holds the start lock)

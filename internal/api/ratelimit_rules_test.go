@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/commands"
 	"petstore/internal/testkit/apptest"
 	"petstore/internal/usage"
 	"petstore/limits"
@@ -145,7 +146,7 @@ func TestRefusedRequestsAreFree(t *testing.T) {
 			t.Errorf("usage history today: %+v, want 5 served and 15 refused", c)
 		}
 		var out bytes.Buffer
-		list := apikeys.NewCommand(s.App)
+		list := commands.NewKeysCommand(s.App)
 		list.SetArgs([]string{"list"})
 		list.SetOut(&out)
 		if err := list.Execute(); err != nil {

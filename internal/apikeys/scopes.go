@@ -38,7 +38,7 @@ func ParseScopes(names []string) ([]Scope, error) {
 func normalizeScopes(scopes []Scope) ([]Scope, error) {
 	for _, s := range scopes {
 		if !slices.Contains(Scopes, s) {
-			return nil, badSettings(ScopesField, "unknown scope %q: the scopes are %s", s, scopeList(Scopes))
+			return nil, badSettings(ScopesField, "unknown scope %q: the scopes are %s", s, ScopeList(Scopes))
 		}
 	}
 	var normal []Scope
@@ -53,8 +53,8 @@ func normalizeScopes(scopes []Scope) ([]Scope, error) {
 	return normal, nil
 }
 
-// scopeList names scopes for a message: "pets:read and pets:write".
-func scopeList(scopes []Scope) string { return listOf(ScopeNames(scopes), "and") }
+// ScopeList names scopes for a message: "pets:read and pets:write".
+func ScopeList(scopes []Scope) string { return listOf(ScopeNames(scopes), "and") }
 
 // listOf joins names for a message: "a", "a or b", "a, b or c".
 func listOf(names []string, conjunction string) string {

@@ -33,9 +33,9 @@ const (
 	// attempt's timeout and a margin, extended while a batch takes longer.
 	// After a crash, the events are sent again once it ends.
 	lease = Timeout + 15*time.Second
-	// PauseAfter is how long an endpoint fails, every attempt in a row,
+	// pauseAfter is how long an endpoint fails, every attempt in a row,
 	// before it is paused.
-	PauseAfter = 5 * 24 * time.Hour
+	pauseAfter = 5 * 24 * time.Hour
 	// answerBytes is how much of an answer the history keeps; answerLimit
 	// how much of it is read at all.
 	answerBytes = 1024
@@ -210,39 +210,7 @@ func (ev event) due(now string) bool { return ev.NextAttempt <= now && ev.LeaseU
 // that records a batch and leases the next.
 const batchMax = 32
 
-// The deliverer's statements, prepared once on the write connection (the
-// read pool's for dispatch's look) and run in each transaction. A set of
-// events is a JSON array of ids, read with json_each, so that one
-// prepared statement serves every batch's size.
-const (
-	// headsSQL are an endpoint's oldest pending events, in order: what it
-	// gets next. The index on (endpoint, status) holds the rowid in order,
-	// so this reads no more entries than it returns, however long the
-	// outbox.
-	headsSQL = "SELECT id, webhook_id, endpoint, type, body, attempts, next_attempt, lease_until FROM " + EventsCollection +
-		" WHERE endpoint = :endpoint AND status = 'pending' ORDER BY rowid LIMIT :limit"
-	// leaseSQL leases a batch's first event, the endpoint's oldest
-	// pending one: every instance sends an endpoint's events from that one
-	// on, in order, and sends nothing while it is leased, so its lease
-	// holds the batch. extendSQL extends it.
-	leaseSQL = "UPDATE " + EventsCollection + " SET lease_owner = :owner, lease_until = :until" +
-		" WHERE id = :id AND status = 'pending' AND lease_until < :now"
-	extendSQL    = "UPDATE " + EventsCollection + " SET lease_until = :until WHERE id = :id AND lease_owner = :owner"
-	deliveredSQL = "UPDATE " + EventsCollection + " SET status = 'delivered', attempts = attempts + 1," +
-		" lease_owner = '', lease_until = '', updated = :now WHERE id IN (SELECT value FROM json_each(:ids))"
-	failedSQL = "UPDATE " + EventsCollection + " SET status = :status, attempts = :attempts, next_attempt = :next," +
-		" lease_owner = '', lease_until = '', updated = :now WHERE id = :id"
-	releaseSQL = "UPDATE " + EventsCollection + " SET lease_owner = '', lease_until = ''" +
-		" WHERE id IN (SELECT value FROM json_each(:ids)) AND lease_owner = :owner"
-	// attemptsSQL writes a batch's history, in order, from a JSON array
-	// of [id, event, webhook_id, events, status, error, latency_ms,
-	// response] (jsonb_each: as insertEventsSQL).
-	attemptsSQL = "INSERT INTO " + AttemptsCollection +
-		" (id, event, endpoint, webhook_id, events, status, error, latency_ms, response, created)" +
-		" SELECT value->>0, value->>1, :endpoint, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, :now" +
-		" FROM jsonb_each(:rows) ORDER BY key"
-)
-
+// statements are the deliverer's prepared statements (record.go).
 type statements struct {
 	look, heads, lease, extend, delivered, failed, release, attempts *sql.Stmt
 }
@@ -341,7 +309,7 @@ func (d *Deliverer) dispatch() {
 
 // target is an endpoint as its attempts need it.
 type target struct {
-	record *core.Record
+	record *endpointRecord
 	url    *url.URL
 	keys   [][]byte // the secrets' HMAC keys: two during a roll's grace
 	read   time.Time
@@ -349,19 +317,15 @@ type target struct {
 
 // readTarget reads the endpoint (its URL and secrets).
 func (d *Deliverer) readTarget(endpointID string) (*target, error) {
-	r, err := d.app.FindRecordById(EndpointsCollection, endpointID)
+	r, err := findEndpointRecord(d.app, endpointID)
 	if err != nil {
 		return nil, err
 	}
-	secrets := []string{r.GetString("secret")}
-	if prev := r.GetString("previous_secret"); prev != "" && r.GetDateTime("previous_until").Time().After(time.Now()) {
-		secrets = append(secrets, prev)
-	}
-	keys, err := secretKeys(secrets...)
+	keys, err := secretKeys(r.Secrets()...)
 	if err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(r.GetString("url"))
+	u, err := url.Parse(r.URL())
 	if err != nil {
 		return nil, err
 	}
@@ -675,18 +639,17 @@ func truncate(s string, n int) string {
 }
 
 // endpointAfter keeps the endpoint's failing_since after its last attempt,
-// and pauses it once it has failed for PauseAfter in a row, or at once when
+// and pauses it once it has failed for pauseAfter in a row, or at once when
 // it answered 410 Gone.
-func (d *Deliverer) endpointAfter(tx core.App, endpoint *core.Record, last result, now time.Time) error {
+func (d *Deliverer) endpointAfter(tx core.App, endpoint *endpointRecord, last result, now time.Time) error {
 	db := tx.NonconcurrentDB()
-	since := endpoint.GetDateTime("failing_since").Time()
+	since := endpoint.FailingSince()
 	stamp := now.UTC().Format(time.RFC3339)
 	switch {
 	case last.delivered() && since.IsZero():
 		return nil
 	case last.delivered():
-		_, err := db.NewQuery("UPDATE " + EndpointsCollection + " SET failing_since = '' WHERE id = {:id}").
-			Bind(dbx.Params{"id": endpoint.Id}).Execute()
+		_, err := db.NewQuery(clearFailingSQL).Bind(dbx.Params{"id": endpoint.Id}).Execute()
 		return err
 	case last.gone():
 		if since.IsZero() {
@@ -694,10 +657,9 @@ func (d *Deliverer) endpointAfter(tx core.App, endpoint *core.Record, last resul
 		}
 		return d.pause(tx, endpoint, since, "Paused at "+stamp+": the endpoint answered 410 Gone, which asks for no more deliveries.")
 	case since.IsZero():
-		_, err := db.NewQuery("UPDATE " + EndpointsCollection + " SET failing_since = {:now} WHERE id = {:id} AND failing_since = ''").
-			Bind(dbx.Params{"id": endpoint.Id, "now": dateString(now)}).Execute()
+		_, err := db.NewQuery(startFailingSQL).Bind(dbx.Params{"id": endpoint.Id, "now": dateString(now)}).Execute()
 		return err
-	case now.Sub(since) >= PauseAfter:
+	case now.Sub(since) >= pauseAfter:
 		return d.pause(tx, endpoint, since, "Paused at "+stamp+": every delivery failed since "+since.UTC().Format(time.RFC3339)+".")
 	}
 	return nil
@@ -705,10 +667,8 @@ func (d *Deliverer) endpointAfter(tx core.App, endpoint *core.Record, last resul
 
 // pause pauses the endpoint, failing since since, for reason, which staff
 // see: logged, and audited as the system's in tx.
-func (d *Deliverer) pause(tx core.App, endpoint *core.Record, since time.Time, reason string) error {
-	res, err := tx.NonconcurrentDB().NewQuery("UPDATE " + EndpointsCollection + " SET paused = TRUE, paused_reason = {:reason}," +
-		" failing_since = {:since} WHERE id = {:id} AND paused = FALSE").
-		Bind(dbx.Params{"id": endpoint.Id, "reason": reason, "since": dateString(since)}).Execute()
+func (d *Deliverer) pause(tx core.App, endpoint *endpointRecord, since time.Time, reason string) error {
+	res, err := tx.NonconcurrentDB().NewQuery(pauseSQL).Bind(dbx.Params{"id": endpoint.Id, "reason": reason, "since": dateString(since)}).Execute()
 	if err != nil {
 		return err
 	}
@@ -717,7 +677,7 @@ func (d *Deliverer) pause(tx core.App, endpoint *core.Record, since time.Time, r
 	}
 	d.cfg.Log.Warn("Webhooks: an endpoint is paused", "endpoint", endpoint.Id, "reason", reason)
 	return audit.Write(tx, audit.Entry{Action: audit.WebhookPaused, Webhook: endpoint.Id, By: audit.System,
-		Details: map[string]any{"reason": reason, "failing_since": since.UTC().Format(time.RFC3339)}})
+		Details: pauseDetails(reason, since)})
 }
 
 // Prune deletes the attempts, and the events delivered or failed, older
@@ -725,11 +685,9 @@ func (d *Deliverer) pause(tx core.App, endpoint *core.Record, since time.Time, r
 func Prune(app core.App, retention time.Duration) error {
 	cutoff := dateString(time.Now().Add(-retention))
 	db := app.NonconcurrentDB()
-	if _, err := db.NewQuery("DELETE FROM " + AttemptsCollection + " WHERE created < {:cutoff}").
-		Bind(dbx.Params{"cutoff": cutoff}).Execute(); err != nil {
+	if _, err := db.NewQuery(pruneAttemptsSQL).Bind(dbx.Params{"cutoff": cutoff}).Execute(); err != nil {
 		return err
 	}
-	_, err := db.NewQuery("DELETE FROM " + EventsCollection + " WHERE status != 'pending' AND updated < {:cutoff}" +
-		" AND id NOT IN (SELECT event FROM " + AttemptsCollection + ")").Bind(dbx.Params{"cutoff": cutoff}).Execute()
+	_, err := db.NewQuery(pruneEventsSQL).Bind(dbx.Params{"cutoff": cutoff}).Execute()
 	return err
 }

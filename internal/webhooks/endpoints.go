@@ -48,7 +48,7 @@ func (e *InputError) Error() string { return e.Field + ": " + e.Message }
 // ErrNotFound is the error of an endpoint or event that does not exist.
 var ErrNotFound = errors.New("webhooks: no such endpoint or event")
 
-func (in Input) apply(ctx context.Context, r *core.Record, t Targets, creating bool) error {
+func (in Input) apply(ctx context.Context, r *endpointRecord, t Targets, creating bool) error {
 	if in.URL != nil || creating {
 		if in.URL == nil {
 			return &InputError{"url", "a url is required: the endpoint's http or https URL"}
@@ -65,7 +65,7 @@ func (in Input) apply(ctx context.Context, r *core.Record, t Targets, creating b
 			}
 			return &InputError{"url", msg}
 		}
-		r.Set("url", u)
+		r.SetURL(u)
 	}
 	if in.Events != nil || creating {
 		if in.Events == nil || len(*in.Events) == 0 {
@@ -80,22 +80,16 @@ func (in Input) apply(ctx context.Context, r *core.Record, t Targets, creating b
 				events = append(events, t)
 			}
 		}
-		r.Set("events", events)
+		r.SetEvents(events)
 	}
 	if in.Description != nil {
 		if len(*in.Description) > 200 {
 			return &InputError{"description", "the description is longer than 200 characters"}
 		}
-		r.Set("description", *in.Description)
+		r.SetDescription(*in.Description)
 	}
 	if in.Paused != nil {
-		r.Set("paused", *in.Paused)
-		if !*in.Paused {
-			r.Set("paused_reason", "")
-			r.Set("failing_since", "")
-		} else if r.GetString("paused_reason") == "" {
-			r.Set("paused_reason", "Paused by staff.")
-		}
+		r.SetPaused(*in.Paused)
 	}
 	return nil
 }
@@ -111,23 +105,22 @@ func typeNames() string {
 // Create adds an endpoint, audited as by's in the same transaction; it
 // returns its id and its secret, which nothing shows again.
 func Create(ctx context.Context, app core.App, t Targets, in Input, by audit.Actor) (id, secret string, err error) {
-	collection, err := app.FindCachedCollectionByNameOrId(EndpointsCollection)
+	r, err := newEndpointRecord(app)
 	if err != nil {
 		return "", "", err
 	}
-	r := core.NewRecord(collection)
 	if err := in.apply(ctx, r, t, true); err != nil {
 		return "", "", err
 	}
 	if secret, err = NewSecret(); err != nil {
 		return "", "", err
 	}
-	r.Set("secret", secret)
+	r.SetSecret(secret, 0)
 	err = app.RunInTransaction(func(tx core.App) error {
 		if err := tx.Save(r); err != nil {
 			return err
 		}
-		return audit.Write(tx, audit.Entry{Action: audit.WebhookCreated, Webhook: r.Id, By: by, Details: auditedValues(r)})
+		return audit.Write(tx, audit.Entry{Action: audit.WebhookCreated, Webhook: r.Id, By: by, Details: r.audited()})
 	})
 	if err != nil {
 		return "", "", err
@@ -135,56 +128,21 @@ func Create(ctx context.Context, app core.App, t Targets, in Input, by audit.Act
 	return r.Id, secret, nil
 }
 
-// auditedFields are the fields of an endpoint the trail records; never a
-// secret.
-var auditedFields = []string{"url", "events", "description", "paused"}
-
-// auditedValues are r's audited fields, as a created or deleted endpoint's
-// details.
-func auditedValues(r *core.Record) map[string]any {
-	values := make(map[string]any, len(auditedFields))
-	for _, f := range auditedFields {
-		values[f] = auditValue(r, f)
-	}
-	return values
-}
-
-// auditValue is field's value as the trail records it: the events as a
-// list, the rest as stored.
-func auditValue(r *core.Record, field string) any {
-	switch field {
-	case "events":
-		events := []Type{}
-		_ = r.UnmarshalJSONField("events", &events)
-		return events
-	case "paused":
-		return r.GetBool("paused")
-	}
-	return r.GetString(field)
-}
-
-func find(app core.App, id string) (*core.Record, error) {
-	r, err := app.FindRecordById(EndpointsCollection, id)
-	if err != nil {
-		return nil, ErrNotFound
-	}
-	return r, nil
-}
-
 // Change changes an endpoint; a change of its audited fields is audited as
 // by's, with their old and new values, in the same transaction.
 func Change(ctx context.Context, app core.App, t Targets, id string, in Input, by audit.Actor) error {
-	r, err := find(app, id)
+	r, err := findEndpointRecord(app, id)
 	if err != nil {
 		return err
 	}
-	before := auditedValues(r)
+	before := r.audited()
 	if err := in.apply(ctx, r, t, false); err != nil {
 		return err
 	}
 	details := map[string]any{}
+	after := r.audited()
 	for _, f := range auditedFields {
-		if old, new := before[f], auditValue(r, f); fmt.Sprint(old) != fmt.Sprint(new) {
+		if old, new := before[f], after[f]; fmt.Sprint(old) != fmt.Sprint(new) {
 			details[f] = map[string]any{"old": old, "new": new}
 		}
 	}
@@ -205,21 +163,20 @@ func Change(ctx context.Context, app core.App, t Targets, id string, in Input, b
 // load, and delete through every hook, each of its perhaps millions of rows,
 // one at a time.
 func Delete(app core.App, id string, by audit.Actor) error {
-	r, err := find(app, id)
+	r, err := findEndpointRecord(app, id)
 	if err != nil {
 		return err
 	}
 	return app.RunInTransaction(func(tx core.App) error {
-		for _, c := range []string{AttemptsCollection, EventsCollection} {
-			if _, err := tx.NonconcurrentDB().NewQuery("DELETE FROM " + c + " WHERE endpoint = {:id}").
-				Bind(dbx.Params{"id": r.Id}).Execute(); err != nil {
+		for _, q := range []string{deleteAttemptsSQL, deleteEventsSQL} {
+			if _, err := tx.NonconcurrentDB().NewQuery(q).Bind(dbx.Params{"id": r.Id}).Execute(); err != nil {
 				return err
 			}
 		}
 		if err := tx.Delete(r); err != nil {
 			return err
 		}
-		return audit.Write(tx, audit.Entry{Action: audit.WebhookDeleted, Webhook: id, By: by, Details: auditedValues(r)})
+		return audit.Write(tx, audit.Entry{Action: audit.WebhookDeleted, Webhook: id, By: by, Details: r.audited()})
 	})
 }
 
@@ -227,7 +184,7 @@ func Delete(app core.App, id string, by audit.Actor) error {
 // it, for grace. The roll is audited as by's, with until when the previous
 // secret signs, in the same transaction.
 func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string, error) {
-	r, err := find(app, id)
+	r, err := findEndpointRecord(app, id)
 	if err != nil {
 		return "", err
 	}
@@ -235,26 +192,19 @@ func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string,
 	if err != nil {
 		return "", err
 	}
-	if grace > 0 {
-		r.Set("previous_secret", r.GetString("secret"))
-		r.Set("previous_until", time.Now().Add(grace).UTC())
-	} else {
-		r.Set("previous_secret", "")
-		r.Set("previous_until", "")
-	}
-	r.Set("secret", secret)
+	r.SetSecret(secret, grace)
 	return secret, app.RunInTransaction(func(tx core.App) error {
 		if err := tx.Save(r); err != nil {
 			return err
 		}
 		return audit.Write(tx, audit.Entry{Action: audit.WebhookSecretRolled, Webhook: id, By: by,
-			Details: map[string]any{"previous_until": r.GetString("previous_until")}})
+			Details: r.rollDetails()})
 	})
 }
 
 // List is every endpoint, oldest first.
 func List(app core.App) ([]Endpoint, error) {
-	records, err := app.FindRecordsByFilter(EndpointsCollection, "", "created", 0, 0)
+	records, err := endpointRecords(app)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +217,7 @@ func List(app core.App) ([]Endpoint, error) {
 
 // Get is one endpoint, its counts as in the list.
 func Get(app core.App, id string) (Endpoint, error) {
-	r, err := find(app, id)
+	r, err := findEndpointRecord(app, id)
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -286,12 +236,11 @@ func countEvents(app core.App, list []Endpoint, id string) error {
 		Status   string `db:"status"`
 		N        int64  `db:"n"`
 	}
-	where := "status IN ('pending', 'failed')"
+	q := countEventsSQL
 	if id != "" {
-		where += " AND endpoint = {:endpoint}"
+		q = countEndpointEventsSQL
 	}
-	if err := app.ConcurrentDB().NewQuery("SELECT endpoint, status, COUNT(*) AS n FROM " + EventsCollection +
-		" WHERE " + where + " GROUP BY endpoint, status").Bind(dbx.Params{"endpoint": id}).All(&counts); err != nil {
+	if err := app.ConcurrentDB().NewQuery(q).Bind(dbx.Params{"endpoint": id}).All(&counts); err != nil {
 		return err
 	}
 	for i := range list {
@@ -309,27 +258,22 @@ func countEvents(app core.App, list []Endpoint, id string) error {
 	return nil
 }
 
-func rfc3339(r *core.Record, field string) string {
-	t := r.GetDateTime(field).Time()
+// rfc3339 is t in RFC 3339, or "" when zero.
+func rfc3339(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
 }
 
-func view(r *core.Record) Endpoint {
-	var events []Type
-	_ = r.UnmarshalJSONField("events", &events)
+func view(r *endpointRecord) Endpoint {
 	e := Endpoint{
-		ID: r.Id, URL: r.GetString("url"), Events: events, Description: r.GetString("description"),
-		Paused: r.GetBool("paused"), PausedReason: r.GetString("paused_reason"),
-		FailingSince: rfc3339(r, "failing_since"), Created: r.GetDateTime("created").Time().UTC(),
+		ID: r.Id, URL: r.URL(), Events: r.Events(), Description: r.Description(),
+		Paused: r.Paused(), PausedReason: r.PausedReason(),
+		FailingSince: rfc3339(r.FailingSince()), Created: r.Created().UTC(),
 	}
-	if t := r.GetDateTime("previous_until").Time(); t.After(time.Now()) {
+	if t := r.PreviousUntil(); t.After(time.Now()) {
 		e.PreviousUntil = t.UTC().Format(time.RFC3339)
-	}
-	if e.Events == nil {
-		e.Events = []Type{}
 	}
 	return e
 }
@@ -354,7 +298,7 @@ type Attempt struct {
 // Attempts are an endpoint's last attempts, newest first: each failed one,
 // and the deliveries of each batch together.
 func Attempts(app core.App, endpoint string, limit int) ([]Attempt, error) {
-	if _, err := find(app, endpoint); err != nil {
+	if _, err := findEndpointRecord(app, endpoint); err != nil {
 		return nil, err
 	}
 	var rows []struct {
@@ -370,10 +314,7 @@ func Attempts(app core.App, endpoint string, limit int) ([]Attempt, error) {
 		Response    string `db:"response"`
 		Created     string `db:"created"`
 	}
-	err := app.ConcurrentDB().NewQuery("SELECT a.id, a.event, a.webhook_id, a.events, e.type, e.status AS event_status, a.status, a.error," +
-		" a.latency_ms, a.response, a.created FROM " + AttemptsCollection + " a JOIN " + EventsCollection + " e ON e.id = a.event" +
-		" WHERE a.endpoint = {:endpoint} ORDER BY a.created DESC, a.rowid DESC LIMIT {:limit}").
-		Bind(dbx.Params{"endpoint": endpoint, "limit": limit}).All(&rows)
+	err := app.ConcurrentDB().NewQuery(attemptsOfSQL).Bind(dbx.Params{"endpoint": endpoint, "limit": limit}).All(&rows)
 	if err != nil {
 		return nil, err
 	}
@@ -395,18 +336,14 @@ func Resend(app core.App, endpoint, event string, by audit.Actor) error {
 			WebhookID string `db:"webhook_id"`
 			Type      string `db:"type"`
 		}
-		err := tx.NonconcurrentDB().NewQuery("SELECT webhook_id, type FROM " + EventsCollection +
-			" WHERE id = {:id} AND endpoint = {:endpoint} AND status = 'failed'").
-			Bind(dbx.Params{"id": event, "endpoint": endpoint}).One(&ev)
+		err := tx.NonconcurrentDB().NewQuery(failedEventSQL).Bind(dbx.Params{"id": event, "endpoint": endpoint}).One(&ev)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := tx.NonconcurrentDB().NewQuery("UPDATE " + EventsCollection + " SET status = 'pending', attempts = 0," +
-			" next_attempt = {:now}, lease_owner = '', lease_until = '', updated = {:now} WHERE id = {:id}").
-			Bind(dbx.Params{"id": event, "now": dateString(time.Now())}).Execute(); err != nil {
+		if _, err := tx.NonconcurrentDB().NewQuery(resendSQL).Bind(dbx.Params{"id": event, "now": dateString(time.Now())}).Execute(); err != nil {
 			return err
 		}
 		return audit.Write(tx, audit.Entry{Action: audit.WebhookEventResent, Webhook: endpoint, By: by,
@@ -417,7 +354,7 @@ func Resend(app core.App, endpoint, event string, by audit.Actor) error {
 // SendTest writes a test event for one endpoint, audited as by's in the
 // same transaction.
 func (o *Outbox) SendTest(app core.App, endpoint string, by audit.Actor) error {
-	if _, err := find(app, endpoint); err != nil {
+	if _, err := findEndpointRecord(app, endpoint); err != nil {
 		return err
 	}
 	return app.RunInTransaction(func(tx core.App) error {

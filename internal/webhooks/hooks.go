@@ -84,7 +84,7 @@ func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logge
 			return err
 		}
 		t, ok := auditEvents[audit.Action(e.Record.GetString(audit.ActionField))]
-		if !ok || !outbox.Subscribed(t) {
+		if !ok || !outbox.subscribed(t) {
 			return nil
 		}
 		var data any
@@ -112,7 +112,7 @@ func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logge
 		if err := e.Next(); err != nil {
 			return err
 		}
-		r.Hide("secret", "previous_secret")
+		r.Hide(secretFields...)
 		return nil
 	})
 	bindRefusals(app)
@@ -128,7 +128,7 @@ func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logge
 // PetsCreated writes pet.created for each of rows, in tx, the transaction
 // that created them.
 func (o *Outbox) PetsCreated(tx core.App, rows ...pets.Row) error {
-	if !o.Subscribed(PetCreated) {
+	if !o.subscribed(PetCreated) {
 		return nil
 	}
 	events := make([]Event, len(rows))
@@ -233,7 +233,7 @@ func (d *dayQuota) reached(keyID string, day time.Time) {
 		return
 	}
 	d.sent.Store(keyID, date)
-	if !d.outbox.Subscribed(KeyDayQuotaReached) {
+	if !d.outbox.subscribed(KeyDayQuotaReached) {
 		return
 	}
 	go func() {

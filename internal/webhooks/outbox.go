@@ -136,7 +136,7 @@ func readSubscriptions(db dbx.Builder) (map[Type][]string, error) {
 		ID     string        `db:"id"`
 		Events types.JSONRaw `db:"events"`
 	}
-	err := db.NewQuery("SELECT id, events FROM " + EndpointsCollection + " WHERE paused = FALSE ORDER BY rowid").All(&rows)
+	err := db.NewQuery(subscriptionsSQL).All(&rows)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: read the endpoints: %w", err)
 	}
@@ -155,9 +155,9 @@ func readSubscriptions(db dbx.Builder) (map[Type][]string, error) {
 	return byType, nil
 }
 
-// Subscribed reports whether an endpoint wants events of type t, as of the
+// subscribed reports whether an endpoint wants events of type t, as of the
 // last Refresh (true before Watch: the transaction reads).
-func (o *Outbox) Subscribed(t Type) bool {
+func (o *Outbox) subscribed(t Type) bool {
 	if o.version.Load() == nil {
 		return true
 	}
@@ -252,25 +252,6 @@ func eventRows(e Event, endpoints []string, now time.Time) ([]eventRow, error) {
 	return rows, nil
 }
 
-// insertEventSQL writes one event for one endpoint, unless the endpoint is
-// gone (deleted, on another instance, since the subscriptions were read):
-// no event is left without its endpoint. insertEventsSQL does so for a
-// JSON array of [id, webhook_id, endpoint, type, body, dedupe], in order:
-// jsonb_each hands each row to ->> as binary JSON, which it reads without
-// parsing text again.
-const (
-	insertEventSQL = "INSERT INTO " + EventsCollection +
-		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
-		" SELECT :id, :webhookId, :endpoint, :type, :body, 'pending', 0, :now, '', '', :dedupe, :now, :now" +
-		" WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = :endpoint)" +
-		" ON CONFLICT DO NOTHING"
-	insertEventsSQL = "INSERT INTO " + EventsCollection +
-		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
-		" SELECT value->>0, value->>1, value->>2, value->>3, value->>4, 'pending', 0, :now, '', '', value->>5, :now, :now" +
-		" FROM jsonb_each(:rows) WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = value->>2)" +
-		" ORDER BY key ON CONFLICT DO NOTHING"
-)
-
 // write inserts rows, with new sortable ids: one by one, or, several, in
 // one statement. A row that statement leaves out (its endpoint gone, its
 // dedupe text taken, or its id: rare, and then the row comes after the
@@ -305,7 +286,7 @@ func (o *Outbox) write(tx core.App, rows []eventRow, now time.Time) error {
 		var left []eventRow
 		for _, r := range rows {
 			var webhookID string
-			err := w.query("SELECT webhook_id FROM "+EventsCollection+" WHERE id = ?", r.ID).Scan(&webhookID)
+			err := w.query(eventWebhookIDSQL, r.ID).Scan(&webhookID)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
@@ -410,7 +391,7 @@ func (w eventWriter) insertEvent(args ...any) error {
 			return err
 		}
 		var taken int
-		if err := w.query("SELECT COUNT(*) FROM "+EventsCollection+" WHERE id = ?", id).Scan(&taken); err != nil || taken == 0 {
+		if err := w.query(eventTakenSQL, id).Scan(&taken); err != nil || taken == 0 {
 			return err
 		}
 	}
@@ -462,7 +443,6 @@ func dateString(t time.Time) string {
 
 // Pending is how many events wait for delivery, of every instance.
 func Pending(db *sql.DB) (n int64, err error) {
-	err = db.QueryRow("SELECT COUNT(*) FROM " + EndpointsCollection + " e JOIN " + EventsCollection +
-		" v ON v.endpoint = e.id AND v.status = 'pending'").Scan(&n)
+	err = db.QueryRow(pendingSQL).Scan(&n)
 	return n, err
 }

@@ -51,11 +51,11 @@ var forbiddenPrefixes = []netip.Prefix{
 // lookup.
 var forbiddenNames = []string{"localhost", "metadata", "metadata.google.internal", "metadata.goog", "instance-data"}
 
-// Forbidden reports whether addr may not be reached without
+// reservedAddr reports whether addr may not be reached without
 // --webhooks-allow-private, wherever petstore runs: Targets refuse this
 // host's own addresses too. An address with a zone ([2001:db8::1%eth0]) is
 // refused: no prefix contains it, and a public endpoint has none.
-func Forbidden(addr netip.Addr) bool {
+func reservedAddr(addr netip.Addr) bool {
 	if !addr.IsValid() || addr.Zone() != "" || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
 		addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() {
 		return true
@@ -108,10 +108,10 @@ type Targets struct {
 	hostAddrs func() ([]netip.Addr, error) // nil: hostAddresses
 }
 
-// forbidden reports whether addr may not be reached: Forbidden, or one of
+// forbidden reports whether addr may not be reached: reservedAddr, or one of
 // this host's own addresses. If those cannot be read, nothing may.
 func (t Targets) forbidden(addr netip.Addr) (bool, error) {
-	if Forbidden(addr) {
+	if reservedAddr(addr) {
 		return true, nil
 	}
 	own := t.hostAddrs

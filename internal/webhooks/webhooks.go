@@ -27,13 +27,6 @@ import (
 	"strings"
 )
 
-// The collections (migrations/1763683820_webhooks.go).
-const (
-	EndpointsCollection = "webhook_endpoints"
-	EventsCollection    = "webhook_events"
-	AttemptsCollection  = "webhook_attempts"
-)
-
 // Type is an event's type: "resource.past_participle", as the audit
 // trail's actions of the same names.
 type Type string

@@ -1,4 +1,4 @@
-package categories
+package commands
 
 import (
 	"fmt"
@@ -8,12 +8,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"petstore/internal/audit"
+	"petstore/internal/categories"
 	"petstore/internal/strictinput"
 )
 
-// NewCommand returns `categories create|list|rename|delete`, working on
-// app's --dir. Its errors are the command's: main prints them and exits 1.
-func NewCommand(app core.App) *cobra.Command {
+// NewCategoriesCommand returns `categories create|list|rename|delete`,
+// working on app's --dir. Its errors are the command's: main prints them and
+// exits 1.
+func NewCategoriesCommand(app core.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "categories",
 		Short: "Create, list, rename and delete the categories that name the pets' categoryId numbers",
@@ -22,11 +24,11 @@ func NewCommand(app core.App) *cobra.Command {
 		// PocketBase applies migrations only in `serve`.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return app.RunAllMigrations() },
 	}
-	c.AddCommand(createCommand(app), listCommand(app), renameCommand(app), deleteCommand(app))
+	c.AddCommand(categoryCreateCommand(app), categoryListCommand(app), categoryRenameCommand(app), categoryDeleteCommand(app))
 	return c
 }
 
-func createCommand(app core.App) *cobra.Command {
+func categoryCreateCommand(app core.App) *cobra.Command {
 	var number int64
 	var name, description string
 	cmd := &cobra.Command{
@@ -37,10 +39,10 @@ func createCommand(app core.App) *cobra.Command {
 			if name == "" {
 				return fmt.Errorf("--name is required")
 			}
-			if cmd.Flags().Changed("id") && (number < 1 || number > MaxNumber) {
-				return fmt.Errorf("--id: %w", ErrNumberInvalid)
+			if cmd.Flags().Changed("id") && (number < 1 || number > categories.MaxNumber) {
+				return fmt.Errorf("--id: %w", categories.ErrNumberInvalid)
 			}
-			c, err := Create(app, number, name, description, audit.CLI)
+			c, err := categories.Create(app, number, name, description, audit.CLI)
 			if err != nil {
 				return err
 			}
@@ -54,13 +56,13 @@ func createCommand(app core.App) *cobra.Command {
 	return cmd
 }
 
-func listCommand(app core.App) *cobra.Command {
+func categoryListCommand(app core.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the categories and the numbers pets carry that no category names, with their pets",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			uses, err := Uses(app)
+			uses, err := categories.Uses(app)
 			if err != nil {
 				return err
 			}
@@ -69,7 +71,7 @@ func listCommand(app core.App) *cobra.Command {
 			for _, u := range uses {
 				name := u.Name
 				if name == "" {
-					name = "(" + Unnamed(u.ID) + ")"
+					name = "(" + categories.Unnamed(u.ID) + ")"
 				}
 				fmt.Fprintf(w, "%d\t%s\t%d\n", u.ID, name, u.Pets)
 			}
@@ -78,17 +80,17 @@ func listCommand(app core.App) *cobra.Command {
 	}
 }
 
-func renameCommand(app core.App) *cobra.Command {
+func categoryRenameCommand(app core.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rename ID NAME",
 		Short: "Rename the category with number ID",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			number, err := parseNumber(args[0])
+			number, err := parseCategoryNumber(args[0])
 			if err != nil {
 				return err
 			}
-			c, err := Rename(app, number, args[1], audit.CLI)
+			c, err := categories.Rename(app, number, args[1], audit.CLI)
 			if err != nil {
 				return err
 			}
@@ -98,17 +100,17 @@ func renameCommand(app core.App) *cobra.Command {
 	}
 }
 
-func deleteCommand(app core.App) *cobra.Command {
+func categoryDeleteCommand(app core.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete ID",
 		Short: "Delete the category with number ID; refused while pets carry it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			number, err := parseNumber(args[0])
+			number, err := parseCategoryNumber(args[0])
 			if err != nil {
 				return err
 			}
-			if err := Delete(app, number, audit.CLI); err != nil {
+			if err := categories.Delete(app, number, audit.CLI); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted category %d.\n", number)
@@ -117,11 +119,11 @@ func deleteCommand(app core.App) *cobra.Command {
 	}
 }
 
-// parseNumber reads a category's number from the command line.
-func parseNumber(s string) (int64, error) {
+// parseCategoryNumber reads a category's number from the command line.
+func parseCategoryNumber(s string) (int64, error) {
 	n, err := strictinput.PositiveDecimal(s)
-	if err != nil || n > MaxNumber {
-		return 0, fmt.Errorf("ID %q: %w", s, ErrNumberInvalid)
+	if err != nil || n > categories.MaxNumber {
+		return 0, fmt.Errorf("ID %q: %w", s, categories.ErrNumberInvalid)
 	}
 	return n, nil
 }

@@ -1,4 +1,4 @@
-package apikeys
+package commands
 
 import (
 	"errors"
@@ -9,27 +9,30 @@ import (
 	"unicode/utf8"
 
 	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/types"
 	"github.com/spf13/cobra"
 
+	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/strictinput"
 	"petstore/internal/usage"
 )
 
-// Command is the `keys` command tree. PocketBase ignores the error that cobra
-// returns, so Command keeps it for main to turn into a non-zero exit status.
-type Command struct {
+// KeysCommand is the `keys` command tree. PocketBase ignores the error that
+// cobra returns, so KeysCommand keeps it for main to turn into a non-zero
+// exit status.
+type KeysCommand struct {
 	*cobra.Command
 	err error
 }
 
 // Err is the error of the last run, if any: a failed command or a bad flag.
-func (c *Command) Err() error { return c.err }
+func (c *KeysCommand) Err() error { return c.err }
 
-// NewCommand returns `keys create|list|revoke|roll|expire|unban`, working on
-// app's --dir.
-func NewCommand(app core.App) *Command {
-	c := &Command{}
+// NewKeysCommand returns `keys create|list|revoke|roll|expire|unban`,
+// working on app's --dir.
+func NewKeysCommand(app core.App) *KeysCommand {
+	c := &KeysCommand{}
 	c.Command = &cobra.Command{
 		Use:           "keys",
 		Short:         "Create, list, revoke, roll, expire and unban /v1 API keys",
@@ -57,7 +60,7 @@ func NewCommand(app core.App) *Command {
 	return c
 }
 
-func (c *Command) fail(err error) error {
+func (c *KeysCommand) fail(err error) error {
 	if err != nil {
 		c.err = err
 		fmt.Fprintln(c.ErrOrStderr(), "Error:", err)
@@ -65,8 +68,8 @@ func (c *Command) fail(err error) error {
 	return err
 }
 
-func (c *Command) createCommand(app core.App) *cobra.Command {
-	var nk NewKey
+func (c *KeysCommand) createCommand(app core.App) *cobra.Command {
+	var nk apikeys.NewKey
 	var expires string
 	var scopes []string
 	cmd := &cobra.Command{
@@ -75,7 +78,7 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if nk.Plan == "" {
-				names, err := PlanNames(app)
+				names, err := apikeys.PlanNames(app)
 				if err != nil {
 					return err
 				}
@@ -90,17 +93,17 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 			}
 			if cmd.Flags().Changed("scopes") {
 				var err error
-				if nk.Scopes, err = ParseScopes(scopes); err != nil {
+				if nk.Scopes, err = apikeys.ParseScopes(scopes); err != nil {
 					return fmt.Errorf("--scopes: %w", err)
 				}
 			}
-			key, k, err := Create(app, nk, audit.CLI)
+			key, k, err := apikeys.Create(app, nk, audit.CLI)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), key)
 			fmt.Fprintf(cmd.ErrOrStderr(), "Created API key %s (id %s, plan %s) with the scopes %s. Store it now: it is not shown again.\n",
-				k.Prefix()+"…", k.Id, nk.Plan, scopeList(k.Scopes()))
+				k.Prefix()+"…", k.Id, nk.Plan, apikeys.ScopeList(k.Scopes()))
 			return nil
 		},
 	}
@@ -109,18 +112,18 @@ func (c *Command) createCommand(app core.App) *cobra.Command {
 	cmd.Flags().IntVar(&nk.PerMinute, "per-minute", 0, "per-minute quota overriding the plan's")
 	cmd.Flags().IntVar(&nk.PerDay, "per-day", 0, "per-day quota overriding the plan's")
 	cmd.Flags().StringVar(&expires, "expires", "", "expiry time, RFC 3339 (default: never)")
-	cmd.Flags().StringSliceVar(&scopes, "scopes", ScopeNames(Scopes),
+	cmd.Flags().StringSliceVar(&scopes, "scopes", apikeys.ScopeNames(apikeys.Scopes),
 		"what the key may do, comma-separated: pets:read (list and get pets), pets:write (add pets)")
 	return cmd
 }
 
-func (c *Command) listCommand(app core.App) *cobra.Command {
+func (c *KeysCommand) listCommand(app core.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List keys (never the keys themselves) with their scopes, and the requests served and refused today (UTC)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			keys, err := List(app)
+			keys, err := apikeys.List(app)
 			if err != nil {
 				return err
 			}
@@ -140,7 +143,7 @@ func (c *Command) listCommand(app core.App) *cobra.Command {
 				}
 				counts := today[k.Id]
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", k.Id, orDash(printable(k.Name())),
-					k.Prefix()+"…", plan, k.State(now), strings.Join(ScopeNames(k.Scopes()), ","),
+					k.Prefix()+"…", plan, k.State(now), strings.Join(apikeys.ScopeNames(k.Scopes()), ","),
 					orDash(dateOrEmpty(k.Expires())), orDash(dateOrEmpty(k.LastUsed())), counts.Served(), counts.Limited)
 			}
 			return w.Flush()
@@ -148,13 +151,13 @@ func (c *Command) listCommand(app core.App) *cobra.Command {
 	}
 }
 
-func (c *Command) revokeCommand(app core.App) *cobra.Command {
+func (c *KeysCommand) revokeCommand(app core.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke ID",
 		Short: "Revoke a key; it is refused from the next request on",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := Revoke(app, args[0], audit.CLI); err != nil {
+			if err := apikeys.Revoke(app, args[0], audit.CLI); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Revoked API key %s.\n", args[0])
@@ -163,14 +166,14 @@ func (c *Command) revokeCommand(app core.App) *cobra.Command {
 	}
 }
 
-func (c *Command) rollCommand(app core.App) *cobra.Command {
+func (c *KeysCommand) rollCommand(app core.App) *cobra.Command {
 	var grace time.Duration
 	cmd := &cobra.Command{
 		Use:   "roll ID [--grace 24h]",
 		Short: "Give a key a new secret and print it once (alone on stdout's first line); the old one works for --grace",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, k, err := Roll(app, args[0], grace, audit.CLI)
+			key, k, err := apikeys.Roll(app, args[0], grace, audit.CLI)
 			if err != nil {
 				return err
 			}
@@ -188,7 +191,7 @@ func (c *Command) rollCommand(app core.App) *cobra.Command {
 	return cmd
 }
 
-func (c *Command) expireCommand(app core.App) *cobra.Command {
+func (c *KeysCommand) expireCommand(app core.App) *cobra.Command {
 	var at string
 	var never bool
 	cmd := &cobra.Command{
@@ -206,7 +209,7 @@ func (c *Command) expireCommand(app core.App) *cobra.Command {
 					return err
 				}
 			}
-			if _, err := Change(app, args[0], Changes{Expires: &expires}, audit.CLI); err != nil {
+			if _, err := apikeys.Change(app, args[0], apikeys.Changes{Expires: &expires}, audit.CLI); err != nil {
 				return err
 			}
 			if never {
@@ -222,13 +225,13 @@ func (c *Command) expireCommand(app core.App) *cobra.Command {
 	return cmd
 }
 
-func (c *Command) unbanCommand(app core.App) *cobra.Command {
+func (c *KeysCommand) unbanCommand(app core.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "unban ID",
 		Short: "Lift a key's ban",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := Unban(app, args[0], audit.CLI); err != nil {
+			if err := apikeys.Unban(app, args[0], audit.CLI); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Lifted any ban of API key %s.\n", args[0])
@@ -269,7 +272,8 @@ func dateOrEmpty(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return dateString(t)
+	d, _ := types.ParseDateTime(t) // a time.Time always parses
+	return d.String()
 }
 
 func orDash(s string) string {
