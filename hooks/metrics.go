@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/backup"
 	"petstore/internal/categories"
 	"petstore/internal/connlimit"
 	"petstore/internal/idempotency"
@@ -61,7 +62,7 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 		}, func() float64 { return float64(conns.Open()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "petstore_backup_last_success_timestamp_seconds", Help: "Unix time of the newest of PocketBase's backups; 0 without one.",
-		}, lastBackupTime(app, log)),
+		}, backup.LastTime(app, log)),
 	)
 	for _, reason := range connlimit.Reasons {
 		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{

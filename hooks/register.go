@@ -20,6 +20,7 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/authlimit"
+	"petstore/internal/backup"
 	"petstore/internal/categories"
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
@@ -95,7 +96,7 @@ func Register(app core.App, opts Options) *Service {
 	apikeys.Bind(app)
 	fixedcollections.Bind(app, append(append(apikeys.Fixed(), audit.Fixed()), webhooks.Fixed()...)...)
 	hiddenfields.Bind(app)
-	bindBackups(app, opts.AllowBackupRestore, s.log)
+	backup.Bind(app, opts.AllowBackupRestore, s.log)
 	opts.Settings.Guard(app)
 	audit.Bind(app, s.log, opts.AuditRetention, func(action audit.Action) {
 		if s.audits != nil {
