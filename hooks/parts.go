@@ -170,7 +170,7 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 		return outbox.PetsCreated(tx, rows...)
 	})
 	if p.s.cluster != nil && p.opts.Cluster.Sync {
-		writer.OnAcknowledge(acknowledgeShipped(p.s.cluster))
+		writer.OnAcknowledge(p.s.cluster.AcknowledgeShipped)
 	}
 	if p.metrics != nil {
 		writer.OnCommitted(p.metrics.ObservePetsCommit)

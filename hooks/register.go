@@ -166,8 +166,8 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	se.Router.Bind(authlimit.Middleware())
 	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}
 	if s.cluster != nil {
-		health.Cluster = clusterHealth(s.cluster)
-		serveCluster(se, s.cluster, s.log)
+		health.Cluster = s.cluster.Health
+		s.cluster.Bind(se, handoverHookPriority, s.log)
 	}
 	api.AddHealthRoutes(se.Router, health)
 	// The reference page's copy of the contract, outside /v1 and so not
@@ -183,7 +183,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	// The handler exists only once the mux is built, in Next.
 	se.Server.Handler = connlimit.BodyDeadline(orDefault(opts.Server.BodyTimeout, DefaultBodyTimeout), api.GuardServer(se.Server.Handler))
 	if s.cluster != nil {
-		promoted(app, s.cluster, p.clusterTerm, s.log)
+		s.cluster.Promoted(app, p.clusterTerm, s.log)
 	}
 	return nil
 }
