@@ -34,6 +34,7 @@ import (
 	"petstore/internal/metrics"
 	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
+	"petstore/internal/realtimeauth"
 	"petstore/internal/requestid"
 	"petstore/internal/staff"
 	"petstore/internal/webhooks"
@@ -123,7 +124,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 		return err
 	}
 	app, s := se.App, p.s
-	bindRealtimeAuthCheck(app, p.version, s.log)
+	realtimeauth.Bind(app, p.version, s.log)
 	now := opts.Now
 	if now == nil {
 		now = time.Now
