@@ -6,6 +6,7 @@ import (
 
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
+	"petstore/internal/metrics"
 	"petstore/internal/proxytrust"
 )
 
@@ -38,7 +39,7 @@ func (p *serviceParts) startCluster() (func() error, error) {
 	// the metrics part serves the same registry once this node leads.
 	stopMetrics := func() error { return nil }
 	if p.metrics != nil {
-		p.metrics.Register(process.Collectors()...)
+		p.metrics.Register(metrics.Cluster(process)...)
 		if stopMetrics, err = p.metrics.Serve(p.opts.MetricsAddr, log); err != nil {
 			_ = process.Close()
 			return nil, fmt.Errorf("--metrics-addr %s: %w", p.opts.MetricsAddr, err)

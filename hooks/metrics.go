@@ -12,7 +12,6 @@ import (
 	"petstore/internal/backup"
 	"petstore/internal/categories"
 	"petstore/internal/connlimit"
-	"petstore/internal/database"
 	"petstore/internal/idempotency"
 	"petstore/internal/metrics"
 	"petstore/internal/pets"
@@ -46,9 +45,9 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 			Name: "petstore_backup_last_success_timestamp_seconds", Help: "Unix time of the newest of PocketBase's backups; 0 without one.",
 		}, backup.LastTime(app, log)),
 	)
-	m.Register(database.FileCollectors(app.DataDir())...)
-	m.Register(limiter.Collectors()...)
-	m.Register(reqlog.Collectors()...)
-	m.Register(conns.Collectors()...)
+	m.Register(metrics.SQLiteFiles(app.DataDir())...)
+	m.Register(metrics.Redis(limiter)...)
+	m.Register(metrics.RequestLog(reqlog)...)
+	m.Register(metrics.Conns(conns)...)
 	return m.Serve(addr, log)
 }
