@@ -8,6 +8,7 @@ import (
 	"petstore/hooks"
 	"petstore/internal/audit"
 	"petstore/internal/banner"
+	"petstore/internal/connlimit"
 	"petstore/internal/datadir"
 	"petstore/internal/envflag"
 	"petstore/internal/logging"
@@ -84,7 +85,7 @@ func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
 		"close a connection whose request body has not all arrived this long after its headers")
 	root.DurationVar(&o.Server.IdleTimeout, "idle-timeout", hooks.DefaultIdleTimeout,
 		"close keep-alive connections that wait longer than this for their next request")
-	root.IntVar(&o.Server.MaxConnsPerAddress, "max-conns-per-address", hooks.DefaultMaxConnsPerAddress,
+	root.IntVar(&o.Server.MaxConnsPerAddress, "max-conns-per-address", connlimit.DefaultPerAddress,
 		"connections one client network (an IPv4 address, an IPv6 /64) may hold open; more are closed at once")
 	root.IntVar(&o.Server.MaxConnsPerNetwork, "max-conns-per-network", 0,
 		"connections the clients of one wider network (an IPv4 /24, an IPv6 /48) may hold open together; more are closed at once (0: an eighth of --max-conns)")

@@ -16,6 +16,7 @@ import (
 
 	"petstore/hooks"
 	"petstore/internal/backup"
+	"petstore/internal/cluster"
 	"petstore/internal/commands"
 	"petstore/internal/datadir"
 	_ "petstore/internal/profiling" // empty unless built with -tags pprof
@@ -90,7 +91,7 @@ func main() {
 
 	err = execute(app, signals)
 	switch {
-	case errors.Is(err, hooks.ErrStopped): // a cluster follower's SIGTERM
+	case errors.Is(err, cluster.ErrStopped): // a cluster follower's SIGTERM
 	case err != nil && !errors.Is(err, keys.Err()) && console != nil: // keys prints its own
 		console.Error("petstore failed", "error", err.Error())
 		os.Exit(1)

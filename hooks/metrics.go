@@ -3,14 +3,13 @@ package hooks
 import (
 	"database/sql"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/backup"
 	"petstore/internal/categories"
 	"petstore/internal/connlimit"
 	"petstore/internal/idempotency"
@@ -42,58 +41,13 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 		}, log),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_realtime_subscribers", Help: "PocketBase realtime clients connected."},
 			func() float64 { return float64(app.SubscriptionsBroker().TotalClients()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "petstore_requestlog_rows_total", Help: "Rows written to the request log."},
-			func() float64 { return float64(reqlog.Written()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "petstore_requestlog_dropped_total", Help: "Requests without a row of their own in the request log, by reason.",
-			ConstLabels: prometheus.Labels{"reason": "full"},
-		}, func() float64 { return float64(reqlog.Dropped()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "petstore_requestlog_dropped_total", Help: "Requests without a row of their own in the request log, by reason.",
-			ConstLabels: prometheus.Labels{"reason": "coalesced"},
-		}, func() float64 { return float64(reqlog.Coalesced()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "petstore_requestlog_dropped_total", Help: "Requests without a row of their own in the request log, by reason.",
-			ConstLabels: prometheus.Labels{"reason": "bounded"},
-		}, func() float64 { return float64(reqlog.Counted()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "petstore_http_connections_open", Help: "Connections open on the public listener.",
-		}, func() float64 { return float64(conns.Open()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "petstore_backup_last_success_timestamp_seconds", Help: "Unix time of the newest of PocketBase's backups; 0 without one.",
-		}, lastBackupTime(app, log)),
+		}, backup.LastTime(app, log)),
 	)
-	for _, reason := range connlimit.Reasons {
-		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "petstore_http_connections_refused_total", Help: "Connections the public listener closed as soon as accepted, by the bound they were over.",
-			ConstLabels: prometheus.Labels{"reason": reason},
-		}, func() float64 { return float64(conns.Refused(reason)) }))
-	}
-	for _, file := range []string{"data.db", "data.db-wal", "auxiliary.db", "auxiliary.db-wal"} {
-		path := filepath.Join(app.DataDir(), file)
-		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "petstore_sqlite_file_bytes", Help: "Size of SQLite's files.", ConstLabels: prometheus.Labels{"file": file},
-		}, func() float64 {
-			info, err := os.Stat(path)
-			if err != nil {
-				return 0
-			}
-			return float64(info.Size())
-		}))
-	}
-	if limiter.Counting() != "memory" {
-		m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "petstore_ratelimit_redis_up", Help: "1 while Redis counts, 0 while each instance counts locally.",
-		}, func() float64 {
-			if limiter.Counting() == "redis" {
-				return 1
-			}
-			return 0
-		}))
-		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "petstore_ratelimit_redis_lost_total", Help: "Times counting moved from Redis to this instance's memory.",
-		}, func() float64 { return float64(limiter.RedisLost()) }))
-	}
-
+	m.Register(metrics.SQLiteFiles(app.DataDir())...)
+	m.Register(metrics.Redis(limiter)...)
+	m.Register(metrics.RequestLog(reqlog)...)
+	m.Register(metrics.Conns(conns)...)
 	return m.Serve(addr, log)
 }

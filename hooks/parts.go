@@ -11,10 +11,12 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/categories"
+	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
 	"petstore/internal/metrics"
 	"petstore/internal/pets"
+	"petstore/internal/proxytrust"
 	"petstore/internal/requestlog"
 	"petstore/internal/usage"
 	"petstore/internal/webhooks"
@@ -69,10 +71,13 @@ func (p *serviceParts) list() []part {
 // startConnLimits applies the declared proxy headers, then makes the public
 // listener's connection bounds, which depend on them.
 func (p *serviceParts) startConnLimits() (func() error, error) {
-	if err := applyTrustedProxyHeaders(p.app, p.opts.Server, p.s.log); err != nil {
+	cfg := p.opts.Server
+	if err := proxytrust.ApplyHeaders(p.app, cfg.TrustedProxyHeaders, cfg.ProxyAddresses, p.s.log); err != nil {
 		return nil, err
 	}
-	conns, err := newConnLimiter(p.opts.Server, len(p.app.Settings().TrustedProxy.Headers) > 0, p.s.log)
+	bounds := connlimit.Config{Global: cfg.MaxConns, PerAddress: cfg.MaxConnsPerAddress, PerNetwork: cfg.MaxConnsPerNetwork}
+	proxied := len(p.app.Settings().TrustedProxy.Headers) > 0
+	conns, err := connlimit.NewPublic(bounds, cfg.ProxyAddresses, proxied, orDefault(cfg.IdleTimeout, DefaultIdleTimeout), p.s.log)
 	p.s.conns = conns
 	return nil, err
 }
@@ -170,7 +175,7 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 		return outbox.PetsCreated(tx, rows...)
 	})
 	if p.s.cluster != nil && p.opts.Cluster.Sync {
-		writer.OnAcknowledge(acknowledgeShipped(p.s.cluster))
+		writer.OnAcknowledge(p.s.cluster.AcknowledgeShipped)
 	}
 	if p.metrics != nil {
 		writer.OnCommitted(p.metrics.ObservePetsCommit)

@@ -20,6 +20,7 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/authlimit"
+	"petstore/internal/backup"
 	"petstore/internal/categories"
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
@@ -33,6 +34,7 @@ import (
 	"petstore/internal/metrics"
 	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
+	"petstore/internal/realtimeauth"
 	"petstore/internal/requestid"
 	"petstore/internal/staff"
 	"petstore/internal/webhooks"
@@ -95,7 +97,7 @@ func Register(app core.App, opts Options) *Service {
 	apikeys.Bind(app)
 	fixedcollections.Bind(app, append(append(apikeys.Fixed(), audit.Fixed()), webhooks.Fixed()...)...)
 	hiddenfields.Bind(app)
-	bindBackups(app, opts.AllowBackupRestore, s.log)
+	backup.Bind(app, opts.AllowBackupRestore, s.log)
 	opts.Settings.Guard(app)
 	audit.Bind(app, s.log, opts.AuditRetention, func(action audit.Action) {
 		if s.audits != nil {
@@ -122,7 +124,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 		return err
 	}
 	app, s := se.App, p.s
-	bindRealtimeAuthCheck(app, p.version, s.log)
+	realtimeauth.Bind(app, p.version, s.log)
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -165,8 +167,8 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	se.Router.Bind(authlimit.Middleware())
 	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}
 	if s.cluster != nil {
-		health.Cluster = clusterHealth(s.cluster)
-		serveCluster(se, s.cluster, s.log)
+		health.Cluster = s.cluster.Health
+		s.cluster.Bind(se, handoverHookPriority, s.log)
 	}
 	api.AddHealthRoutes(se.Router, health)
 	// The reference page's copy of the contract, outside /v1 and so not
@@ -182,7 +184,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	// The handler exists only once the mux is built, in Next.
 	se.Server.Handler = connlimit.BodyDeadline(orDefault(opts.Server.BodyTimeout, DefaultBodyTimeout), api.GuardServer(se.Server.Handler))
 	if s.cluster != nil {
-		promoted(app, s.cluster, p.clusterTerm, s.log)
+		s.cluster.Promoted(app, p.clusterTerm, s.log)
 	}
 	return nil
 }

@@ -2,12 +2,8 @@ package hooks
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -15,7 +11,6 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
-	"petstore/internal/connlimit"
 	"petstore/internal/logging"
 )
 
@@ -55,7 +50,8 @@ type ServerConfig struct {
 	// comma-separated: every client's connection comes from them.
 	ProxyAddresses string
 	// MaxConns bounds the connections open on the public listener in all;
-	// 0 derives it from the process's descriptor limit (DefaultMaxConns).
+	// 0 derives it from the process's descriptor limit
+	// (connlimit.DefaultGlobal).
 	MaxConns int
 }
 
@@ -72,25 +68,8 @@ const (
 	// and never sends a request on one the server is closing; and it is
 	// short enough that an idle connection frees its descriptor within
 	// about a minute.
-	DefaultIdleTimeout        = 75 * time.Second
-	DefaultMaxConnsPerAddress = 256
+	DefaultIdleTimeout = 75 * time.Second
 )
-
-// maxConnsCeiling is the most connections DefaultMaxConns allows, whatever
-// the descriptor limit: an idle connection costs about 20 KB of memory.
-const maxConnsCeiling = 10000
-
-// DefaultMaxConns is the global connection bound for a soft descriptor
-// limit of soft (0: unknown): a quarter of the limit, and at least 256
-// descriptors, are kept for everything else (SQLite's files, Redis, the
-// metrics listener, backups), and at most maxConnsCeiling.
-func DefaultMaxConns(soft uint64) int {
-	if soft == 0 || soft > 4*maxConnsCeiling {
-		return maxConnsCeiling
-	}
-	n := int(soft) - max(256, int(soft)/4)
-	return max(min(n, maxConnsCeiling), 1)
-}
 
 const (
 	serverHookId   = "petstoreServer"
@@ -183,73 +162,4 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-// applyTrustedProxyHeaders saves cfg.TrustedProxyHeaders, when set, as
-// PocketBase's trusted proxy headers: a flag or variable declares them for
-// every start, where the dashboard's setting lasts until changed. It warns
-// when proxies are named and no header is trusted: every client behind them
-// would then count as the proxy's one address.
-func applyTrustedProxyHeaders(app core.App, cfg ServerConfig, log *slog.Logger) error {
-	if cfg.TrustedProxyHeaders != "" {
-		var headers []string
-		for h := range strings.SplitSeq(cfg.TrustedProxyHeaders, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				headers = append(headers, h)
-			}
-		}
-		settings := app.Settings()
-		if !slices.Equal(settings.TrustedProxy.Headers, headers) {
-			settings.TrustedProxy.Headers = headers
-			if err := app.Save(settings); err != nil {
-				return fmt.Errorf("--trusted-proxy-headers: %w", err)
-			}
-			log.Info("Trusted proxy headers set from --trusted-proxy-headers", "headers", headers)
-		}
-	}
-	if cfg.ProxyAddresses != "" && len(app.Settings().TrustedProxy.Headers) == 0 {
-		log.Warn("--proxy-addresses names proxies but no header gives the client's address (--trusted-proxy-headers, or the dashboard's "+
-			"Settings, Application, User IP proxy headers): every client behind them counts as the proxy's address in the rate limits",
-			"proxyAddresses", cfg.ProxyAddresses)
-	}
-	return nil
-}
-
-// newConnLimiter raises the process's descriptor limit, logs it, and makes
-// the bounds of cfg, deriving the global one from the limit when cfg sets
-// none. proxied says that PocketBase trusts proxy headers: a proxy is in
-// front, whose address --proxy-addresses should name.
-func newConnLimiter(cfg ServerConfig, proxied bool, log *slog.Logger) (*connlimit.Limiter, error) {
-	exempt, err := connlimit.ParseAddresses(cfg.ProxyAddresses) // checked by Options.Check
-	if err != nil {
-		return nil, err
-	}
-	soft, hard, err := connlimit.RaiseDescriptorLimit()
-	switch {
-	case err == nil:
-		log.Info("Open files limit", "soft", soft, "hard", hard)
-	case soft != 0:
-		log.Warn("Could not raise the open files limit to its hard limit", "soft", soft, "hard", hard, "error", err)
-	}
-	bounds := connlimit.Config{Global: cfg.MaxConns, PerAddress: cfg.MaxConnsPerAddress, PerNetwork: cfg.MaxConnsPerNetwork, Exempt: exempt}
-	if bounds.Global == 0 {
-		bounds.Global = DefaultMaxConns(soft)
-	} else if soft != 0 && uint64(bounds.Global) >= soft {
-		log.Warn("--max-conns is not below the open files limit: clients can use up the descriptors SQLite needs",
-			"maxConns", bounds.Global, "soft", soft)
-	}
-	if bounds.PerAddress == 0 {
-		bounds.PerAddress = DefaultMaxConnsPerAddress
-	}
-	if bounds.PerNetwork == 0 {
-		bounds.PerNetwork = connlimit.DefaultPerNetwork(bounds.Global)
-	}
-	if proxied && len(exempt) == 0 {
-		log.Warn("Trusted proxy headers are set but --proxy-addresses is empty: the proxy's connections are bound like one client's, "+
-			"and the headers are believed from any peer; name the proxies to believe them from those alone",
-			"maxConnsPerAddress", bounds.PerAddress)
-	}
-	log.Info("Connection bounds", "maxConns", bounds.Global, "maxConnsPerAddress", bounds.PerAddress, "maxConnsPerNetwork", bounds.PerNetwork,
-		"proxyAddresses", cfg.ProxyAddresses, "idle_timeout_ms", logging.Milliseconds(orDefault(cfg.IdleTimeout, DefaultIdleTimeout)))
-	return connlimit.New(bounds, log), nil
 }

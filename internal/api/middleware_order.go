@@ -31,7 +31,7 @@ import "github.com/pocketbase/pocketbase/apis"
 //	 -990 BodyLimit               (64 KiB; replaces PocketBase's 32 MB)
 //	 -989   the fixed collections' truncate guard (hooks; passes /v1 by)
 //	 -989   the dashboard search's rewrite (hiddenfields; passes /v1 by)
-//	 -989   the backups' guard (hooks; passes /v1 by)
+//	 -989   the backups' guard (backup; passes /v1 by)
 //	    0 requireKey              (operations)
 //	    1 removedAfter            (getPet)
 //

@@ -52,7 +52,7 @@ func Source(dataDir, from string) string {
 // storage/ take the place of the directory's, whose own move to its
 // temporary directory. The next start carries the audit trail of the data
 // replaced into the restored one, revokes again the keys it says were
-// revoked and writes backup.restored, by by (hooks, bindBackups), as after
+// revoked and writes backup.restored, by by (Bind), as after
 // a restore from the dashboard.
 //
 // It refuses a directory a petstore process has open (datadir.ErrInUse)

@@ -1,4 +1,4 @@
-package hooks_test
+package realtimeauth_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package hooks_test
+package backup_test
 
 import (
 	"bytes"

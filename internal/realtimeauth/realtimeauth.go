@@ -1,4 +1,6 @@
-package hooks
+// Package realtimeauth ends the realtime stream of a client whose signed-in
+// record was deleted, or whose password changed, behind this process's back.
+package realtimeauth
 
 import (
 	"errors"
@@ -10,15 +12,15 @@ import (
 	"petstore/internal/dataversion"
 )
 
-// realtimeAuthCheckedKey holds, in a realtime client's store, the data
+// checkedKey holds, in a realtime client's store, the data
 // version at which its signed-in record was last found unchanged.
-const realtimeAuthCheckedKey = "petstore.authChecked"
+const checkedKey = "petstore.authChecked"
 
-// errRealtimeAuthGone ends a realtime stream: PocketBase closes a stream
+// errAuthGone ends a realtime stream: PocketBase closes a stream
 // whose message cannot be sent.
-var errRealtimeAuthGone = errors.New("the stream's signed-in record was deleted or its password changed")
+var errAuthGone = errors.New("the stream's signed-in record was deleted or its password changed")
 
-// bindRealtimeAuthCheck ends the realtime stream of a client whose signed-in
+// Bind ends the realtime stream of a client whose signed-in
 // record (a superuser, say) was deleted, or whose password changed, since it
 // subscribed. PocketBase forgets such a client's sign-in when the change is
 // made through this process, but not when the CLI or another instance on the
@@ -27,7 +29,7 @@ var errRealtimeAuthGone = errors.New("the stream's signed-in record was deleted 
 // included. The record is read again before a message goes out whenever the
 // database has changed since the last check (the data version), and the
 // stream ends, unsent, if the record is gone or its token key changed.
-func bindRealtimeAuthCheck(app core.App, version *dataversion.Watch, log *slog.Logger) {
+func Bind(app core.App, version *dataversion.Watch, log *slog.Logger) {
 	app.OnRealtimeMessageSend().BindFunc(func(e *core.RealtimeMessageEvent) error {
 		auth, _ := e.Client.Get(apis.RealtimeClientAuthKey).(*core.Record)
 		if auth == nil {
@@ -37,7 +39,7 @@ func bindRealtimeAuthCheck(app core.App, version *dataversion.Watch, log *slog.L
 		if err != nil {
 			return err
 		}
-		if checked, ok := e.Client.Get(realtimeAuthCheckedKey).(int64); ok && checked == v {
+		if checked, ok := e.Client.Get(checkedKey).(int64); ok && checked == v {
 			return e.Next()
 		}
 		current, err := e.App.FindRecordById(auth.Collection(), auth.Id)
@@ -45,9 +47,9 @@ func bindRealtimeAuthCheck(app core.App, version *dataversion.Watch, log *slog.L
 			e.Client.Unset(apis.RealtimeClientAuthKey)
 			log.Info("Realtime stream closed: its signed-in record was deleted or its password changed elsewhere",
 				"collection", auth.Collection().Name, "record", auth.Id)
-			return errRealtimeAuthGone
+			return errAuthGone
 		}
-		e.Client.Set(realtimeAuthCheckedKey, v)
+		e.Client.Set(checkedKey, v)
 		return e.Next()
 	})
 }

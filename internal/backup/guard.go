@@ -1,4 +1,4 @@
-package hooks
+package backup
 
 import (
 	"fmt"
@@ -53,9 +53,10 @@ type backupGuard struct {
 	restoring  sync.Map // backup name → the audit.Actor who asked for its restore
 }
 
-// bindBackups binds the backup guard: uploads and restores through the API
-// only when allowRestore says so (serve --allow-backup-restore).
-func bindBackups(app core.App, allowRestore bool, log *slog.Logger) {
+// Bind binds the guard of PocketBase's backups API and its restores:
+// uploads and restores through the API only when allowRestore says so
+// (serve --allow-backup-restore).
+func Bind(app core.App, allowRestore bool, log *slog.Logger) {
 	g := &backupGuard{allowRestore: allowRestore, log: log}
 	app.OnServe().BindFunc(func(se *core.ServeEvent) error {
 		if err := g.carryTrail(se.App); err != nil {
@@ -210,46 +211,4 @@ func (g *backupGuard) write(app core.App, action audit.Action, name string, by a
 	if err := audit.Write(app, audit.Entry{Action: action, By: by, Details: map[string]any{"backup": name}}); err != nil {
 		g.log.Error("Could not audit "+string(action), "backup", name, "error", err)
 	}
-}
-
-// lastBackupTime reads, at each scrape, the time of the newest of
-// PocketBase's backups: the newest modification time in its backups
-// filesystem (pb_data/backups, or S3 when Settings, Backups, S3 is on), as
-// Unix seconds. A backup made by the dashboard, the API or the auto backups'
-// cron, or uploaded, is a file there once whole: PocketBase writes the zip
-// in a temporary directory, then uploads it. 0 when there is none or the
-// list cannot be read (logged): the alert on backups takes both as overdue.
-func lastBackupTime(app core.App, log *slog.Logger) func() float64 {
-	return func() float64 {
-		newest, err := newestBackup(app)
-		if err != nil {
-			log.Warn("A metric could not be read", "metric", "petstore_backup_last_success_timestamp_seconds", "error", err)
-			return 0
-		}
-		if newest.IsZero() {
-			return 0
-		}
-		return float64(newest.UnixMilli()) / 1000
-	}
-}
-
-// newestBackup is the modification time of the newest backup, zero without
-// one.
-func newestBackup(app core.App) (time.Time, error) {
-	fsys, err := app.NewBackupsFilesystem()
-	if err != nil {
-		return time.Time{}, err
-	}
-	defer fsys.Close()
-	backups, err := fsys.List("")
-	if err != nil {
-		return time.Time{}, err
-	}
-	var newest time.Time
-	for _, b := range backups {
-		if b.ModTime.After(newest) {
-			newest = b.ModTime
-		}
-	}
-	return newest, nil
 }

@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
+
+	"petstore/internal/api"
+	"petstore/internal/audit"
+)
+
+// handoverTimeout bounds the handover: shipping the last transactions and
+// resigning.
+const handoverTimeout = 5 * time.Second
+
+// Bind binds what a leader adds to the server: writes refused whenever the
+// fence is closed, and the handover on SIGTERM, at handoverPriority among
+// the OnTerminate handlers (before the server's drain: writes stop at once).
+func (p *Process) Bind(se *core.ServeEvent, handoverPriority int, log *slog.Logger) {
+	se.Router.Bind(api.RefuseWrites(p.Node.MayWrite))
+	se.App.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
+		Id:       "petstoreClusterHandover",
+		Priority: handoverPriority,
+		Func: func(te *core.TerminateEvent) error {
+			if te.IsRestart {
+				return te.Next()
+			}
+			term := p.Node.Status().Term
+			// Written while the node may still write, and shipped with the
+			// last transactions.
+			if err := writeAudit(te.App, audit.ClusterSteppedDown, p.Node.Name(), term, "handover"); err != nil {
+				log.Error("Could not record the handover in the audit trail", "error", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), handoverTimeout)
+			defer cancel()
+			// An empty transaction waits for the one write connection:
+			// every write that passed the fence has committed by then.
+			settle := func() error { return te.App.RunInTransaction(func(core.App) error { return nil }) }
+			if err := p.Handover(ctx, settle); err != nil {
+				log.Error("Cluster: the handover failed; a follower takes over once the lease ends", "error", err)
+			}
+			return te.Next()
+		},
+	})
+}
+
+// AcknowledgeShipped is the pets writer's acknowledgement under
+// --cluster-sync: a create is answered once shipped to the replica while
+// the lease is held, or refused with 503 (committed, not acknowledged).
+func (p *Process) AcknowledgeShipped() error {
+	switch err := p.Shipped(context.Background()); {
+	case errors.Is(err, ErrNotLeading):
+		return api.ErrNotLeader
+	case err != nil:
+		return api.ErrNotShipped
+	}
+	return nil
+}
+
+// Promoted records that the node serves as the leader of term: the fence
+// opens, and the audit trail says so.
+func (p *Process) Promoted(app core.App, term int64, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p.Serving(ctx)
+	if err := writeAudit(app, audit.ClusterPromoted, p.Node.Name(), term, "elected"); err != nil {
+		log.Error("Could not record the promotion in the audit trail", "error", err)
+	}
+	log.Info("Cluster: serving as the leader", "term", term)
+}
+
+func writeAudit(app core.App, action audit.Action, node string, term int64, reason string) error {
+	return app.RunInTransaction(func(tx core.App) error {
+		return audit.Write(tx, audit.Entry{Action: action, By: audit.System,
+			Details: map[string]any{"term": term, "node": node, "reason": reason}})
+	})
+}
+
+// Health is what /readyz says of the node.
+func (p *Process) Health() api.ClusterHealth {
+	h := api.ClusterHealth{Term: p.Node.Status().Term, Leading: p.Node.MayWrite()}
+	if status, ok := p.Data.Shipping(); ok {
+		h.ReplicaErr = status.Err
+	}
+	return h
+}
