@@ -11,10 +11,10 @@ import (
 	"petstore/internal/connlimit"
 	"petstore/internal/datadir"
 	"petstore/internal/envflag"
+	"petstore/internal/limits"
 	"petstore/internal/logging"
 	"petstore/internal/requestlog"
 	"petstore/internal/webhooks"
-	"petstore/limits"
 )
 
 // defaultHTTPAddr is PocketBase's serve --http without --https.

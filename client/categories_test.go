@@ -10,7 +10,7 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/categories"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // ListCategories walks every category in ID order across pages (130: two

@@ -16,7 +16,7 @@ import (
 
 	"petstore/client"
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // newClient returns a client of s; unless opts has its own HTTPClient, its

@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"petstore/internal/testkit/realserver"
+	"petstore/testkit/realserver"
 )
 
 // TestMain runs the examples against the real binary: it builds it, starts

@@ -7,7 +7,7 @@ import (
 
 	"petstore/client"
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // A call the API key's scopes do not allow fails at once (no retry) with an

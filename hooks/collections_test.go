@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // PocketBase's record API is the dashboard's: closed to anonymous callers and

@@ -10,7 +10,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // "New record" on api_keys in the dashboard says where keys are issued.

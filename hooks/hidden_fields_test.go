@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // The attack of issue 36: a superuser's filter `secret>='whsec_…'` answers

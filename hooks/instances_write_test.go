@@ -7,7 +7,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // Two instances on one data directory write at once, each in transactions

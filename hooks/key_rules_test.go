@@ -13,7 +13,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // dashboard saves records as PocketBase's dashboard does: the whole form,

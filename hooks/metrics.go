@@ -13,11 +13,11 @@ import (
 	"petstore/internal/categories"
 	"petstore/internal/connlimit"
 	"petstore/internal/idempotency"
+	"petstore/internal/limits"
 	"petstore/internal/metrics"
 	"petstore/internal/pets"
 	"petstore/internal/requestlog"
 	"petstore/internal/webhooks"
-	"petstore/limits"
 )
 
 // startMetrics serves m on addr (metrics.Serve) with the figures read at

@@ -12,9 +12,9 @@ import (
 	"petstore/internal/connlimit"
 	"petstore/internal/datadir"
 	"petstore/internal/envflag"
+	"petstore/internal/limits"
 	"petstore/internal/pbsettings"
 	"petstore/internal/requestlog"
-	"petstore/limits"
 )
 
 // Options configure the service. They are a value, complete before Register:

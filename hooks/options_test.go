@@ -8,7 +8,7 @@ import (
 	"petstore/hooks"
 	"petstore/internal/cluster"
 	"petstore/internal/datadir"
-	"petstore/limits"
+	"petstore/internal/limits"
 )
 
 // Options.Check passes the defaults and refuses each value serve cannot

@@ -14,13 +14,13 @@ import (
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
+	"petstore/internal/limits"
 	"petstore/internal/metrics"
 	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
 	"petstore/internal/requestlog"
 	"petstore/internal/usage"
 	"petstore/internal/webhooks"
-	"petstore/limits"
 )
 
 // serviceParts are the parts serve runs, and what each made for the parts

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"petstore/internal/api"
-	"petstore/internal/testkit/contract"
+	"petstore/testkit/contract"
 )
 
 // The document loads and is a valid OpenAPI 3.1 document for kin-openapi,

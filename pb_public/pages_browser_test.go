@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // The home page fits a phone (390 px) without sideways scrolling, light and

@@ -16,8 +16,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"petstore/internal/testkit/apptest"
-	"petstore/limits"
+	"petstore/internal/limits"
+	"petstore/testkit/apptest"
 )
 
 const chromium = "/usr/bin/chromium" // Debian's package

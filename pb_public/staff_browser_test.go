@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // staffPage is the staff page in a headless Chromium, driven as a store

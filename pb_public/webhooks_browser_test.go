@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // Staff add a webhook endpoint on the staff page, read its secret once,

@@ -11,7 +11,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 )
 
 // A public URL is kept as given, its scheme and host in lower case; one that
-// breaks a rule is refused (internal/testkit/realserver checks each message on the
+// breaks a rule is refused (testkit/realserver checks each message on the
 // built binary).
 func TestParseBaseURL(t *testing.T) {
 	for raw, want := range map[string]string{

@@ -14,7 +14,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // A body that the service refuses without reading it whole (too large, no

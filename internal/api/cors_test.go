@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // A CORS preflight allows exactly the methods of its path, those its Allow

@@ -12,7 +12,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 func TestUnknownPathsUnderV1(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // Every answer the service writes under /v1 carries the rate-limit headers and

@@ -10,7 +10,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
 
-	"petstore/limits"
+	"petstore/internal/limits"
 )
 
 // CodeNotReady is /readyz's Error code. It is not in the /v1 catalogue:

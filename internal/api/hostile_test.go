@@ -15,7 +15,7 @@ import (
 	"petstore/hooks"
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // hostileRequest is one request of the catalogue, written verbatim on its own

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // TestKeysAppearNowhere uses a key on good and bad requests, next to wrong

@@ -13,7 +13,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/pets"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }

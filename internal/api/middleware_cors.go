@@ -8,8 +8,8 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
+	"petstore/internal/limits"
 	"petstore/internal/requestid"
-	"petstore/limits"
 )
 
 // exposedHeaders are the /v1 response headers that browsers may read across

@@ -13,7 +13,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/router"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 type (

@@ -9,8 +9,8 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/limits"
 	"petstore/internal/usage"
-	"petstore/limits"
 )
 
 const rateLimitMiddlewareId = "petstoreRateLimit"

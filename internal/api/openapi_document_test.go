@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/testkit/apptest"
-	"petstore/limits"
+	"petstore/internal/limits"
 	"petstore/openapi"
+	"petstore/testkit/apptest"
 )
 
 // The contract is served without an API key, revalidated with its ETag.

@@ -9,7 +9,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/pets"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 func TestCreateThenGetAndList(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"petstore/client"
 	"petstore/internal/apikeys"
 	"petstore/internal/pets"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // Behind a reverse proxy that serves /v1 under a path prefix, with

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"petstore/hooks"
-	"petstore/internal/testkit/apptest"
-	"petstore/limits"
+	"petstore/internal/limits"
+	"petstore/testkit/apptest"
 )
 
 // With --proxy-addresses naming the proxy (127.0.0.1) and X-Forwarded-For

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
-	"petstore/internal/testkit/redistest"
-	"petstore/limits"
+	"petstore/internal/limits"
+	"petstore/testkit/apptest"
+	"petstore/testkit/redistest"
 )
 
 // BenchmarkListPetsByStore measures a whole GET /v1/pets over loopback with

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
-	"petstore/internal/testkit/redistest"
+	"petstore/testkit/apptest"
+	"petstore/testkit/redistest"
 )
 
 // Two instances on Sentinel, a key of 30 a minute, the primary killed

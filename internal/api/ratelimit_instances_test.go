@@ -13,9 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
-	"petstore/internal/testkit/redistest"
-	"petstore/limits"
+	"petstore/internal/limits"
+	"petstore/testkit/apptest"
+	"petstore/testkit/redistest"
 )
 
 // Several instances on one Redis: apps serving one data directory and

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
-	"petstore/internal/testkit/redistest"
+	"petstore/testkit/apptest"
+	"petstore/testkit/redistest"
 )
 
 // No Redis failure hands out a second quota: a hang (SIGSTOP), a storm of

@@ -12,9 +12,9 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/commands"
-	"petstore/internal/testkit/apptest"
+	"petstore/internal/limits"
 	"petstore/internal/usage"
-	"petstore/limits"
+	"petstore/testkit/apptest"
 )
 
 // inEachStore runs f with the counters in memory and in a Redis of its own.

@@ -14,9 +14,9 @@ import (
 
 	"petstore/hooks"
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
-	"petstore/internal/testkit/redistest"
-	"petstore/limits"
+	"petstore/internal/limits"
+	"petstore/testkit/apptest"
+	"petstore/testkit/redistest"
 )
 
 // rateHeaders reads and checks the rate-limit headers every /v1 response
@@ -273,7 +273,7 @@ func TestDayCountsAndBansSurviveRestart(t *testing.T) {
 }
 
 // redisURL is a private Redis for one test: a redis-server the test starts
-// on a free loopback port (internal/testkit/redistest). Its calls may take up to 2 s:
+// on a free loopback port (testkit/redistest). Its calls may take up to 2 s:
 // a slow, shared machine must not look like a failing Redis.
 func redisURL(t *testing.T) string {
 	t.Helper()

@@ -13,8 +13,8 @@ import (
 	"petstore/hooks"
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
-	"petstore/internal/testkit/realserver"
+	"petstore/testkit/apptest"
+	"petstore/testkit/realserver"
 )
 
 // Every answer names its request, /v1's, errors, the staff API's, the

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // TestRequestLogFloodIsBounded sends 20,000 keyless requests (refused with

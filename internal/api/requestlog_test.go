@@ -13,7 +13,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/requestlog"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // logEntry is a row of PocketBase's request log (the dashboard's Logs).

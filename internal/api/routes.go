@@ -17,10 +17,10 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/categories"
 	"petstore/internal/dataversion"
+	"petstore/internal/limits"
 	"petstore/internal/pets"
 	"petstore/internal/requestlog"
 	"petstore/internal/usage"
-	"petstore/limits"
 )
 
 // maxBodyBytes bounds every /v1 request body (413 beyond).

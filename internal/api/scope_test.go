@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 var (

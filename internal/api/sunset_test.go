@@ -10,7 +10,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // From its sunset, getPet answers 410 gone, naming its replacement, with the

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // Details longer than their field's 4096 bytes are recorded, not refused:

@@ -11,7 +11,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // Without serve --allow-backup-restore, the backups API takes no upload and

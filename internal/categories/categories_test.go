@@ -17,8 +17,8 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/categories"
-	"petstore/internal/testkit/apptest"
-	"petstore/internal/testkit/contract"
+	"petstore/testkit/apptest"
+	"petstore/testkit/contract"
 )
 
 // staff is a running service and a superuser's token, the credential of the

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"petstore/internal/cluster"
-	"petstore/internal/testkit/etcdtest"
+	"petstore/testkit/etcdtest"
 )
 
 // testTTL is the shortest lease cluster mode allows: the tests wait for

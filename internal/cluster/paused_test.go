@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"petstore/internal/cluster"
-	"petstore/internal/testkit/etcdtest"
+	"petstore/testkit/etcdtest"
 )
 
 // nodeProcessEnv makes the test binary a node process (runNodeProcess):

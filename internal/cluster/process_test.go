@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/cluster"
-	"petstore/internal/testkit/etcdtest"
+	"petstore/testkit/etcdtest"
 )
 
 func TestProcessServesTheGateThenHandsItsListenerToTheLeader(t *testing.T) {

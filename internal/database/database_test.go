@@ -17,7 +17,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/database"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // Every connection of the app the tests run, to data.db and auxiliary.db,

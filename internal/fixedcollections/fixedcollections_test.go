@@ -10,8 +10,8 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
 	"petstore/internal/webhooks"
+	"petstore/testkit/apptest"
 )
 
 // An import of collections (the dashboard's Settings, Import collections)

@@ -13,7 +13,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
-	"petstore/limits"
+	"petstore/internal/limits"
 )
 
 // MiddlewareID is the middleware's id: /v1, which limits its own keyless

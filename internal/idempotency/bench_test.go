@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // BenchmarkCreatePet measures a whole POST /v1/pets over loopback, one at a

@@ -15,7 +15,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/idempotency"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // create posts body to createPet with key and, when idemKey is not empty,

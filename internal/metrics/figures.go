@@ -8,8 +8,8 @@ import (
 
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
+	"petstore/internal/limits"
 	"petstore/internal/requestlog"
-	"petstore/limits"
 )
 
 // SQLiteFiles are the sizes of SQLite's files in dataDir, read at each

@@ -11,7 +11,7 @@ import (
 	"github.com/pocketbase/dbx"
 
 	"petstore/internal/pets"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // heardRows is what a writer's OnCreated was called with.

@@ -16,7 +16,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/pets"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // A superuser subscribed to pets hears a pet created through /v1 as it

@@ -7,7 +7,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/pets"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // The rules /v1 checks are the ones the pets collection (its migrations)

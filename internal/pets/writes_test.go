@@ -19,7 +19,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/pets"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // startWriter runs a writer of its own on a new app's database.

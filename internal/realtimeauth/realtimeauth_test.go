@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // A superuser deleted, or whose password changed, behind this process's back

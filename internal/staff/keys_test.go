@@ -14,7 +14,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // staffServer is a running app with a superuser's token.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"petstore/internal/apikeys"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // BenchmarkListKeys measures the staff page's list call, GET

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // The superuser password guards the dashboard and every staff route:

@@ -6,8 +6,8 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
 	"petstore/internal/usage"
+	"petstore/testkit/apptest"
 )
 
 func keyID(t *testing.T, s *apptest.Server) string {

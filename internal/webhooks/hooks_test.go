@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
 	"petstore/internal/webhooks"
+	"petstore/testkit/apptest"
 )
 
 // The webhooks' collections take no write through the records API (the

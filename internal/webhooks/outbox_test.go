@@ -8,8 +8,8 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
 	"petstore/internal/webhooks"
+	"petstore/testkit/apptest"
 )
 
 // Several events written together (a pets transaction's creates) are one

@@ -8,8 +8,8 @@ import (
 	"github.com/pocketbase/dbx"
 
 	"petstore/internal/audit"
-	"petstore/internal/testkit/apptest"
 	"petstore/internal/webhooks"
+	"petstore/testkit/apptest"
 )
 
 // Prune deletes the attempts older than the retention, and the events

@@ -13,8 +13,8 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 
-	"petstore/internal/testkit/apptest"
 	"petstore/internal/webhooks"
+	"petstore/testkit/apptest"
 )
 
 // recordAccessors are the core.Record methods that name a field by a string.

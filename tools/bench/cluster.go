@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"petstore/internal/testkit/realserver"
+	"petstore/testkit/realserver"
 )
 
 // The cluster targets run on cluster leaders beside the single server's

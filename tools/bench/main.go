@@ -66,7 +66,7 @@ import (
 	"sync"
 	"time"
 
-	"petstore/internal/testkit/realserver"
+	"petstore/testkit/realserver"
 )
 
 type config struct {

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"petstore/internal/pets"
-	"petstore/internal/testkit/realserver"
+	"petstore/testkit/realserver"
 )
 
 const (

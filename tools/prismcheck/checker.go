@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"petstore/internal/testkit/contract"
+	"petstore/testkit/contract"
 )
 
 // An exchange is one request and the status it must get.

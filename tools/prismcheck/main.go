@@ -15,7 +15,7 @@
 // with a body (Prism refuses to forward one: stoplightio/prism#2259) and a
 // JSON body that does not parse (Prism never answers) go to the binary
 // directly instead, checked by the rules every test's exchanges are held to
-// (internal/testkit/contract). Before all that, Prism must find the violation in a
+// (testkit/contract). Before all that, Prism must find the violation in a
 // copy of the document made wrong on purpose, so that a Prism that
 // validates nothing cannot pass.
 //
@@ -42,7 +42,7 @@ import (
 	"syscall"
 	"time"
 
-	"petstore/internal/testkit/realserver"
+	"petstore/testkit/realserver"
 )
 
 func main() {

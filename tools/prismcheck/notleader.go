@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"petstore/internal/testkit/realserver"
+	"petstore/testkit/realserver"
 )
 
 // notLeader sends every operation, through Prism, to a cluster node that

@@ -1,6 +1,6 @@
 // The real petstore binary for the tests: built from this checkout with
 // `go build`, served on a free loopback port with a data directory of its
-// own, as internal/testkit/realserver does for the Go tests.
+// own, as testkit/realserver does for the Go tests.
 
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";

@@ -1,0 +1,230 @@
+package realserver_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/testkit/realserver"
+)
+
+// The attack of issue 36: download a backup, delete its key.revoked record,
+// forge an actor and un-revoke the key in its data.db, upload it and
+// restore it. With --allow-backup-restore the restore happens, but the
+// trail comes out of it whole (every record as it was before, the forged
+// one put back), the key revoked again, and the restore recorded with who
+// asked for it.
+func TestRestoreCannotRewriteTheTrail(t *testing.T) {
+	dir, p := serveBinary(t, "--allow-backup-restore")
+	key, keyID := createKey(t, dir, "--plan", "business")
+	ctx := context.Background()
+	staff := staffClient(t, p)
+	if status, body := staff(http.MethodPost, "/api/petstore/keys/"+keyID+"/revoke", nil, ""); status != http.StatusOK {
+		t.Fatalf("revoke: %d %s", status, body)
+	}
+	if status, body := staff(http.MethodPost, "/api/backups", []byte(`{"name":"taken.zip"}`), ""); status != http.StatusNoContent {
+		t.Fatalf("backup: %d %s", status, body)
+	}
+	var token struct{ Token string }
+	_, body := staff(http.MethodPost, "/api/files/token", nil, "")
+	if err := json.Unmarshal(body, &token); err != nil {
+		t.Fatal(err)
+	}
+	status, taken, err := p.Do(ctx, http.MethodGet, "/api/backups/taken.zip?token="+url.QueryEscape(token.Token), "", nil)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("download: %d %v", status, err)
+	}
+	forged := forgeBackup(t, taken,
+		"DELETE FROM audit_log WHERE action = 'key.revoked'",
+		"UPDATE audit_log SET actor = 'forged', actor_email = 'someone@example.com' WHERE action = 'key.created'",
+		"UPDATE api_keys SET revoked = ''")
+
+	before := trail(t, staff)
+	var multipartBody bytes.Buffer
+	w := multipart.NewWriter(&multipartBody)
+	part, _ := w.CreateFormFile("file", "forged.zip")
+	part.Write(forged)
+	w.Close()
+	if status, body := staff(http.MethodPost, "/api/backups/upload", multipartBody.Bytes(), w.FormDataContentType()); status != http.StatusNoContent {
+		t.Fatalf("upload: %d %s", status, body)
+	}
+	if status, body := staff(http.MethodPost, "/api/backups/forged.zip/restore", nil, ""); status != http.StatusNoContent {
+		t.Fatalf("restore: %d %s", status, body)
+	}
+
+	// The restore restarts the process; the new one records the restore.
+	var restored map[string]any
+	for deadline := time.Now().Add(30 * time.Second); restored == nil; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no backup.restored record 30 s after the restore:\n%s", p.Output())
+		}
+		if code, err := p.Wait(0); err == nil {
+			t.Fatalf("the process exited with status %d during the restore:\n%s", code, p.Output())
+		}
+		if rows := trailOrNil(staff); rows != nil {
+			for _, r := range rows {
+				if r["action"] == "backup.restored" {
+					restored = r
+				}
+			}
+		}
+	}
+	after := trail(t, staff)
+	byID := map[string]map[string]any{}
+	for _, r := range after {
+		byID[r["id"].(string)] = r
+	}
+	for _, r := range before {
+		got, ok := byID[r["id"].(string)]
+		if !ok {
+			t.Errorf("the trail lost %v", r)
+			continue
+		}
+		for _, field := range []string{"action", "key", "actor", "actor_email", "address", "created"} {
+			if got[field] != r[field] {
+				t.Errorf("record %s: %s is %v after the restore, was %v", r["id"], field, got[field], r[field])
+			}
+		}
+	}
+	if len(after) <= len(before) {
+		t.Errorf("%d records after the restore, %d before", len(after), len(before))
+	}
+	details, _ := restored["details"].(map[string]any)
+	if restored["actor_email"] != "staff@example.com" || details["backup"] != "forged.zip" ||
+		details["revokedAgain"] != 1.0 || details["carried"] != float64(len(before)+1) { // and backup.uploaded
+		t.Errorf("backup.restored: %v", restored)
+	}
+	if status, body, _ := p.Do(ctx, http.MethodGet, "/v1/pets", key, nil); status != http.StatusUnauthorized {
+		t.Errorf("the revoked key after the restore: %d %s", status, body)
+	}
+	for _, line := range []string{"Backup restore requested", "Audit: backup.uploaded", "Audit: backup.restored"} {
+		if !strings.Contains(p.Output(), line) {
+			t.Errorf("the log has no %q", line)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "petstore_restore_trail")); !os.IsNotExist(err) {
+		t.Errorf("the trail kept for the restore is still there: %v", err)
+	}
+}
+
+// staffClient signs in as the superuser serveBinary made and returns a
+// function sending its requests (contentType: JSON when empty).
+func staffClient(t *testing.T, p *realserver.Process) func(method, path string, body []byte, contentType string) (int, []byte) {
+	t.Helper()
+	ctx := context.Background()
+	status, body, err := p.Do(ctx, http.MethodPost, "/api/collections/_superusers/auth-with-password", "",
+		[]byte(`{"identity":"staff@example.com","password":"a long enough password"}`))
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("superuser auth: %d %v %s", status, err, body)
+	}
+	var auth struct{ Token string }
+	if err := json.Unmarshal(body, &auth); err != nil {
+		t.Fatal(err)
+	}
+	return func(method, path string, body []byte, contentType string) (int, []byte) {
+		header := []string{"Authorization", auth.Token}
+		if contentType != "" {
+			header = append(header, "Content-Type", contentType)
+		}
+		resp, data, err := p.Exchange(ctx, method, path, "", body, header...)
+		if err != nil {
+			return 0, nil
+		}
+		return resp.StatusCode, data
+	}
+}
+
+// trail is the whole audit trail, oldest first.
+func trail(t *testing.T, staff func(method, path string, body []byte, contentType string) (int, []byte)) []map[string]any {
+	t.Helper()
+	rows := trailOrNil(staff)
+	if rows == nil {
+		t.Fatal("could not read the audit trail")
+	}
+	return rows
+}
+
+func trailOrNil(staff func(method, path string, body []byte, contentType string) (int, []byte)) []map[string]any {
+	status, body := staff(http.MethodGet, "/api/collections/audit_log/records?perPage=500&sort=created", nil, "")
+	var page struct{ Items []map[string]any }
+	if status != http.StatusOK || json.Unmarshal(body, &page) != nil {
+		return nil
+	}
+	return page.Items
+}
+
+// forgeBackup is backup with the statements run on its data.db.
+func forgeBackup(t *testing.T, backup []byte, statements ...string) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(backup), int64(len(backup)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	zw := zip.NewWriter(&out)
+	for _, f := range zr.File {
+		if strings.HasPrefix(f.Name, "data.db-") {
+			continue // the edited data.db holds everything
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		content, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Name == "data.db" {
+			content = editDB(t, content, statements)
+		}
+		w, err := zw.Create(f.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(content)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// editDB is the SQLite database db with the statements run on it.
+func editDB(t *testing.T, db []byte, statements []string) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "data.db")
+	if err := os.WriteFile(path, db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := core.DefaultDBConnect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range statements {
+		if _, err := conn.NewQuery(s).Execute(); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if _, err := conn.NewQuery("PRAGMA wal_checkpoint(TRUNCATE)").Execute(); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	edited, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return edited
+}
