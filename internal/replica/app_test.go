@@ -16,7 +16,7 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/database"
 	"petstore/internal/replica"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // created is a 201 from createPet: the pet's id and the body's bytes.
@@ -75,6 +75,7 @@ func createPets(t *testing.T, s *apptest.Server, key string, stop <-chan struct{
 // is logged); the leader stops; the promoted copy serves every acknowledged
 // pet, byte for byte, with the same key.
 func TestTheRealAppFailsOverToAFollower(t *testing.T) {
+	apptest.Slow(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	root, err := replica.ParseURL("file://" + t.TempDir())
 	if err != nil {

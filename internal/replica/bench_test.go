@@ -17,7 +17,7 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/database"
 	"petstore/internal/replica"
-	"petstore/internal/testkit/apptest"
+	"petstore/testkit/apptest"
 )
 
 // BenchmarkCreatePetServerCPU measures what shipping costs a leader:

@@ -88,6 +88,7 @@ func lead(dir, rootURL string) error {
 // while it ships; SIGKILL at a random moment; the promoted follower holds
 // every pet acknowledged more than a second before the kill.
 func TestKilledLeaderLosesOnlyItsLastSecond(t *testing.T) {
+	slow(t)
 	dir, rootDir := t.TempDir(), t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), leaderEnv+"="+dir+" file://"+rootDir)

@@ -19,6 +19,15 @@ import (
 	"petstore/internal/database"
 )
 
+// slow skips a test that ships or follows for seconds under -short, the
+// fast loop; `go test ./...` runs it.
+func slow(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a test that ships for seconds")
+	}
+}
+
 // testLog writes the package's log to the test's.
 func testLog(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -222,6 +231,7 @@ func TestParseURL(t *testing.T) {
 // follow intervals of its commit; once the leader is gone, Promote yields
 // the leader's database row for row and byte for byte.
 func TestFollowerKeepsUpAndPromotes(t *testing.T) {
+	slow(t)
 	leader := openStore(t, t.TempDir())
 	root := fileRoot(t, t.TempDir())
 	r := startReplicating(t, leader, root, 7)
@@ -386,6 +396,7 @@ func tree(t *testing.T, dir string) map[string]string {
 // term to a path of its own; the old term's files stay as they were, and a
 // term whose path holds transactions cannot be started again.
 func TestNewTermShipsToItsOwnPath(t *testing.T) {
+	slow(t)
 	rootDir := t.TempDir()
 	root := fileRoot(t, rootDir)
 	leader := openStore(t, t.TempDir())
@@ -528,6 +539,7 @@ func TestSetAsideKeepsWhatWasNeverShipped(t *testing.T) {
 // reports the transactions and seconds it is behind at once, and none once
 // it has caught up.
 func TestLagCountsWhatIsNotApplied(t *testing.T) {
+	slow(t)
 	leader := openStore(t, t.TempDir())
 	root := fileRoot(t, t.TempDir())
 	r := startReplicating(t, leader, root, 9)
@@ -578,6 +590,7 @@ func TestLagCountsWhatIsNotApplied(t *testing.T) {
 // fails, and both recover once the directory is back; a follower's Lag
 // says it cannot read the replica.
 func TestUnreachableReplicaIsReported(t *testing.T) {
+	slow(t)
 	leader := openStore(t, t.TempDir())
 	rootDir := filepath.Join(t.TempDir(), "replica")
 	root := fileRoot(t, rootDir)
@@ -750,6 +763,7 @@ func TestConcurrentSyncsShareShipments(t *testing.T) {
 // shipped its first snapshot: promoted before, it yields all of term 1;
 // once term 2 has shipped, it copies term 2.
 func TestEarlierTermIsKeptUntilTheNewOneShips(t *testing.T) {
+	slow(t)
 	root := fileRoot(t, t.TempDir())
 	leader := openStore(t, t.TempDir())
 	r1 := startReplicating(t, leader, root, 1)
@@ -902,6 +916,7 @@ func TestPromoteFailsOnADamagedReplica(t *testing.T) {
 // leader notices within its check interval and ships a new snapshot, from
 // which the replica restores every pet again.
 func TestEmptiedReplicaIsShippedAgain(t *testing.T) {
+	slow(t)
 	leader := openStore(t, t.TempDir())
 	rootDir := filepath.Join(t.TempDir(), "replica")
 	root := fileRoot(t, rootDir)
