@@ -106,9 +106,11 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	dir := cfg.Dir
 	if dir == "" {
 		dir = t.TempDir()
+		if err := copyMigrated(dir); err != nil {
+			t.Fatalf("a migrated data directory: %v", err)
+		}
 	}
-	app := core.NewBaseApp(core.BaseAppConfig{DataDir: dir, DBConnect: database.Connect,
-		DataMaxOpenConns: database.ReadPoolConns, DataMaxIdleConns: database.ReadPoolConns})
+	app := newApp(dir)
 	if err := app.Bootstrap(); err != nil {
 		t.Fatalf("bootstrap: %v", err)
 	}
