@@ -20,3 +20,25 @@ func BenchmarkVersion(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVersionAfterACommit is what a request pays for the Version read
+// right after a commit of a table no cache watches (a pet's create).
+func BenchmarkVersionAfterACommit(b *testing.B) {
+	db, other := openTwoPools(b)
+	exec(b, db, "CREATE TABLE keys (v INTEGER)")
+	exec(b, db, "CREATE TABLE plans (v INTEGER)")
+	countChanges(b, db, "keys", "plans")
+	w, err := dataversion.NewWatch(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	for b.Loop() {
+		b.StopTimer()
+		exec(b, other, "INSERT INTO t VALUES (1)")
+		b.StartTimer()
+		if _, err := w.Version(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

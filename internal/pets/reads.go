@@ -93,7 +93,7 @@ func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) 
 // come in ascending id order; ids never change, so walking the pages (After
 // the last id seen) visits every pet that existed when the walk began
 // exactly once, even while others are added.
-func (r *Reads) List(version int64, q Query) (Page, error) {
+func (r *Reads) List(version dataversion.Version, q Query) (Page, error) {
 	key := q.Status + "\x00" + q.After + "\x00" + strconv.Itoa(q.Limit)
 	return r.pages.Load(version, key, func() (Page, error) { return r.readPage(q) })
 }
@@ -125,7 +125,7 @@ func (r *Reads) readPage(q Query) (Page, error) {
 // Get is the JSON of the pet with id, at version: kept, or read and kept.
 // An absent pet is ErrNotFound, and not kept: a key guessing ids would fill
 // the cache with them.
-func (r *Reads) Get(version int64, id string) ([]byte, error) {
+func (r *Reads) Get(version dataversion.Version, id string) ([]byte, error) {
 	return r.pets.Load(version, id, func() ([]byte, error) {
 		pet, _, err := scanPet(r.get.QueryRow(sql.Named("id", id)))
 		if errors.Is(err, sql.ErrNoRows) {
