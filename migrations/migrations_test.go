@@ -297,7 +297,7 @@ func TestChangeCountersAreWhatTheWatchExpects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	counted := []string{"api_keys", "plans", "categories", "webhook_endpoints"}
+	counted := []string{"api_keys", "plans", "categories", "webhook_endpoints", dataversion.Rows("pets")}
 	numbers := func() map[string]int64 {
 		t.Helper()
 		v, err := w.Version()

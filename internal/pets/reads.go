@@ -18,9 +18,11 @@ var ErrNotFound = errors.New("pets: no such pet")
 // matter when a pet is saved.
 //
 // Every answer is the database's state at the version its caller read
-// (package dataversion): read then, or kept since. Any commit, by any
-// connection of any process, changes the version, so a kept answer is never
-// older than the request that gets it. Answers are kept as JSON, the form
+// (package dataversion): read then, or kept since, so a kept answer is never
+// older than the request that gets it. Any commit, by any connection of any
+// process, drops the pages; the pets kept by id, only a change of an
+// existing pet (an update, a deletion, an insert that replaces one): a new
+// pet changes none of them, and an absent one is never kept. Answers are kept as JSON, the form
 // they are sent in.
 //
 // The queries take no context: a page of rows is not worth interrupting, and
@@ -74,7 +76,7 @@ func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) 
 	r := Reads{
 		encode: encode,
 		pages:  dataversion.NewCache[Page](maxKeptPages),
-		pets:   dataversion.NewCache[[]byte](maxKeptPets),
+		pets:   dataversion.NewCache[[]byte](maxKeptPets, dataversion.Rows(Collection)),
 	}
 	for _, q := range []struct {
 		stmt **sql.Stmt
