@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 
+	"petstore/internal/dataversion"
 	_ "petstore/migrations"
 )
 
@@ -274,5 +276,83 @@ func TestExistingKeysGetEveryScope(t *testing.T) {
 	}
 	if keys.Fields.GetByName("scopes") != nil {
 		t.Error("reverted, api_keys still has scopes")
+	}
+}
+
+// The change counters' migration makes the triggers package dataversion
+// looks for: each counted table's insert, update and delete moves its own
+// number and no other's; a pet's insert moves none of them, not even the
+// pets' rows', which its update and deletion move.
+func TestChangeCountersAreWhatTheWatchExpects(t *testing.T) {
+	app := newApp(t)
+	if err := app.RunAllMigrations(); err != nil {
+		t.Fatal(err)
+	}
+	reads, ok := app.ConcurrentDB().(*dbx.DB)
+	if !ok {
+		t.Fatalf("the read pool is a %T", app.ConcurrentDB())
+	}
+	w, err := dataversion.NewWatch(reads.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	counted := []string{"api_keys", "plans", "categories", "webhook_endpoints", dataversion.Rows("pets")}
+	numbers := func() map[string]int64 {
+		t.Helper()
+		v, err := w.Version()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]int64{"": v.Of()}
+		for _, table := range counted {
+			m[table] = v.Of(table)
+		}
+		return m
+	}
+	exec := func(query string) {
+		t.Helper()
+		if _, err := app.DB().NewQuery(query).Execute(); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+
+	before := numbers()
+	exec("INSERT INTO pets (id, name) VALUES ('100000000000001', 'Rex')")
+	after := numbers()
+	for _, table := range counted {
+		if after[table] != before[table] {
+			t.Errorf("a pet's insert moved %s's number", table)
+		}
+	}
+	if after[""] == before[""] {
+		t.Error("a pet's insert did not move the database's number")
+	}
+	changes := func(table string) []string {
+		queries := []string{
+			"UPDATE " + table + " SET id = 'counterstest002' WHERE id = 'counterstest001'",
+			"DELETE FROM " + table + " WHERE id = 'counterstest002'",
+		}
+		if table == "pets" {
+			return append(queries, "INSERT OR REPLACE INTO pets (id, name) VALUES ('100000000000001', 'Max')")
+		}
+		exec("INSERT INTO " + table + " (id) VALUES ('counterstest001')")
+		return append(queries, "INSERT INTO "+table+" (id) VALUES ('counterstest003')")
+	}
+	for _, counter := range counted {
+		table, _ := strings.CutSuffix(counter, ".rows")
+		if table == "pets" {
+			exec("INSERT INTO pets (id, name) VALUES ('counterstest001', 'Tom')")
+		}
+		for _, query := range changes(table) {
+			before := numbers()
+			exec(query)
+			after := numbers()
+			for _, other := range counted {
+				if moved := after[other] != before[other]; moved != (other == counter) {
+					t.Errorf("%s: %s's number moved: %v", query, other, moved)
+				}
+			}
+		}
 	}
 }

@@ -13,13 +13,13 @@ const eventKeyDataVersion = "petstoreDataVersion"
 // dataversion): read once, when it first needs one (identifyKey, for its
 // key), and the same for everything else it looks up (its pets), so that it
 // sees one state of the database and pays for one read.
-func dataVersion(e *core.RequestEvent, w *dataversion.Watch) (int64, error) {
-	if v, ok := e.Get(eventKeyDataVersion).(int64); ok {
+func dataVersion(e *core.RequestEvent, w *dataversion.Watch) (dataversion.Version, error) {
+	if v, ok := e.Get(eventKeyDataVersion).(dataversion.Version); ok {
 		return v, nil
 	}
 	v, err := w.Version()
 	if err != nil {
-		return 0, err
+		return dataversion.Version{}, err
 	}
 	e.Set(eventKeyDataVersion, v)
 	return v, nil

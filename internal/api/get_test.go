@@ -95,9 +95,10 @@ func TestGetPetDeprecationHeaders(t *testing.T) {
 	}
 }
 
-// getPet keeps answers while the database is unchanged; a change made
-// elsewhere (here another pool, as the dashboard, the CLI or another
-// instance would) is in the next answer.
+// getPet keeps answers while no existing pet changes (a create does not
+// change one); a change made elsewhere (here another pool, as the
+// dashboard, the CLI or another instance would), an update, a replace or a
+// delete, is in the next answer.
 func TestGetPetSeesChangesFromElsewhere(t *testing.T) {
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
@@ -128,6 +129,14 @@ func TestGetPetSeesChangesFromElsewhere(t *testing.T) {
 	want := pets.Pet{ID: rex.ID, Name: "Tom", CategoryID: rex.CategoryID, Status: "sold"}
 	if status, pet := get(); status != http.StatusOK || pet != want {
 		t.Fatalf("after an update elsewhere: %d %+v, want 200 %+v", status, pet, want)
+	}
+	s.CreatePet(t, key, map[string]any{"name": "Bo", "categoryId": 1})
+	if _, err := other.Exec("REPLACE INTO pets (id, name, categoryId, status) VALUES (?, 'Max', 2, 'pending')", strconv.FormatInt(rex.ID, 10)); err != nil {
+		t.Fatal(err)
+	}
+	want = pets.Pet{ID: rex.ID, Name: "Max", CategoryID: 2, Status: "pending"}
+	if status, pet := get(); status != http.StatusOK || pet != want {
+		t.Fatalf("after a replace elsewhere: %d %+v, want 200 %+v", status, pet, want)
 	}
 	if _, err := other.Exec("DELETE FROM pets WHERE id = ?", strconv.FormatInt(rex.ID, 10)); err != nil {
 		t.Fatal(err)

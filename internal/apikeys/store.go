@@ -104,9 +104,10 @@ type Key struct {
 // Finder finds keys by their hash with one statement, prepared once: SQLite
 // parses it once per pooled connection instead of once per request.
 //
-// It keeps what it read only while the database does not change (package
-// dataversion): any commit, by any connection of any process, drops every
-// kept key before the next Find. So a revocation, an expiry or a quota edit
+// It keeps what it read only while the keys and the plans do not change
+// (package dataversion): any commit that changes either table, by any
+// connection of any process, drops every kept key before the next Find;
+// commits of other tables (the pets) keep them. So a revocation, an expiry or a quota edit
 // made in the dashboard, by the CLI (another process) or by another instance
 // on the same data directory applies to the very next request. What depends
 // on the time and not on the database, expiry and a rolled key's grace
@@ -137,7 +138,7 @@ func NewFinder(db *sql.DB) (*Finder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare the API key lookup: %w", err)
 	}
-	return &Finder{stmt: stmt, kept: dataversion.NewCache[foundKey](maxKeptKeys)}, nil
+	return &Finder{stmt: stmt, kept: dataversion.NewCache[foundKey](maxKeptKeys, Collection, PlansCollection)}, nil
 }
 
 // Find returns a usable key: known, not revoked, not expired, as of version,
@@ -145,7 +146,7 @@ func NewFinder(db *sql.DB) (*Finder, error) {
 // db's database). The read takes no context: a one-row indexed read is not
 // worth interrupting, and a cancellable context costs database/sql and the
 // driver a goroutine each.
-func (f *Finder) Find(version int64, key string) (*Key, error) {
+func (f *Finder) Find(version dataversion.Version, key string) (*Key, error) {
 	if !wellFormed(key) {
 		return nil, ErrInvalid
 	}

@@ -12,8 +12,8 @@ import (
 )
 
 // Reads is /v1's list of categories, prepared once on the read pool, with
-// the pages it answered kept while the database is unchanged (package
-// dataversion), as pets.Reads keeps the pets' pages.
+// the pages it answered kept while the categories' table is unchanged
+// (package dataversion), as pets.Reads keeps the pets' pages.
 type Reads struct {
 	list   *sql.Stmt
 	encode func(any) ([]byte, error) // the body a page is sent as
@@ -41,13 +41,13 @@ func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) 
 	if err != nil {
 		return nil, fmt.Errorf("prepare the categories' list: %w", err)
 	}
-	return &Reads{list: list, encode: encode, pages: dataversion.NewCache[Page](maxKeptPages)}, nil
+	return &Reads{list: list, encode: encode, pages: dataversion.NewCache[Page](maxKeptPages, Collection)}, nil
 }
 
 // List is the page of at most limit categories after the number after (0:
 // from the first), in ascending number order, at version: kept, or read
 // and kept.
-func (r *Reads) List(version int64, limit int, after int64) (Page, error) {
+func (r *Reads) List(version dataversion.Version, limit int, after int64) (Page, error) {
 	key := strconv.FormatInt(after, 10) + "\x00" + strconv.Itoa(limit)
 	return r.pages.Load(version, key, func() (Page, error) { return r.readPage(limit, after) })
 }

@@ -1,17 +1,28 @@
 // Package dataversion keeps answers read from an SQLite database for as
-// long as the database has not changed, and not a moment longer.
+// long as the tables they come from have not changed, and not a moment
+// longer.
 //
 // SQLite's PRAGMA data_version is a number that changes whenever another
 // connection, in this process or in any other one, commits a change to the
 // database file. The value is per connection, so a Watch reads it on one
 // connection of its own, which never writes: every commit anywhere is
-// "another connection's". A request reads the version once, when it begins,
+// "another connection's". A request reads the Version once, when it begins,
 // and consults every Cache at that version; a Cache drops all its entries as
-// soon as it is asked at a newer version than the one they were read at. So
-// a revocation, a plan edit or a new pet, made by the dashboard, the CLI
-// (another process) or another instance on the same data directory, is seen
-// by the very next request that asks, and what a request gets is never
-// older than its version.
+// soon as it is asked at a version where one of its tables (or, for a Cache
+// of no table, anything) changed since they were read. So a revocation, a
+// plan edit or a new pet, made by the dashboard, the CLI (another process) or
+// another instance on the same data directory, is seen by the very next
+// request that asks, and what a request gets is never older than its
+// version.
+//
+// Which tables a commit changed comes from the change counters: a row per
+// counter in ChangesTable, bumped by its table's triggers (Triggers: every
+// insert, update and deletion, or, for a Rows counter, those that change an
+// existing row), which a migration makes. So every writer, whatever process
+// or instance it is, counts its changes in the same commit. When the data
+// version moves, the Watch reads the counters; when the schema changed, it
+// checks the triggers first, and a counter without all its triggers, as
+// Triggers makes them, counts as changed by every commit.
 package dataversion
 
 import (
@@ -20,21 +31,99 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
 
-// Watch reads the data version of one database.
+// ChangesTable holds the change counters: a row (tbl, n) per watched table.
+const ChangesTable = "_petstore_changes"
+
+// countersSQL reads the counters with the schema version, in one snapshot.
+const countersSQL = "SELECT tbl, n, (SELECT schema_version FROM pragma_schema_version()) FROM " + ChangesTable
+
+// Rows names the counter of table's existing rows: their updates and
+// deletions, and the inserts that replace one (by id). A new row does not
+// count, so a cache of rows found by id, which keeps no absent one, is kept
+// while rows are added.
+func Rows(table string) string { return table + rowsSuffix }
+
+const rowsSuffix = ".rows"
+
+// Trigger is a trigger that counts changes: its name and the statement that
+// makes it, as the Watch expects it.
+type Trigger struct{ Name, SQL string }
+
+// Triggers are the triggers of counter: a table's name (its inserts,
+// updates and deletions) or a Rows.
+func Triggers(counter string) []Trigger {
+	bump := " BEGIN UPDATE " + ChangesTable + " SET n = n + 1 WHERE tbl = '" + counter + "'; END"
+	name := ChangesTable + "_" + strings.ReplaceAll(counter, ".", "_") + "_"
+	if table, ok := strings.CutSuffix(counter, rowsSuffix); ok {
+		return []Trigger{
+			{name + "update", "CREATE TRIGGER " + name + "update AFTER UPDATE ON " + table + bump},
+			{name + "delete", "CREATE TRIGGER " + name + "delete AFTER DELETE ON " + table + bump},
+			{name + "replace", "CREATE TRIGGER " + name + "replace BEFORE INSERT ON " + table +
+				" WHEN EXISTS (SELECT 1 FROM " + table + " WHERE id = NEW.id)" + bump},
+		}
+	}
+	var triggers []Trigger
+	for _, event := range []string{"INSERT", "UPDATE", "DELETE"} {
+		n := name + strings.ToLower(event)
+		triggers = append(triggers, Trigger{n, "CREATE TRIGGER " + n + " AFTER " + event + " ON " + counter + bump})
+	}
+	return triggers
+}
+
+// Version is a state of the database, as a Watch read it.
+type Version struct {
+	seq    int64   // grows with every move of the data version the Watch saw
+	tables *stamps // nil: no table is watched
+}
+
+// stamps are, per watched table, the seq at which the Watch last saw its
+// counter move. Never changed once a Version holds them.
+type stamps struct{ of map[string]int64 }
+
+// Of is a number that grows whenever one of tables changed and stays the
+// same otherwise; with no tables, or one that is not watched, whenever the
+// database changed. Numbers of different table sets are comparable: each is
+// at most the latest seq.
+func (v Version) Of(tables ...string) int64 {
+	if len(tables) == 0 || v.tables == nil {
+		return v.seq
+	}
+	var of int64
+	for _, t := range tables {
+		s, ok := v.tables.of[t]
+		if !ok {
+			return v.seq
+		}
+		of = max(of, s)
+	}
+	return of
+}
+
+// Watch reads the data version of one database, and the change counters.
 type Watch struct {
 	conn *sql.Conn
-	stmt driver.Stmt // on conn's driver connection, used inside conn.Raw only
-	dest []driver.Value
+	// Statements on conn's driver connection, used inside conn.Raw only.
+	data, schema driver.StmtQueryContext
+	counters     driver.StmtQueryContext // prepared once a table is watched
+	dest         []driver.Value
 
 	begun atomic.Uint64 // reads begun so far
 
 	mu       sync.Mutex // one read at a time: the connection is one
-	last     int64      // the value of the latest read
+	dataSeen int64      // the data version of the latest read
+	last     Version    // the latest read's
 	lastRead uint64     // its number (from begun); 0 when it failed
+
+	schemaSeen int64            // the schema version the triggers were checked at; -1: not yet
+	watched    []string         // the tables whose triggers are in place, as of schemaSeen
+	counted    map[string]int64 // their counters, as last read
 }
 
 // NewWatch takes one connection out of db for good (Close gives it back).
@@ -46,34 +135,43 @@ func NewWatch(db *sql.DB) (*Watch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataversion: %w", err)
 	}
-	w := &Watch{conn: conn, dest: make([]driver.Value, 1)}
+	w := &Watch{conn: conn, dest: make([]driver.Value, 3), schemaSeen: -1}
 	err = conn.Raw(func(dc any) error {
-		stmt, err := dc.(driver.Conn).Prepare("PRAGMA data_version")
-		if err != nil {
+		if w.data, err = prepare(dc, "PRAGMA data_version"); err != nil {
 			return err
 		}
-		if _, ok := stmt.(driver.StmtQueryContext); !ok {
-			stmt.Close()
-			return errors.New("the driver's statements take no context")
-		}
-		w.stmt = stmt
-		return nil
+		w.schema, err = prepare(dc, "PRAGMA schema_version")
+		return err
 	})
 	if err != nil {
+		w.closeStatements()
 		conn.Close()
 		return nil, fmt.Errorf("dataversion: %w", err)
 	}
 	return w, nil
 }
 
-// Version is the database's data version now: the value of a read that
-// began after Version was called, so it counts every commit that had ended
-// by then. Each read starts and ends a read transaction on the Watch's
-// connection, which is what makes SQLite look at the database (its WAL
-// index) again. Concurrent callers share a read: while one read runs, the
-// callers that arrive wait for the next one, and that one serves them all,
-// having begun after each of them arrived.
-func (w *Watch) Version() (int64, error) {
+func prepare(dc any, query string) (driver.StmtQueryContext, error) {
+	stmt, err := dc.(driver.Conn).Prepare(query)
+	if err != nil {
+		return nil, err
+	}
+	q, ok := stmt.(driver.StmtQueryContext)
+	if !ok {
+		stmt.Close()
+		return nil, errors.New("the driver's statements take no context")
+	}
+	return q, nil
+}
+
+// Version is the database's version now: from a read that began after
+// Version was called, so it counts every commit that had ended by then.
+// Each read starts and ends a read transaction on the Watch's connection,
+// which is what makes SQLite look at the database (its WAL index) again.
+// Concurrent callers share a read: while one read runs, the callers that
+// arrive wait for the next one, and that one serves them all, having begun
+// after each of them arrived.
+func (w *Watch) Version() (Version, error) {
 	arrived := w.begun.Load()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -83,50 +181,195 @@ func (w *Watch) Version() (int64, error) {
 	w.lastRead = w.begun.Add(1)
 	if err := w.conn.Raw(w.read); err != nil {
 		w.lastRead = 0
-		return 0, fmt.Errorf("dataversion: %w", err)
+		return Version{}, fmt.Errorf("dataversion: %w", err)
 	}
 	return w.last, nil
 }
 
-// read runs the statement once, on the driver connection conn.Raw lends.
-// Closing the rows ends the read transaction.
-func (w *Watch) read(any) error {
-	rows, err := w.stmt.(driver.StmtQueryContext).QueryContext(context.Background(), nil)
+// read reads the data version and, when it moved, the tables' counters:
+// after the data version, so that they count every commit it does. It
+// runs on the driver connection conn.Raw lends.
+func (w *Watch) read(dc any) error {
+	var data int64
+	err := w.query(w.data, func() error {
+		v, ok := w.dest[0].(int64)
+		if !ok {
+			return fmt.Errorf("data_version is %T", w.dest[0])
+		}
+		data = v
+		return nil
+	})
+	if err != nil || (w.last.seq > 0 && data == w.dataSeen) {
+		return err
+	}
+	seq := w.last.seq + 1
+	tables, err := w.readCounters(dc, seq)
 	if err != nil {
 		return err
 	}
-	err = rows.Next(w.dest)
-	if cerr := rows.Close(); err == nil {
+	w.dataSeen = data
+	w.last = Version{seq: seq, tables: tables}
+	return nil
+}
+
+// query runs stmt and calls row with each row in dest. Closing the rows
+// ends the read transaction.
+func (w *Watch) query(stmt driver.StmtQueryContext, row func() error) error {
+	rows, err := stmt.QueryContext(context.Background(), nil)
+	if err != nil {
+		return err
+	}
+	for err == nil {
+		if err = rows.Next(w.dest[:len(rows.Columns())]); err == nil {
+			err = row()
+		}
+	}
+	if cerr := rows.Close(); errors.Is(err, io.EOF) {
 		err = cerr
 	}
+	return err
+}
+
+// readCounters reads the watched tables' counters at seq and returns the
+// stamps of the Version at seq: those of the last, with seq for each table
+// whose counter moved or that is newly watched.
+func (w *Watch) readCounters(dc any, seq int64) (*stamps, error) {
+	counted := make(map[string]int64, len(w.watched))
+	readCounters := func() (schema int64, err error) {
+		clear(counted)
+		err = w.query(w.counters, func() error {
+			table, _ := w.dest[0].(string)
+			n, _ := w.dest[1].(int64)
+			schema, _ = w.dest[2].(int64)
+			if slices.Contains(w.watched, table) {
+				counted[table] = n
+			}
+			return nil
+		})
+		return schema, err
+	}
+	var schema int64
+	var err error
+	if len(w.watched) > 0 {
+		schema, err = readCounters()
+	} else {
+		err = w.query(w.schema, func() error { schema, _ = w.dest[0].(int64); return nil })
+	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	v, ok := w.dest[0].(int64)
-	if !ok {
-		return fmt.Errorf("data_version is %T", w.dest[0])
+	if schema != w.schemaSeen {
+		// The triggers may have changed: check them, then read the
+		// counters again. A schema change after schema is seen at the
+		// next read.
+		watched, err := w.readTriggers(dc)
+		if err != nil {
+			return nil, err
+		}
+		w.watched, w.schemaSeen = watched, schema
+		if len(watched) > 0 && w.counters == nil {
+			if w.counters, err = prepare(dc, countersSQL); err != nil {
+				return nil, err
+			}
+		}
+		clear(counted)
+		if len(watched) > 0 {
+			if _, err := readCounters(); err != nil {
+				return nil, err
+			}
+		}
 	}
-	w.last = v
-	return nil
+	old, prev := w.counted, w.last.tables
+	w.counted = counted
+	if len(counted) == 0 {
+		return nil, nil
+	}
+	changed := prev == nil || len(prev.of) != len(counted)
+	next := &stamps{of: make(map[string]int64, len(counted))}
+	for t, n := range counted {
+		var s int64
+		var kept bool
+		if prev != nil {
+			s, kept = prev.of[t]
+		}
+		if !kept || old[t] != n {
+			s, changed = seq, true
+		}
+		next.of[t] = s
+	}
+	if !changed {
+		return prev, nil
+	}
+	return next, nil
+}
+
+// readTriggers returns the counters whose triggers are all in place, as
+// Triggers makes them. It runs when the schema changed: rarely.
+func (w *Watch) readTriggers(dc any) ([]string, error) {
+	stmt, err := prepare(dc, "SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'trigger'")
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.(driver.Stmt).Close()
+	made := make(map[string]string) // each trigger's statement, by name
+	var candidates []string         // the counters of the tables with triggers
+	err = w.query(stmt, func() error {
+		name, _ := w.dest[0].(string)
+		table, _ := w.dest[1].(string)
+		made[name], _ = w.dest[2].(string)
+		for _, c := range []string{table, Rows(table)} {
+			if !slices.Contains(candidates, c) {
+				candidates = append(candidates, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var watched []string
+	for _, counter := range candidates {
+		complete := true
+		for _, t := range Triggers(counter) {
+			complete = complete && made[t.Name] == t.SQL
+		}
+		if complete {
+			watched = append(watched, counter)
+		}
+	}
+	slices.Sort(watched)
+	return watched, nil
 }
 
 // Close gives the connection back to its pool.
 func (w *Watch) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_ = w.conn.Raw(func(any) error { return w.stmt.Close() })
+	w.closeStatements()
 	return w.conn.Close()
 }
 
+func (w *Watch) closeStatements() {
+	_ = w.conn.Raw(func(any) error {
+		for _, stmt := range []driver.StmtQueryContext{w.data, w.schema, w.counters} {
+			if stmt != nil {
+				stmt.(driver.Stmt).Close()
+			}
+		}
+		return nil
+	})
+}
+
 // Cache holds up to a bounded number of values read from the watched
-// database, all at one data version. The callers that miss one key at one
-// version share one read of it: right after a commit, the requests in flight
-// would otherwise all read the same row or page at once.
+// database's tables, all at one version of them. The callers that miss one
+// key at one version share one read of it: right after a change, the
+// requests in flight would otherwise all read the same row or page at once.
 type Cache[V any] struct {
-	max int
+	max    int
+	tables []string // what its values are read from; none: anything
 
 	mu      sync.Mutex
-	version int64
+	version int64 // the Version's Of(tables...) the entries are at
 	entries map[string]V
 	reads   map[string]*read[V] // the reads under way at version
 }
@@ -138,24 +381,27 @@ type read[V any] struct {
 	err   error
 }
 
-// NewCache is a cache of at most max entries.
-func NewCache[V any](max int) *Cache[V] {
-	return &Cache[V]{max: max, entries: make(map[string]V), reads: make(map[string]*read[V])}
+// NewCache is a cache of at most max entries, read from tables: a change of
+// any of them drops the entries. With no tables, any change of the database
+// does; name every table a value's query reads.
+func NewCache[V any](max int, tables ...string) *Cache[V] {
+	return &Cache[V]{max: max, tables: tables, entries: make(map[string]V), reads: make(map[string]*read[V])}
 }
 
 // Load returns the value of key at version, a Watch's Version: kept, or
 // read by load (which must read the database after that Version returned)
 // and kept. A value read after the version may be newer than it, never
-// older, so a later change still drops it. A caller at an older version
+// older, so a later change of its tables still drops it. A caller at an older version
 // than the latest seen is served as one at the latest: what it gets is
 // newer than its version, never older. Callers that miss one key wait for
 // the first one's load and share its value or error; an error is not kept,
 // and neither is a value when the database has changed since (a newer
 // version was seen) or the cache is full.
-func (c *Cache[V]) Load(version int64, key string, load func() (V, error)) (V, error) {
+func (c *Cache[V]) Load(v Version, key string, load func() (V, error)) (V, error) {
+	version := v.Of(c.tables...)
 	c.mu.Lock()
 	switch {
-	case version > c.version: // the Watch's versions only grow
+	case version > c.version: // a Watch's versions only grow
 		clear(c.entries)
 		clear(c.reads)
 		c.version = version

@@ -53,7 +53,7 @@ func TestCacheDropsValuesOnAnyCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	version := func() int64 {
+	version := func() dataversion.Version {
 		t.Helper()
 		v, err := w.Version()
 		if err != nil {
@@ -125,6 +125,16 @@ func TestCacheDropsValuesOnAnyCommit(t *testing.T) {
 // Callers at one version that miss one key share one read, and its error;
 // an error is not kept.
 func TestCallersShareARead(t *testing.T) {
+	db, _ := openTwoPools(t)
+	w, err := dataversion.NewWatch(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	at, err := w.Version()
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := dataversion.NewCache[string](10)
 	const callers = 8
 	var arrived, loads atomic.Int64
@@ -134,7 +144,7 @@ func TestCallersShareARead(t *testing.T) {
 	for range callers {
 		wg.Go(func() {
 			arrived.Add(1)
-			_, err := c.Load(1, "k", func() (string, error) {
+			_, err := c.Load(at, "k", func() (string, error) {
 				loads.Add(1)
 				<-release
 				return "", errRead
@@ -153,7 +163,7 @@ func TestCallersShareARead(t *testing.T) {
 	if n := loads.Load(); n != 1 {
 		t.Fatalf("%d callers made %d reads, want 1", callers, n)
 	}
-	v, err := c.Load(1, "k", func() (string, error) { return "V", nil })
+	v, err := c.Load(at, "k", func() (string, error) { return "V", nil })
 	if err != nil || v != "V" {
 		t.Fatalf("after a failed read: %q, %v; want V read again", v, err)
 	}
@@ -177,7 +187,7 @@ func TestVersionSeesCommitsBeforeTheCall(t *testing.T) {
 	var committed atomic.Int64
 	type call struct {
 		after   int64 // commits ended before the call began
-		version int64
+		version int64 // its Of(): any commit
 	}
 	calls := make([][]call, readers)
 	var wg sync.WaitGroup
@@ -190,7 +200,7 @@ func TestVersionSeesCommitsBeforeTheCall(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				calls[r] = append(calls[r], call{after, v})
+				calls[r] = append(calls[r], call{after, v.Of()})
 				if after == commits {
 					return
 				}
@@ -198,9 +208,11 @@ func TestVersionSeesCommitsBeforeTheCall(t *testing.T) {
 		})
 	}
 	for k := 1; k <= commits; k++ {
-		if before[k], err = w.Version(); err != nil {
+		v, err := w.Version()
+		if err != nil {
 			t.Fatal(err)
 		}
+		before[k] = v.Of()
 		if _, err := other.Exec("INSERT INTO t VALUES (?)", k); err != nil {
 			t.Fatal(err)
 		}
@@ -218,5 +230,196 @@ func TestVersionSeesCommitsBeforeTheCall(t *testing.T) {
 	}
 	if checked < commits {
 		t.Fatalf("only %d calls checked", checked)
+	}
+}
+
+// countChanges makes counters on db, as the migration does: the table, a
+// row per counter and its triggers.
+func countChanges(t testing.TB, db *sql.DB, counters ...string) {
+	t.Helper()
+	exec(t, db, "CREATE TABLE IF NOT EXISTS "+dataversion.ChangesTable+" (tbl TEXT PRIMARY KEY NOT NULL, n INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID")
+	for _, counter := range counters {
+		exec(t, db, "INSERT INTO "+dataversion.ChangesTable+" (tbl) VALUES (?)", counter)
+		for _, trigger := range dataversion.Triggers(counter) {
+			exec(t, db, trigger.SQL)
+		}
+	}
+}
+
+func exec(t testing.TB, db *sql.DB, query string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// A cache of some tables keeps its values across commits of other tables
+// and drops them at the first change of one of its own, by an insert, an
+// update or a delete, from this pool or another (as another process); a
+// cache of no table drops them on every commit.
+func TestCacheKeepsValuesAcrossCommitsOfOtherTables(t *testing.T) {
+	db, other := openTwoPools(t)
+	exec(t, db, "CREATE TABLE keys (v INTEGER)")
+	exec(t, db, "CREATE TABLE plans (v INTEGER)")
+	countChanges(t, db, "keys", "plans")
+	w, err := dataversion.NewWatch(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	keys := dataversion.NewCache[int](10, "keys", "plans")
+	all := dataversion.NewCache[int](10)
+	reads := 0
+	get := func(c *dataversion.Cache[int]) (loaded bool) {
+		t.Helper()
+		v, err := w.Version()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Load(v, "k", func() (int, error) { loaded = true; reads++; return reads, nil }); err != nil {
+			t.Fatal(err)
+		}
+		return loaded
+	}
+	get(keys)
+	get(all)
+	for i, pool := range []*sql.DB{db, other, db} {
+		exec(t, pool, "INSERT INTO t VALUES (?)", i)
+		if get(keys) {
+			t.Fatalf("commit %d of another table dropped the keys' cache", i)
+		}
+		if !get(all) {
+			t.Fatalf("commit %d: the cache of every table kept its value", i)
+		}
+	}
+	for _, change := range []struct {
+		pool  *sql.DB
+		query string
+	}{
+		{other, "INSERT INTO keys VALUES (1)"},
+		{db, "UPDATE keys SET v = 2"},
+		{other, "INSERT INTO plans VALUES (1)"},
+		{other, "DELETE FROM plans"},
+		{db, "DELETE FROM keys"},
+	} {
+		exec(t, change.pool, change.query)
+		if !get(keys) {
+			t.Fatalf("%s: the keys' cache kept its value", change.query)
+		}
+		if get(keys) {
+			t.Fatalf("%s: the value read after it was not kept", change.query)
+		}
+	}
+}
+
+// A table whose triggers are not all in place, or not as Triggers makes
+// them, counts as changed by every commit: a cache of it is never kept past
+// a change that a missing trigger did not count.
+func TestCacheOfATableWithoutItsTriggersFollowsEveryCommit(t *testing.T) {
+	db, other := openTwoPools(t)
+	exec(t, db, "CREATE TABLE keys (v INTEGER)")
+	exec(t, db, "CREATE TABLE plans (v INTEGER)")
+	countChanges(t, db, "keys")
+	w, err := dataversion.NewWatch(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	load := func(c *dataversion.Cache[int]) (loaded bool) {
+		t.Helper()
+		v, err := w.Version()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Load(v, "k", func() (int, error) { loaded = true; return 1, nil }); err != nil {
+			t.Fatal(err)
+		}
+		return loaded
+	}
+
+	plans := dataversion.NewCache[int](10, "plans") // no counter, no triggers
+	load(plans)
+	exec(t, other, "INSERT INTO t VALUES (1)")
+	if !load(plans) {
+		t.Fatal("a cache of a table without triggers kept its value across a commit")
+	}
+
+	keys := dataversion.NewCache[int](10, "keys")
+	update := dataversion.Triggers("keys")[1]
+	load(keys)
+	exec(t, other, "DROP TRIGGER "+update.Name)
+	load(keys) // the schema changed: read again
+	exec(t, other, "INSERT INTO keys VALUES (1)")
+	exec(t, other, "UPDATE keys SET v = 2") // counted by no trigger
+	if !load(keys) {
+		t.Fatal("an update that no trigger counted kept the keys' cache")
+	}
+	exec(t, other, "INSERT INTO t VALUES (2)")
+	if !load(keys) {
+		t.Fatal("a table missing a trigger kept its cache across a commit")
+	}
+
+	exec(t, other, "CREATE TRIGGER "+update.Name+" AFTER UPDATE ON keys BEGIN SELECT 1; END")
+	load(keys)
+	exec(t, other, "UPDATE keys SET v = 3")
+	if !load(keys) {
+		t.Fatal("a trigger that counts nothing kept the keys' cache")
+	}
+
+	exec(t, other, "DROP TRIGGER "+update.Name)
+	exec(t, other, update.SQL)
+	load(keys)
+	exec(t, other, "INSERT INTO t VALUES (3)")
+	if load(keys) {
+		t.Fatal("with its triggers back, the keys' cache did not survive a commit of another table")
+	}
+	exec(t, other, "UPDATE keys SET v = 4")
+	if !load(keys) {
+		t.Fatal("with its triggers back, an update kept the keys' cache")
+	}
+}
+
+// A cache of rows by id (Rows) is kept while rows are added, and dropped by
+// an update, a deletion, or an insert that replaces a row.
+func TestCacheOfRowsIsKeptWhileRowsAreAdded(t *testing.T) {
+	db, other := openTwoPools(t)
+	exec(t, db, "CREATE TABLE pets (id TEXT PRIMARY KEY NOT NULL, name TEXT)")
+	exec(t, db, "INSERT INTO pets VALUES ('1', 'Rex')")
+	countChanges(t, db, dataversion.Rows("pets"))
+	w, err := dataversion.NewWatch(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rows := dataversion.NewCache[int](10, dataversion.Rows("pets"))
+	load := func() (loaded bool) {
+		t.Helper()
+		v, err := w.Version()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rows.Load(v, "1", func() (int, error) { loaded = true; return 1, nil }); err != nil {
+			t.Fatal(err)
+		}
+		return loaded
+	}
+	load()
+	for i, query := range []string{"INSERT INTO pets VALUES ('2', 'Tom')", "INSERT INTO t VALUES (1)"} {
+		exec(t, []*sql.DB{db, other}[i%2], query)
+		if load() {
+			t.Fatalf("%s dropped the rows' cache", query)
+		}
+	}
+	for i, query := range []string{
+		"UPDATE pets SET name = 'Max' WHERE id = '2'",
+		"INSERT OR REPLACE INTO pets VALUES ('1', 'Max')",
+		"REPLACE INTO pets VALUES ('1', 'Rex')",
+		"INSERT INTO pets VALUES ('1', 'Rex') ON CONFLICT (id) DO UPDATE SET name = 'Bo'",
+		"DELETE FROM pets WHERE id = '2'",
+	} {
+		exec(t, []*sql.DB{db, other}[i%2], query)
+		if !load() {
+			t.Fatalf("%s kept the rows' cache", query)
+		}
 	}
 }

@@ -18,9 +18,11 @@ var ErrNotFound = errors.New("pets: no such pet")
 // matter when a pet is saved.
 //
 // Every answer is the database's state at the version its caller read
-// (package dataversion): read then, or kept since. Any commit, by any
-// connection of any process, changes the version, so a kept answer is never
-// older than the request that gets it. Answers are kept as JSON, the form
+// (package dataversion): read then, or kept since, so a kept answer is never
+// older than the request that gets it. Any commit, by any connection of any
+// process, drops the pages; the pets kept by id, only a change of an
+// existing pet (an update, a deletion, an insert that replaces one): a new
+// pet changes none of them, and an absent one is never kept. Answers are kept as JSON, the form
 // they are sent in.
 //
 // The queries take no context: a page of rows is not worth interrupting, and
@@ -74,7 +76,7 @@ func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) 
 	r := Reads{
 		encode: encode,
 		pages:  dataversion.NewCache[Page](maxKeptPages),
-		pets:   dataversion.NewCache[[]byte](maxKeptPets),
+		pets:   dataversion.NewCache[[]byte](maxKeptPets, dataversion.Rows(Collection)),
 	}
 	for _, q := range []struct {
 		stmt **sql.Stmt
@@ -93,7 +95,7 @@ func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) 
 // come in ascending id order; ids never change, so walking the pages (After
 // the last id seen) visits every pet that existed when the walk began
 // exactly once, even while others are added.
-func (r *Reads) List(version int64, q Query) (Page, error) {
+func (r *Reads) List(version dataversion.Version, q Query) (Page, error) {
 	key := q.Status + "\x00" + q.After + "\x00" + strconv.Itoa(q.Limit)
 	return r.pages.Load(version, key, func() (Page, error) { return r.readPage(q) })
 }
@@ -125,7 +127,7 @@ func (r *Reads) readPage(q Query) (Page, error) {
 // Get is the JSON of the pet with id, at version: kept, or read and kept.
 // An absent pet is ErrNotFound, and not kept: a key guessing ids would fill
 // the cache with them.
-func (r *Reads) Get(version int64, id string) ([]byte, error) {
+func (r *Reads) Get(version dataversion.Version, id string) ([]byte, error) {
 	return r.pets.Load(version, id, func() ([]byte, error) {
 		pet, _, err := scanPet(r.get.QueryRow(sql.Named("id", id)))
 		if errors.Is(err, sql.ErrNoRows) {

@@ -39,7 +39,8 @@ func Bind(app core.App, version *dataversion.Watch, log *slog.Logger) {
 		if err != nil {
 			return err
 		}
-		if checked, ok := e.Client.Get(checkedKey).(int64); ok && checked == v {
+		now := v.Of() // any auth collection: every change counts
+		if checked, ok := e.Client.Get(checkedKey).(int64); ok && checked == now {
 			return e.Next()
 		}
 		current, err := e.App.FindRecordById(auth.Collection(), auth.Id)
@@ -49,7 +50,7 @@ func Bind(app core.App, version *dataversion.Watch, log *slog.Logger) {
 				"collection", auth.Collection().Name, "record", auth.Id)
 			return errAuthGone
 		}
-		e.Client.Set(checkedKey, v)
+		e.Client.Set(checkedKey, now)
 		return e.Next()
 	})
 }

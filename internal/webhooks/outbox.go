@@ -18,21 +18,22 @@ import (
 	"github.com/pocketbase/pocketbase/tools/types"
 
 	"petstore/internal/database"
+	"petstore/internal/dataversion"
 )
 
 // Outbox writes events, in the transaction of their cause, for the
 // endpoints subscribed to their type.
 //
 // Once Watch is called (serve), it keeps the subscriptions in memory, read
-// again whenever the database's data version has changed (a change here, on
-// another instance, or in the dashboard): with no endpoint subscribed to an
+// again whenever the endpoints' table has changed (a change here, on
+// another instance, or in the dashboard: package dataversion): with no endpoint subscribed to an
 // event's type, writing the event costs no SQL. Before that (the keys
 // command), each event reads the subscriptions in its transaction.
 type Outbox struct {
 	app core.App
 
-	version atomic.Pointer[func() (int64, error)] // nil: read in each transaction
-	mu      sync.Mutex                            // one Refresh at a time
+	version atomic.Pointer[func() (dataversion.Version, error)] // nil: read in each transaction
+	mu      sync.Mutex                                          // one Refresh at a time
 	subs    atomic.Pointer[subscriptions]
 	inserts atomic.Pointer[inserts] // prepared by Watch; nil: parsed each time
 
@@ -43,9 +44,9 @@ type Outbox struct {
 type inserts struct{ one, many *sql.Stmt }
 
 // subscriptions are the endpoints that are not paused, by event type, as
-// read at a data version.
+// read at a version of the endpoints' table.
 type subscriptions struct {
-	version int64
+	version int64 // a dataversion.Version's Of(EndpointsCollection)
 	byType  map[Type][]string
 }
 
@@ -55,9 +56,10 @@ func NewOutbox(app core.App) *Outbox {
 }
 
 // Watch makes the outbox keep the subscriptions in memory, read again when
-// version (a dataversion.Watch's Version) has changed since they were read,
+// version (a dataversion.Watch's Version) says the endpoints' table changed
+// since they were read,
 // and prepares its inserts on the write connection. Close closes them.
-func (o *Outbox) Watch(version func() (int64, error)) error {
+func (o *Outbox) Watch(version func() (dataversion.Version, error)) error {
 	db, err := database.WriteDB(o.app)
 	if err != nil {
 		return err
@@ -91,8 +93,8 @@ func (ins *inserts) close() {
 	_ = ins.many.Close()
 }
 
-// Refresh reads the subscriptions again if the data version changed since
-// they were read; the deliverer calls it every tick, staff routes after a
+// Refresh reads the subscriptions again if the endpoints' table changed
+// since they were read; the deliverer calls it every tick, staff routes after a
 // change.
 func (o *Outbox) Refresh() error {
 	vp := o.version.Load()
@@ -101,10 +103,11 @@ func (o *Outbox) Refresh() error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	v, err := (*vp)()
+	version, err := (*vp)()
 	if err != nil {
 		return err
 	}
+	v := version.Of(EndpointsCollection)
 	if s := o.subs.Load(); s != nil && s.version == v {
 		return nil
 	}

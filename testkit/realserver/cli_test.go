@@ -163,7 +163,8 @@ func TestKeysListAndRevoke(t *testing.T) {
 }
 
 // A key revoked with the CLI while the server runs (another process on the
-// same --dir) is refused from the next request on.
+// same --dir) is refused from the next request on, though the server keeps
+// the key it found across commits of other tables (a pet's create).
 func TestRevokeWhileServing(t *testing.T) {
 	dir, p := serveBinary(t)
 	get := func(key string) *http.Response {
@@ -178,6 +179,12 @@ func TestRevokeWhileServing(t *testing.T) {
 	key, id := createKey(t, dir, "--plan", "free")
 	if resp := get(key); resp.StatusCode != http.StatusOK {
 		t.Fatalf("new key: %d, want 200", resp.StatusCode)
+	}
+	if status, out, err := p.Do(context.Background(), http.MethodPost, "/v1/pets", key, []byte(`{"name":"Rex","categoryId":1}`)); err != nil || status != http.StatusCreated {
+		t.Fatalf("create: %d %s %v", status, out, err)
+	}
+	if resp := get(key); resp.StatusCode != http.StatusOK {
+		t.Fatalf("after a create: %d, want 200", resp.StatusCode)
 	}
 	if _, stderr, status := petstore(t, dir, "keys", "revoke", id); status != 0 {
 		t.Fatalf("revoke: %d %s", status, stderr)
