@@ -33,10 +33,11 @@
 // other way round: Litestream writes its pages directly, taking and
 // releasing POSIX locks on it, so nothing else in the process may open it
 // (PocketBase opens it only after Promote), and commands in other processes
-// refuse to write there (Following). Checkpoints stay safe as
-// under the litestream binary (docs/operations.md): Litestream holds a read
-// transaction so that no one restarts the WAL before it has copied it, and
-// petstore's own checkpoints are PASSIVE.
+// refuse to write there (Following). On the leader Litestream does every
+// checkpoint of data.db: between its checkpoints it holds a read
+// transaction, so that no one restarts the WAL before it has copied it, and
+// that transaction keeps any other connection from copying a page, so the
+// leader runs no Checkpointer of petstore's (database.Checkpointer).
 package replica
 
 import (
