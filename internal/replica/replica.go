@@ -66,6 +66,18 @@ const (
 	FollowInterval  = 1 * time.Second
 )
 
+// CheckpointPages is the size of the leader's WAL, in pages, from which
+// Litestream checkpoints it at each copy (a PASSIVE checkpoint, which also
+// restarts the WAL). Litestream's default, 1,000 pages (4 MB), is less than
+// one copy's worth under load: it checkpointed at every copy, each time
+// copying the frames committed meanwhile twice more (before and after it
+// takes the write lock, which the writer then waits for) into files of
+// their own. At 10,000 pages (40 MB) it checkpoints every few copies, and
+// each checkpoint writes a page back once however often it changed
+// meanwhile. Below that size, Litestream checkpoints a minute after the
+// last checkpoint.
+const CheckpointPages = 10_000
+
 // MetaDirName is the directory in the data directory where the leader's
 // Litestream keeps its copies of the WAL until they are shipped. It belongs
 // to one term: a new term starts it again. PocketBase's backups need not
