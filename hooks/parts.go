@@ -131,7 +131,15 @@ func (p *serviceParts) startReads() (func() error, error) {
 	return version.Close, nil
 }
 
+// startCheckpointer checkpoints data.db's WAL away from its writer, except
+// on a cluster's leader: there Litestream checkpoints (replica.Replicator),
+// and the read transaction it holds between its checkpoints keeps any other
+// connection from copying a page, so each of ours would only sort the WAL's
+// frames to find that out.
 func (p *serviceParts) startCheckpointer() (func() error, error) {
+	if p.s.cluster != nil {
+		return nil, nil
+	}
 	checkpointer, err := database.StartCheckpointer(filepath.Join(p.app.DataDir(), database.DataFile), p.s.log)
 	if err != nil {
 		return nil, err

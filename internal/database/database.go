@@ -3,7 +3,8 @@
 // main and the test app pass both to PocketBase's configuration
 // (DBConnect, DataMaxOpenConns and DataMaxIdleConns), so tests run with what
 // production runs. It also checkpoints the main database's WAL away from its
-// writer (Checkpointer), which the service starts, and BindDailyOptimize
+// writer (Checkpointer), which the service starts (but a cluster's leader,
+// where Litestream checkpoints), and BindDailyOptimize
 // keeps PocketBase's daily checkpoint from blocking writes under Litestream.
 package database
 

@@ -34,8 +34,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// lead is the killed leader's process: PocketBase's pragmas, petstore's
-// Checkpointer and a Replicator, and one writer acknowledging each commit
+// lead is the killed leader's process: PocketBase's pragmas and a
+// Replicator (which checkpoints), and one writer acknowledging each commit
 // on stdout.
 func lead(dir, rootURL string) error {
 	path := filepath.Join(dir, database.DataFile)
@@ -48,11 +48,6 @@ func lead(dir, rootURL string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	chk, err := database.StartCheckpointer(path, log)
-	if err != nil {
-		return err
-	}
-	defer chk.Stop()
 	root, err := ParseURL(rootURL)
 	if err != nil {
 		return err

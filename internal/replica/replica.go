@@ -33,10 +33,11 @@
 // other way round: Litestream writes its pages directly, taking and
 // releasing POSIX locks on it, so nothing else in the process may open it
 // (PocketBase opens it only after Promote), and commands in other processes
-// refuse to write there (Following). Checkpoints stay safe as
-// under the litestream binary (docs/operations.md): Litestream holds a read
-// transaction so that no one restarts the WAL before it has copied it, and
-// petstore's own checkpoints are PASSIVE.
+// refuse to write there (Following). On the leader Litestream does every
+// checkpoint of data.db: between its checkpoints it holds a read
+// transaction, so that no one restarts the WAL before it has copied it, and
+// that transaction keeps any other connection from copying a page, so the
+// leader runs no Checkpointer of petstore's (database.Checkpointer).
 package replica
 
 import (
@@ -64,6 +65,18 @@ const (
 	MonitorInterval = 500 * time.Millisecond
 	FollowInterval  = 1 * time.Second
 )
+
+// CheckpointPages is the size of the leader's WAL, in pages, from which
+// Litestream checkpoints it at each copy (a PASSIVE checkpoint, which also
+// restarts the WAL). Litestream's default, 1,000 pages (4 MB), is less than
+// one copy's worth under load: it checkpointed at every copy, each time
+// copying the frames committed meanwhile twice more (before and after it
+// takes the write lock, which the writer then waits for) into files of
+// their own. At 10,000 pages (40 MB) it checkpoints every few copies, and
+// each checkpoint writes a page back once however often it changed
+// meanwhile. Below that size, Litestream checkpoints a minute after the
+// last checkpoint.
+const CheckpointPages = 10_000
 
 // MetaDirName is the directory in the data directory where the leader's
 // Litestream keeps its copies of the WAL until they are shipped. It belongs

@@ -41,14 +41,13 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// store is a data directory written as PocketBase writes data.db: its
-// connection's pragmas (WAL, no automatic checkpoints) and petstore's
-// Checkpointer beside it.
+// store is a data directory written as a leader's PocketBase writes
+// data.db: its connection's pragmas (WAL, no automatic checkpoints), and
+// no Checkpointer: Litestream checkpoints.
 type store struct {
 	dir  string
 	path string
 	db   *sql.DB
-	chk  *database.Checkpointer
 }
 
 func openStore(t *testing.T, dir string) *store {
@@ -62,11 +61,7 @@ func openStore(t *testing.T, dir string) *store {
 	if _, err := db.DB().Exec(`CREATE TABLE IF NOT EXISTS pets (id INTEGER PRIMARY KEY, name TEXT NOT NULL, body BLOB NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	chk, err := database.StartCheckpointer(path, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &store{dir: dir, path: path, db: db.DB(), chk: chk}
+	s := &store{dir: dir, path: path, db: db.DB()}
 	t.Cleanup(func() { s.close(t) })
 	return s
 }
@@ -74,9 +69,6 @@ func openStore(t *testing.T, dir string) *store {
 func (s *store) close(t *testing.T) {
 	if s.db == nil {
 		return
-	}
-	if err := s.chk.Stop(); err != nil {
-		t.Error(err)
 	}
 	if err := s.db.Close(); err != nil {
 		t.Error(err)
@@ -226,7 +218,7 @@ func TestParseURL(t *testing.T) {
 }
 
 // TestFollowerKeepsUpAndPromotes: a leader writes pets as PocketBase does
-// (its pragmas, petstore's Checkpointer) under Litestream in the same
+// (its pragmas) under Litestream in the same
 // process; a follower of the term has each of them within the sync and
 // follow intervals of its commit; once the leader is gone, Promote yields
 // the leader's database row for row and byte for byte.

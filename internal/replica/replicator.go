@@ -118,6 +118,7 @@ func StartReplicating(ctx context.Context, dbPath string, root Root, cluster str
 	db := litestream.NewDB(dbPath)
 	db.SetMetaPath(metaPath)
 	db.MonitorInterval = MonitorInterval
+	db.MinCheckpointPageN = CheckpointPages
 	replica := litestream.NewReplicaWithClient(db, client)
 	// The Replicator uploads each copy as soon as Litestream makes it
 	// (run), and Status knows every failure.
