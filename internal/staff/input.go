@@ -1,13 +1,11 @@
 package staff
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -114,15 +112,17 @@ func (r rollRequest) grace() (time.Duration, error) {
 }
 
 // decodeBody reads the request's JSON object into v (a pointer to one of
-// the request structs), strictly: sent as application/json, at most
-// maxBodyBytes however it is sent (chunked too), one object, each member
-// one of v's, spelled exactly so, given once, and null only for expires.
-// encoding/json alone would take the last of repeated members and match
-// members in any case, so that {"PLAN":"free","plan":"pro"} would mean
-// something other than what its sender may think.
+// the request structs) with strictinput.Decode, in one walk: sent as
+// application/json in UTF-8, at most maxBodyBytes however it is sent
+// (chunked too), one object, each member one of v's, spelled exactly so,
+// given once, and null only for expires. A refusal about one member names
+// it under data.
 func decodeBody(e *core.RequestEvent, v any) error {
-	if strictinput.CheckJSONContentType(e.Request.Header.Get("Content-Type")) == strictinput.ErrNotJSON {
+	switch strictinput.CheckJSONContentType(e.Request.Header.Get("Content-Type")) {
+	case strictinput.ErrNotJSON:
 		return router.NewApiError(http.StatusUnsupportedMediaType, "The body must be JSON, sent as Content-Type: application/json.", nil)
+	case strictinput.ErrNotUTF8:
+		return router.NewApiError(http.StatusUnsupportedMediaType, "The body must be UTF-8 JSON.", nil)
 	}
 	body, err := strictinput.ReadBody(e.Request.Body, maxBodyBytes)
 	if errors.Is(err, strictinput.ErrTooLarge) {
@@ -131,83 +131,35 @@ func decodeBody(e *core.RequestEvent, v any) error {
 	if err != nil {
 		return badRequest("the body could not be read")
 	}
-	if err := checkMembers(body, v); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	err = dec.Decode(v)
-	var typeErr *json.UnmarshalTypeError
+	err = strictinput.Decode(body, v)
+	var (
+		unknown  *strictinput.UnknownMemberError
+		repeated *strictinput.RepeatedError
+		null     *strictinput.NullError
+		typeErr  *strictinput.TypeError
+	)
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return memberError(typeErr.Field, "validation_invalid_type", "%s has the wrong type", typeErr.Field)
-	case errors.Is(err, errBadTime):
-		return memberError("expires", "validation_invalid_time", "expires must be %s", errBadTime)
-	default:
-		// checkMembers has seen one well-formed object: what is left is a
-		// value that no member of v takes, such as a fraction for a count.
-		return badRequest("the body must be one JSON object with the documented members")
-	}
-}
-
-// checkMembers checks that body is one JSON object whose members are the
-// JSON names of the fields of *v, each at most once, spelled exactly, and
-// not null unless its field is a nullableTime.
-func checkMembers(body []byte, v any) error {
-	fields := reflect.TypeOf(v).Elem()
-	known := map[string]reflect.Type{}
-	for i := range fields.NumField() {
-		name, _, _ := strings.Cut(fields.Field(i).Tag.Get("json"), ",")
-		known[name] = fields.Field(i).Type
-	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for name := range known {
-			if !yield(name) {
-				return
+	case errors.Is(err, strictinput.ErrInvalidUTF8):
+		return badRequest("the body is not valid UTF-8")
+	case errors.As(err, &unknown):
+		for _, k := range unknown.Known {
+			if strings.EqualFold(k, unknown.Name) {
+				return memberError(unknown.Name, "validation_unknown_member", "unknown member %q: members are case-sensitive, did you mean %q?", unknown.Name, k)
 			}
 		}
-	})
-
-	notObject := badRequest("the body must be one JSON object with the documented members: %s", strings.Join(names, ", "))
-	obj, err := strictinput.OpenObject(body)
-	if err != nil {
-		return notObject
+		return memberError(unknown.Name, "validation_unknown_member", "unknown member %q: the members are %s", unknown.Name, strings.Join(unknown.Known, ", "))
+	case errors.As(err, &repeated):
+		return memberError(repeated.Name, "validation_repeated_member", "member %q is given more than once", repeated.Name)
+	case errors.As(err, &null):
+		return memberError(null.Name, "validation_null", "%s cannot be null: leave it out to keep it as it is", null.Name)
+	case errors.As(err, &typeErr) && errors.Is(err, errBadTime):
+		return memberError(typeErr.Name, "validation_invalid_time", "%s must be %s", typeErr.Name, errBadTime)
+	case errors.As(err, &typeErr):
+		return memberError(typeErr.Name, "validation_invalid_type", "%s has the wrong type", typeErr.Name)
 	}
-	seen := map[string]bool{}
-	for {
-		name, ok, err := obj.Next()
-		if err != nil {
-			return notObject
-		}
-		if !ok {
-			break
-		}
-		value, err := obj.Value()
-		if err != nil {
-			return notObject
-		}
-		typ, ok := known[name]
-		switch {
-		case !ok:
-			for _, k := range names {
-				if strings.EqualFold(k, name) {
-					return memberError(name, "validation_unknown_member", "unknown member %q: members are case-sensitive, did you mean %q?", name, k)
-				}
-			}
-			return memberError(name, "validation_unknown_member", "unknown member %q: the members are %s", name, strings.Join(names, ", "))
-		case seen[name]:
-			return memberError(name, "validation_repeated_member", "member %q is given more than once", name)
-		case string(value) == "null" && typ != reflect.TypeFor[nullableTime]():
-			return memberError(name, "validation_null", "%s cannot be null: leave it out to keep it as it is", name)
-		}
-		seen[name] = true
-	}
-	if obj.Close() != nil {
-		return notObject
-	}
-	return nil
+	return badRequest("the body must be one JSON object with the documented members: %s", strings.Join(strictinput.Members(v), ", "))
 }
 
 // memberError is a 400 about one member, in PocketBase's shape: the message,

@@ -545,9 +545,25 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 
-	r := s.Do(t, http.MethodPost, "/api/petstore/keys", s.token, `{"plan":"free","name":"x"}`, "Content-Type", "text/plain")
-	if r.StatusCode != http.StatusUnsupportedMediaType {
-		t.Errorf("text/plain body: %d %s, want 415", r.StatusCode, r.Body)
+	// The body's rules are /v1's: JSON in UTF-8, declared so.
+	for _, c := range []struct {
+		contentType, body string
+		status            int
+		message           string
+	}{
+		{"text/plain", `{"plan":"free","name":"x"}`, http.StatusUnsupportedMediaType, "The body must be JSON, sent as Content-Type: application/json."},
+		{"application/json; charset=latin1", `{"plan":"free","name":"x"}`, http.StatusUnsupportedMediaType, "The body must be UTF-8 JSON."},
+		{"application/json; charset=UTF-8", "{\"plan\":\"free\",\"name\":\"caf\xe9\"}", http.StatusBadRequest, "The body is not valid UTF-8."},
+	} {
+		before := snapshot(t, s)
+		r := s.Do(t, http.MethodPost, "/api/petstore/keys", s.token, c.body, "Content-Type", c.contentType)
+		var e struct{ Message string }
+		if r.StatusCode != c.status || json.Unmarshal(r.Body, &e) != nil || e.Message != c.message {
+			t.Errorf("%s body %q: %d %s, want %d %q", c.contentType, c.body, r.StatusCode, r.Body, c.status, c.message)
+		}
+		if snapshot(t, s) != before {
+			t.Errorf("%s body %q changed the keys", c.contentType, c.body)
+		}
 	}
 }
 
