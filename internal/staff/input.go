@@ -16,6 +16,8 @@ import (
 	"github.com/pocketbase/pocketbase/tools/router"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/fielderr"
+	"petstore/internal/rollgrace"
 	"petstore/internal/strictinput"
 	"petstore/internal/usage"
 )
@@ -38,8 +40,9 @@ type (
 		Expires   nullableTime `json:"expires"` // RFC 3339; null: never expires
 		Scopes    *[]string    `json:"scopes"`
 	}
+	// rollRequest is the body of a roll, a key's or a webhook endpoint's.
 	rollRequest struct {
-		GraceSeconds *int64 `json:"graceSeconds"`
+		GraceSeconds *int64 `json:"graceSeconds"` // not sent: rollgrace.Default
 	}
 )
 
@@ -100,16 +103,8 @@ func (c changeRequest) changes() (apikeys.Changes, error) {
 	return changes, nil
 }
 
-func (r rollRequest) grace() (time.Duration, error) {
-	if r.GraceSeconds == nil {
-		return 0, badRequest("graceSeconds is required: how long the old secret keeps working (0: not at all)")
-	}
-	s := *r.GraceSeconds
-	if s < 0 || s > int64(apikeys.MaxGrace/time.Second) {
-		return 0, badRequest("graceSeconds must be from 0 to %d", int64(apikeys.MaxGrace/time.Second))
-	}
-	return time.Duration(s) * time.Second, nil
-}
+// grace is the roll's grace; the roll checks it (rollgrace.Check).
+func (r rollRequest) grace() time.Duration { return rollgrace.FromSeconds(r.GraceSeconds) }
 
 // decodeBody reads the request's JSON object into v (a pointer to one of
 // the request structs) with strictinput.Decode, in one walk: sent as
@@ -277,20 +272,48 @@ func badRequest(format string, a ...any) error {
 	return router.NewBadRequestError(fmt.Sprintf(format, a...), nil)
 }
 
-// storeError is err as the answer to the caller: their mistakes as 400, 404
-// or 409 with the store's message, an answer already made (a record hook's)
-// as it is, anything else as a 500 that PocketBase logs without showing.
+// storeError is err as the answer to the caller: a rule's refusal as
+// refusal says, an unknown key as 404, an answer already made as it is,
+// anything else as a 500 that PocketBase logs without showing.
 func storeError(err error) error {
-	var answer *router.ApiError
+	var (
+		refused *fielderr.Error
+		answer  *router.ApiError
+	)
 	switch {
-	case errors.As(err, &answer):
-		return answer
+	case errors.As(err, &refused):
+		return refusal(refused)
 	case errors.Is(err, apikeys.ErrNotFound):
 		return router.NewNotFoundError(err.Error(), nil)
-	case errors.Is(err, apikeys.ErrState):
-		return router.NewApiError(http.StatusConflict, err.Error(), nil)
-	case errors.Is(err, apikeys.ErrUnknownPlan), errors.Is(err, apikeys.ErrBadSettings):
-		return badRequest("%s", err)
+	case errors.As(err, &answer):
+		return answer
 	}
 	return router.NewInternalServerError("", err)
+}
+
+// memberNames are the staff API's names of the fields that refusals name,
+// where they differ from the field's own.
+var memberNames = map[string]string{
+	apikeys.PerMinuteField: "perMinute",
+	apikeys.PerDayField:    "perDay",
+	rollgrace.Field:        "graceSeconds",
+}
+
+// refusal is a rule's refusal as the staff API answers it: 409 when the
+// data's state rules the change out, 400 otherwise, with its message, and
+// the member it is about under data with its kind's code.
+func refusal(e *fielderr.Error) error {
+	status := http.StatusBadRequest
+	if e.Kind.Conflict {
+		status = http.StatusConflict
+	}
+	var data any
+	if e.Field != "" {
+		member := e.Field
+		if name, ok := memberNames[member]; ok {
+			member = name
+		}
+		data = validation.Errors{member: validation.NewError(e.Kind.Code, e.Message)}
+	}
+	return router.NewApiError(status, e.Message, data)
 }
