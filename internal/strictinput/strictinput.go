@@ -91,14 +91,14 @@ func ReadBody(body io.Reader, limit int) ([]byte, error) {
 	return data, nil
 }
 
-// Object walks one JSON object member by member: Next gives a member's name,
+// object walks one JSON object member by member: Next gives a member's name,
 // Value its raw value, and Close checks that the object ends and nothing
 // follows. Its errors are ErrInvalidUTF8, *SyntaxError, ErrNotObject and
 // ErrTrailing.
-type Object struct{ dec *json.Decoder }
+type object struct{ dec *json.Decoder }
 
-// OpenObject checks that body is UTF-8 and reads its opening brace.
-func OpenObject(body []byte) (*Object, error) {
+// openObject checks that body is UTF-8 and reads its opening brace.
+func openObject(body []byte) (*object, error) {
 	if !utf8.Valid(body) {
 		return nil, ErrInvalidUTF8
 	}
@@ -110,12 +110,12 @@ func OpenObject(body []byte) (*Object, error) {
 	if tok != json.Delim('{') {
 		return nil, ErrNotObject
 	}
-	return &Object{dec}, nil
+	return &object{dec}, nil
 }
 
 // Next reads the next member's name; ok is false after the last member.
 // Value must follow each name.
-func (o *Object) Next() (name string, ok bool, err error) {
+func (o *object) Next() (name string, ok bool, err error) {
 	if !o.dec.More() {
 		return "", false, nil
 	}
@@ -128,7 +128,7 @@ func (o *Object) Next() (name string, ok bool, err error) {
 }
 
 // Value reads the value of the member that Next named.
-func (o *Object) Value() (json.RawMessage, error) {
+func (o *object) Value() (json.RawMessage, error) {
 	var value json.RawMessage
 	if err := o.dec.Decode(&value); err != nil {
 		return nil, &SyntaxError{err}
@@ -137,7 +137,7 @@ func (o *Object) Value() (json.RawMessage, error) {
 }
 
 // Close reads the closing brace and checks that nothing follows it.
-func (o *Object) Close() error {
+func (o *object) Close() error {
 	if _, err := o.dec.Token(); err != nil {
 		return &SyntaxError{err}
 	}
@@ -151,7 +151,7 @@ func (o *Object) Close() error {
 // values. A repeated name is a *RepeatedError, found before its value is
 // read: encoding/json alone would keep the last one.
 func ReadObject(body []byte) (map[string]json.RawMessage, error) {
-	obj, err := OpenObject(body)
+	obj, err := openObject(body)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (e *TypeError) Unwrap() error { return e.Err }
 // single walk: each member, named exactly as a field's JSON name (its json
 // tag, else its name) and given once, is decoded into that field as it is
 // read. A member may be null only if its field's type reads null itself (a
-// json.Unmarshaler, such as json.RawMessage). Its errors are Object's,
+// json.Unmarshaler, such as json.RawMessage). Its errors are object's,
 // *UnknownMemberError, *RepeatedError, *NullError and *TypeError, the first
 // one met in the body's order. encoding/json alone would take the last of
 // repeated members, match names in any letter case and read null as
@@ -222,7 +222,7 @@ func (e *TypeError) Unwrap() error { return e.Err }
 func Decode(body []byte, v any) error {
 	target := reflect.ValueOf(v).Elem()
 	fields := memberFields(target.Type())
-	obj, err := OpenObject(body)
+	obj, err := openObject(body)
 	if err != nil {
 		return err
 	}
