@@ -157,11 +157,19 @@ func decodeBody(e *core.RequestEvent, v any) error {
 	return badRequest("the body must be one JSON object with the documented members: %s", strings.Join(strictinput.Members(v), ", "))
 }
 
-// memberError is a 400 about one member, in PocketBase's shape: the message,
-// and the member under data with a code and the same message.
+// memberError is a 400 about one member (see answer).
 func memberError(member, code, format string, a ...any) error {
-	msg := fmt.Sprintf(format, a...)
-	return router.NewBadRequestError(msg, validation.Errors{member: validation.NewError(code, msg)})
+	return answer(http.StatusBadRequest, member, code, fmt.Sprintf(format, a...))
+}
+
+// answer is an error in PocketBase's shape: status, the message, and the
+// member it is about, if any, under data with code and the same message.
+func answer(status int, member, code, msg string) error {
+	var data any
+	if member != "" {
+		data = validation.Errors{member: validation.NewError(code, msg)}
+	}
+	return router.NewApiError(status, msg, data)
 }
 
 // maxPerPage bounds a page of keys.
@@ -273,20 +281,29 @@ func badRequest(format string, a ...any) error {
 }
 
 // storeError is err as the answer to the caller: a rule's refusal as
-// refusal says, an unknown key as 404, an answer already made as it is,
-// anything else as a 500 that PocketBase logs without showing.
+// refusal says, a value the collection's fields refuse as 400 with each
+// field under data, an unknown key as 404, an answer already made as it
+// is, anything else as a 500 that PocketBase logs without showing.
 func storeError(err error) error {
 	var (
 		refused *fielderr.Error
-		answer  *router.ApiError
+		fields  validation.Errors
+		made    *router.ApiError
 	)
 	switch {
 	case errors.As(err, &refused):
 		return refusal(refused)
+	case errors.As(err, &fields):
+		var said []string
+		for field, e := range fields {
+			said = append(said, field+": "+e.Error())
+		}
+		slices.Sort(said)
+		return router.NewBadRequestError(strings.Join(said, "; "), fields)
 	case errors.Is(err, apikeys.ErrNotFound):
 		return router.NewNotFoundError(err.Error(), nil)
-	case errors.As(err, &answer):
-		return answer
+	case errors.As(err, &made):
+		return made
 	}
 	return router.NewInternalServerError("", err)
 }
@@ -307,13 +324,9 @@ func refusal(e *fielderr.Error) error {
 	if e.Kind.Conflict {
 		status = http.StatusConflict
 	}
-	var data any
-	if e.Field != "" {
-		member := e.Field
-		if name, ok := memberNames[member]; ok {
-			member = name
-		}
-		data = validation.Errors{member: validation.NewError(e.Kind.Code, e.Message)}
+	member := e.Field
+	if name, ok := memberNames[member]; ok {
+		member = name
 	}
-	return router.NewApiError(status, e.Message, data)
+	return answer(status, member, e.Kind.Code, e.Message)
 }
