@@ -165,9 +165,6 @@ func decodeNewPet(body []byte) (pets.NewPet, *Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return np, invalidRequest("A request body is required: a NewPet JSON object.")
 	}
-	if !utf8.Valid(body) {
-		return np, invalidRequest("The request body is not valid UTF-8.")
-	}
 	fields, derr := decodeObject(body)
 	if derr != nil {
 		return np, derr
@@ -232,6 +229,8 @@ func decodeObject(body []byte) (map[string]json.RawMessage, *Error) {
 	switch {
 	case err == nil:
 		return fields, nil
+	case errors.Is(err, strictinput.ErrInvalidUTF8):
+		return nil, invalidRequest("The request body is not valid UTF-8.")
 	case errors.As(err, &syntax):
 		return nil, invalidRequest("The request body is not valid JSON: %s.", jsonErrorText(syntax.Err))
 	case errors.As(err, &repeated):

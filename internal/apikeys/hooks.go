@@ -1,12 +1,9 @@
 package apikeys
 
 import (
-	"errors"
 	"time"
 
-	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/core"
-	"github.com/pocketbase/pocketbase/tools/router"
 	"github.com/pocketbase/pocketbase/tools/types"
 
 	"petstore/internal/audit"
@@ -73,13 +70,13 @@ func Bind(app core.App) {
 			formUpdated = d.String()
 		}
 		if err := k.DashboardChange(formUpdated, time.Now()); err != nil {
-			return asFieldError(err)
+			return err
 		}
 		k.KeepServiceFields()
 		// Checked here too, for an answer that says what is wrong at the top,
 		// where the dashboard shows it.
 		if err := CheckRecord(e.App, k); err != nil {
-			return asFieldError(err)
+			return err
 		}
 		// The save and its audit records in one transaction.
 		before := k.Stored()
@@ -105,29 +102,14 @@ func Bind(app core.App) {
 	// Every save, the dashboard's and the service's alike.
 	app.OnRecordValidate(keys...).BindFunc(func(e *core.RecordEvent) error {
 		if err := CheckRecord(e.App, &APIKey{Record: e.Record}); err != nil {
-			return asFieldError(err)
+			return err
 		}
 		return e.Next()
 	})
 	app.OnRecordValidate(plans...).BindFunc(func(e *core.RecordEvent) error {
 		if err := CheckPlan(e.App, &Plan{Record: e.Record}); err != nil {
-			return asFieldError(err)
+			return err
 		}
 		return e.Next()
 	})
-}
-
-// asFieldError is a rule's error as PocketBase answers a record it refuses:
-// 400 with the message, and under data the field it is about, where the
-// dashboard shows it beside the field. Other errors stay as they are.
-func asFieldError(err error) error {
-	field := Field(err)
-	if field == "" && !errors.Is(err, ErrBadSettings) && !errors.Is(err, ErrState) {
-		return err
-	}
-	var data any
-	if field != "" {
-		data = validation.Errors{field: validation.NewError("validation_api_key_rule", err.Error())}
-	}
-	return router.NewBadRequestError(err.Error(), data)
 }

@@ -3,11 +3,11 @@ package apikeys
 import (
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/audit"
+	"petstore/internal/fielderr"
 )
 
 // PlansCollection is the name of the collection of plans, which staff edit
@@ -73,7 +73,7 @@ func FindPlan(app core.App, name string) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w %q: the plans are %s", ErrUnknownPlan, name, names)
+		return nil, fielderr.New(ErrUnknownPlan, PlanField, "unknown plan %q: the plans are %s", name, names)
 	}
 	if err != nil {
 		return nil, err

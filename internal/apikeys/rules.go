@@ -2,7 +2,6 @@ package apikeys
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -10,6 +9,7 @@ import (
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 
+	"petstore/internal/fielderr"
 	"petstore/internal/strictinput"
 )
 
@@ -31,43 +31,23 @@ const (
 var (
 	// ErrNotFound: no key has the given record id.
 	ErrNotFound = errors.New("no API key")
-	// ErrUnknownPlan: no plan has the given name.
-	ErrUnknownPlan = errors.New("unknown plan")
-	// ErrBadSettings: a key's settings break a rule; the message says which
-	// (and Field which field).
-	ErrBadSettings = errors.New("bad API key settings")
+	// ErrUnknownPlan: no plan has the given name (a *fielderr.Error about
+	// the plan).
+	ErrUnknownPlan = &fielderr.Kind{Code: "validation_unknown_plan"}
+	// ErrBadSettings: a key's settings break a rule (a *fielderr.Error that
+	// says which, about the api_keys field it names).
+	ErrBadSettings = &fielderr.Kind{Code: "validation_api_key_rule"}
 	// ErrState: the key's state rules the action out (a revoked key cannot
-	// be rolled, an expired one neither); the message says why.
-	ErrState = errors.New("the API key's state rules it out")
+	// be rolled, an expired one neither); the *fielderr.Error says why.
+	ErrState = &fielderr.Kind{Code: "validation_api_key_rule", Conflict: true}
 )
 
-// ruleError is an ErrBadSettings or an ErrState with its own message, about
-// one api_keys field.
-type ruleError struct {
-	field string
-	kind  error
-	msg   string
-}
-
-func (e *ruleError) Error() string        { return e.msg }
-func (e *ruleError) Is(target error) bool { return target == e.kind }
-
 func badSettings(field, format string, a ...any) error {
-	return &ruleError{field, ErrBadSettings, fmt.Sprintf(format, a...)}
+	return fielderr.New(ErrBadSettings, field, format, a...)
 }
 
 func badState(field, format string, a ...any) error {
-	return &ruleError{field, ErrState, fmt.Sprintf(format, a...)}
-}
-
-// Field is the api_keys field that err (an ErrBadSettings or ErrState) is
-// about, or "".
-func Field(err error) string {
-	var re *ruleError
-	if errors.As(err, &re) {
-		return re.field
-	}
-	return ""
+	return fielderr.New(ErrState, field, format, a...)
 }
 
 // revocationFinal is the message for any attempt to clear `revoked`.

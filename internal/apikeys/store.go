@@ -14,14 +14,12 @@ import (
 
 	"petstore/internal/audit"
 	"petstore/internal/dataversion"
+	"petstore/internal/rollgrace"
 )
 
 // ErrInvalid means a key is unknown, revoked or expired. Callers do not learn
 // which, so that a guesser learns nothing either.
 var ErrInvalid = errors.New("invalid API key")
-
-// MaxGrace bounds how long a rolled key's previous secret may keep working.
-const MaxGrace = 30 * 24 * time.Hour
 
 // NewKey describes a key to create.
 type NewKey struct {
@@ -286,12 +284,12 @@ func anySlice(ids []string) []any {
 
 // Roll gives the key with the given record id a new secret and returns it.
 // Everything else stays: plan, quotas, counts, ban. The previous secret keeps
-// working for grace (none when 0); a roll during a grace period ends that
+// working for grace (rollgrace's rule; none when 0); a roll during a grace period ends that
 // period's secret at once, as only one previous secret is kept. A revoked or
 // expired key is not rolled (ErrState): its new secret would not work.
 func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string, *APIKey, error) {
-	if grace < 0 || grace > MaxGrace {
-		return "", nil, badSettings("", "the grace period must be from 0 to %d days", MaxGrace/(24*time.Hour))
+	if err := rollgrace.Check(grace); err != nil {
+		return "", nil, err
 	}
 	key := Generate()
 	k, err := update(app, id, by, func(k *APIKey) error {

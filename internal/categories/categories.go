@@ -17,15 +17,14 @@ package categories
 import (
 	"database/sql"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
-	"github.com/pocketbase/pocketbase/tools/router"
 
 	"petstore/internal/audit"
+	"petstore/internal/fielderr"
 	"petstore/internal/pets"
 	"petstore/internal/strictinput"
 )
@@ -85,36 +84,30 @@ func Unnamed(number int64) string { return "unnamed category " + strconv.FormatI
 // ErrNotFound is the error for a number that no category has.
 var ErrNotFound = errors.New("no category has this number")
 
-// Errors of the rules, each with the field it is about (fieldOf).
+// errRule is the kind of every refusal by the categories' rules.
+var errRule = &fielderr.Kind{Code: "validation_category_rule"}
+
+// The refusals of the rules, each about the field it names.
 var (
-	ErrNameTaken     = errors.New("another category has this name (names are compared without regard to letter case)")
-	ErrNumberTaken   = errors.New("another category has this number")
-	ErrNumberFixed   = errors.New("a category's number cannot change: its pets carry it. Create a category with the new number instead")
-	ErrUnprintable   = errors.New("the name cannot hold control or text-direction characters (newline, U+202E and the like)")
-	ErrNumberInvalid = fmt.Errorf("the number is a whole number from 1 to %d", int64(MaxNumber))
+	ErrNameTaken = &fielderr.Error{Field: NameField, Kind: errRule,
+		Message: "the name is taken: another category has this name (names are compared without regard to letter case)"}
+	ErrNumberTaken = &fielderr.Error{Field: NumberField, Kind: errRule,
+		Message: "the number is taken: another category has this number"}
+	ErrNumberFixed = &fielderr.Error{Field: NumberField, Kind: errRule,
+		Message: "a category's number cannot change: its pets carry it. Create a category with the new number instead"}
+	ErrUnprintable = &fielderr.Error{Field: NameField, Kind: errRule,
+		Message: "the name cannot hold control or text-direction characters (newline, U+202E and the like)"}
+	ErrNumberInvalid = fielderr.New(errRule, NumberField, "the number is a whole number from 1 to %d", int64(MaxNumber))
 )
 
-// inUse refuses the deletion of category c, which n pets carry, as
-// PocketBase answers a request it refuses (400), which the records API
-// passes on as it is.
+// inUse refuses the deletion of category c, which n pets carry.
 func inUse(c *Record, n int64) error {
 	pets := "1 pet uses it"
 	if n != 1 {
 		pets = strconv.FormatInt(n, 10) + " pets use it"
 	}
-	return router.NewBadRequestError(fmt.Sprintf("Category %d (%s) cannot be deleted: %s. Move them to another category first",
-		c.Number(), c.Name(), pets), nil)
-}
-
-// fieldOf is the field err is about, or "".
-func fieldOf(err error) string {
-	switch {
-	case errors.Is(err, ErrNameTaken), errors.Is(err, ErrUnprintable):
-		return NameField
-	case errors.Is(err, ErrNumberTaken), errors.Is(err, ErrNumberFixed), errors.Is(err, ErrNumberInvalid):
-		return NumberField
-	}
-	return ""
+	return fielderr.New(errRule, "", "Category %d (%s) cannot be deleted: %s. Move them to another category first",
+		c.Number(), c.Name(), pets)
 }
 
 // check applies the rules every saved category keeps that its fields do

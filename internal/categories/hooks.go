@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strconv"
 
-	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/audit"
@@ -21,7 +20,7 @@ func Bind(app core.App) {
 		if e.Record.GetFloat(NumberField) == 0 {
 			n, err := nextNumber(e.App)
 			if err != nil {
-				return fieldError(err)
+				return err
 			}
 			e.Record.Set(NumberField, n)
 		}
@@ -33,7 +32,7 @@ func Bind(app core.App) {
 	})
 	app.OnRecordValidate(Collection).BindFunc(func(e *core.RecordEvent) error {
 		if err := check(e.App, &Record{e.Record}); err != nil {
-			return fieldError(err)
+			return err
 		}
 		return e.Next()
 	})
@@ -81,17 +80,6 @@ func Bind(app core.App) {
 			return writeAudit(tx, audit.CategoryDeleted, c.Number(), c.Name(), "", by)
 		})
 	})
-}
-
-// fieldError is a rule's error as PocketBase answers a record it refuses:
-// under the field it is about, where the dashboard shows it. Other errors
-// stay as they are.
-func fieldError(err error) error {
-	field := fieldOf(err)
-	if field == "" {
-		return err
-	}
-	return validation.Errors{field: validation.NewError("validation_category_rule", err.Error())}
 }
 
 // Event is the data of a category's webhook event, as its audit record

@@ -14,6 +14,7 @@ import (
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/rollgrace"
 	"petstore/internal/strictinput"
 	"petstore/internal/usage"
 )
@@ -187,7 +188,7 @@ func (c *KeysCommand) rollCommand(app core.App) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&grace, "grace", 0, "how long the old key keeps working, e.g. 1h, 24h, 168h (default: not at all)")
+	cmd.Flags().DurationVar(&grace, "grace", rollgrace.Default, "how long the old key keeps working, from 0 (not at all) to 720h (30 days)")
 	return cmd
 }
 

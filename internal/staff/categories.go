@@ -3,9 +3,7 @@ package staff
 import (
 	"errors"
 	"net/http"
-	"strings"
 
-	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
 
@@ -80,19 +78,11 @@ func categoryNumber(e *core.RequestEvent) (int64, error) {
 	return n, nil
 }
 
-// categoryError is err as the answer: a rule's refusal as 400 with its
-// message (and its field under data), an unknown number as 404.
+// categoryError is err as the answer: an unknown number as 404, anything
+// else as storeError says.
 func categoryError(err error) error {
-	var fields validation.Errors
-	switch {
-	case errors.Is(err, categories.ErrNotFound):
+	if errors.Is(err, categories.ErrNotFound) {
 		return router.NewNotFoundError("No such category.", nil)
-	case errors.As(err, &fields):
-		var said []string
-		for field, e := range fields {
-			said = append(said, field+": "+e.Error())
-		}
-		return router.NewBadRequestError(strings.Join(said, "; "), fields)
 	}
 	return storeError(err)
 }

@@ -40,6 +40,7 @@ func TestCategoryRoutes(t *testing.T) {
 		{http.MethodPost, "/categories", map[string]any{"name": "dogs"}, 400, `"name":{"code":"validation_category_rule"`},
 		{http.MethodPost, "/categories", map[string]any{"number": 5, "name": "Birds"}, 400, `"number":{"code":"validation_category_rule"`},
 		{http.MethodPost, "/categories", map[string]any{"name": "Birds", "colour": "red"}, 400, "colour"},
+		{http.MethodPost, "/categories", map[string]any{"name": strings.Repeat("b", 101)}, 400, `"name":{"code":"validation_max_text_constraint"`},
 		{http.MethodPatch, "/categories/6", map[string]any{"name": "Birds"}, 404, "No such category."},
 		{http.MethodPatch, "/categories/05", map[string]any{"name": "Birds"}, 404, "No such category."},
 		{http.MethodPatch, "/categories/5", map[string]any{"name": "Dogs"}, 400, "another category has this name"},

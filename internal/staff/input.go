@@ -1,13 +1,11 @@
 package staff
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +16,8 @@ import (
 	"github.com/pocketbase/pocketbase/tools/router"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/fielderr"
+	"petstore/internal/rollgrace"
 	"petstore/internal/strictinput"
 	"petstore/internal/usage"
 )
@@ -40,8 +40,9 @@ type (
 		Expires   nullableTime `json:"expires"` // RFC 3339; null: never expires
 		Scopes    *[]string    `json:"scopes"`
 	}
+	// rollRequest is the body of a roll, a key's or a webhook endpoint's.
 	rollRequest struct {
-		GraceSeconds *int64 `json:"graceSeconds"`
+		GraceSeconds *int64 `json:"graceSeconds"` // not sent: rollgrace.Default
 	}
 )
 
@@ -102,27 +103,21 @@ func (c changeRequest) changes() (apikeys.Changes, error) {
 	return changes, nil
 }
 
-func (r rollRequest) grace() (time.Duration, error) {
-	if r.GraceSeconds == nil {
-		return 0, badRequest("graceSeconds is required: how long the old secret keeps working (0: not at all)")
-	}
-	s := *r.GraceSeconds
-	if s < 0 || s > int64(apikeys.MaxGrace/time.Second) {
-		return 0, badRequest("graceSeconds must be from 0 to %d", int64(apikeys.MaxGrace/time.Second))
-	}
-	return time.Duration(s) * time.Second, nil
-}
+// grace is the roll's grace; the roll checks it (rollgrace.Check).
+func (r rollRequest) grace() time.Duration { return rollgrace.FromSeconds(r.GraceSeconds) }
 
 // decodeBody reads the request's JSON object into v (a pointer to one of
-// the request structs), strictly: sent as application/json, at most
-// maxBodyBytes however it is sent (chunked too), one object, each member
-// one of v's, spelled exactly so, given once, and null only for expires.
-// encoding/json alone would take the last of repeated members and match
-// members in any case, so that {"PLAN":"free","plan":"pro"} would mean
-// something other than what its sender may think.
+// the request structs) with strictinput.Decode, in one walk: sent as
+// application/json in UTF-8, at most maxBodyBytes however it is sent
+// (chunked too), one object, each member one of v's, spelled exactly so,
+// given once, and null only for expires. A refusal about one member names
+// it under data.
 func decodeBody(e *core.RequestEvent, v any) error {
-	if strictinput.CheckJSONContentType(e.Request.Header.Get("Content-Type")) == strictinput.ErrNotJSON {
+	switch strictinput.CheckJSONContentType(e.Request.Header.Get("Content-Type")) {
+	case strictinput.ErrNotJSON:
 		return router.NewApiError(http.StatusUnsupportedMediaType, "The body must be JSON, sent as Content-Type: application/json.", nil)
+	case strictinput.ErrNotUTF8:
+		return router.NewApiError(http.StatusUnsupportedMediaType, "The body must be UTF-8 JSON.", nil)
 	}
 	body, err := strictinput.ReadBody(e.Request.Body, maxBodyBytes)
 	if errors.Is(err, strictinput.ErrTooLarge) {
@@ -131,90 +126,50 @@ func decodeBody(e *core.RequestEvent, v any) error {
 	if err != nil {
 		return badRequest("the body could not be read")
 	}
-	if err := checkMembers(body, v); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	err = dec.Decode(v)
-	var typeErr *json.UnmarshalTypeError
+	err = strictinput.Decode(body, v)
+	var (
+		unknown  *strictinput.UnknownMemberError
+		repeated *strictinput.RepeatedError
+		null     *strictinput.NullError
+		typeErr  *strictinput.TypeError
+	)
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return memberError(typeErr.Field, "validation_invalid_type", "%s has the wrong type", typeErr.Field)
-	case errors.Is(err, errBadTime):
-		return memberError("expires", "validation_invalid_time", "expires must be %s", errBadTime)
-	default:
-		// checkMembers has seen one well-formed object: what is left is a
-		// value that no member of v takes, such as a fraction for a count.
-		return badRequest("the body must be one JSON object with the documented members")
-	}
-}
-
-// checkMembers checks that body is one JSON object whose members are the
-// JSON names of the fields of *v, each at most once, spelled exactly, and
-// not null unless its field is a nullableTime.
-func checkMembers(body []byte, v any) error {
-	fields := reflect.TypeOf(v).Elem()
-	known := map[string]reflect.Type{}
-	for i := range fields.NumField() {
-		name, _, _ := strings.Cut(fields.Field(i).Tag.Get("json"), ",")
-		known[name] = fields.Field(i).Type
-	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for name := range known {
-			if !yield(name) {
-				return
+	case errors.Is(err, strictinput.ErrInvalidUTF8):
+		return badRequest("the body is not valid UTF-8")
+	case errors.As(err, &unknown):
+		for _, k := range unknown.Known {
+			if strings.EqualFold(k, unknown.Name) {
+				return memberError(unknown.Name, "validation_unknown_member", "unknown member %q: members are case-sensitive, did you mean %q?", unknown.Name, k)
 			}
 		}
-	})
-
-	notObject := badRequest("the body must be one JSON object with the documented members: %s", strings.Join(names, ", "))
-	obj, err := strictinput.OpenObject(body)
-	if err != nil {
-		return notObject
+		return memberError(unknown.Name, "validation_unknown_member", "unknown member %q: the members are %s", unknown.Name, strings.Join(unknown.Known, ", "))
+	case errors.As(err, &repeated):
+		return memberError(repeated.Name, "validation_repeated_member", "member %q is given more than once", repeated.Name)
+	case errors.As(err, &null):
+		return memberError(null.Name, "validation_null", "%s cannot be null: leave it out to keep it as it is", null.Name)
+	case errors.As(err, &typeErr) && errors.Is(err, errBadTime):
+		return memberError(typeErr.Name, "validation_invalid_time", "%s must be %s", typeErr.Name, errBadTime)
+	case errors.As(err, &typeErr):
+		return memberError(typeErr.Name, "validation_invalid_type", "%s has the wrong type", typeErr.Name)
 	}
-	seen := map[string]bool{}
-	for {
-		name, ok, err := obj.Next()
-		if err != nil {
-			return notObject
-		}
-		if !ok {
-			break
-		}
-		value, err := obj.Value()
-		if err != nil {
-			return notObject
-		}
-		typ, ok := known[name]
-		switch {
-		case !ok:
-			for _, k := range names {
-				if strings.EqualFold(k, name) {
-					return memberError(name, "validation_unknown_member", "unknown member %q: members are case-sensitive, did you mean %q?", name, k)
-				}
-			}
-			return memberError(name, "validation_unknown_member", "unknown member %q: the members are %s", name, strings.Join(names, ", "))
-		case seen[name]:
-			return memberError(name, "validation_repeated_member", "member %q is given more than once", name)
-		case string(value) == "null" && typ != reflect.TypeFor[nullableTime]():
-			return memberError(name, "validation_null", "%s cannot be null: leave it out to keep it as it is", name)
-		}
-		seen[name] = true
-	}
-	if obj.Close() != nil {
-		return notObject
-	}
-	return nil
+	return badRequest("the body must be one JSON object with the documented members: %s", strings.Join(strictinput.Members(v), ", "))
 }
 
-// memberError is a 400 about one member, in PocketBase's shape: the message,
-// and the member under data with a code and the same message.
+// memberError is a 400 about one member (see answer).
 func memberError(member, code, format string, a ...any) error {
-	msg := fmt.Sprintf(format, a...)
-	return router.NewBadRequestError(msg, validation.Errors{member: validation.NewError(code, msg)})
+	return answer(http.StatusBadRequest, member, code, fmt.Sprintf(format, a...))
+}
+
+// answer is an error in PocketBase's shape: status, the message, and the
+// member it is about, if any, under data with code and the same message.
+func answer(status int, member, code, msg string) error {
+	var data any
+	if member != "" {
+		data = validation.Errors{member: validation.NewError(code, msg)}
+	}
+	return router.NewApiError(status, msg, data)
 }
 
 // maxPerPage bounds a page of keys.
@@ -325,20 +280,53 @@ func badRequest(format string, a ...any) error {
 	return router.NewBadRequestError(fmt.Sprintf(format, a...), nil)
 }
 
-// storeError is err as the answer to the caller: their mistakes as 400, 404
-// or 409 with the store's message, an answer already made (a record hook's)
-// as it is, anything else as a 500 that PocketBase logs without showing.
+// storeError is err as the answer to the caller: a rule's refusal as
+// refusal says, a value the collection's fields refuse as 400 with each
+// field under data, an unknown key as 404, an answer already made as it
+// is, anything else as a 500 that PocketBase logs without showing.
 func storeError(err error) error {
-	var answer *router.ApiError
+	var (
+		refused *fielderr.Error
+		fields  validation.Errors
+		made    *router.ApiError
+	)
 	switch {
-	case errors.As(err, &answer):
-		return answer
+	case errors.As(err, &refused):
+		return refusal(refused)
+	case errors.As(err, &fields):
+		var said []string
+		for field, e := range fields {
+			said = append(said, field+": "+e.Error())
+		}
+		slices.Sort(said)
+		return router.NewBadRequestError(strings.Join(said, "; "), fields)
 	case errors.Is(err, apikeys.ErrNotFound):
 		return router.NewNotFoundError(err.Error(), nil)
-	case errors.Is(err, apikeys.ErrState):
-		return router.NewApiError(http.StatusConflict, err.Error(), nil)
-	case errors.Is(err, apikeys.ErrUnknownPlan), errors.Is(err, apikeys.ErrBadSettings):
-		return badRequest("%s", err)
+	case errors.As(err, &made):
+		return made
 	}
 	return router.NewInternalServerError("", err)
+}
+
+// memberNames are the staff API's names of the fields that refusals name,
+// where they differ from the field's own.
+var memberNames = map[string]string{
+	apikeys.PerMinuteField: "perMinute",
+	apikeys.PerDayField:    "perDay",
+	rollgrace.Field:        "graceSeconds",
+}
+
+// refusal is a rule's refusal as the staff API answers it: 409 when the
+// data's state rules the change out, 400 otherwise, with its message, and
+// the member it is about under data with its kind's code.
+func refusal(e *fielderr.Error) error {
+	status := http.StatusBadRequest
+	if e.Kind.Conflict {
+		status = http.StatusConflict
+	}
+	member := e.Field
+	if name, ok := memberNames[member]; ok {
+		member = name
+	}
+	return answer(status, member, e.Kind.Code, e.Message)
 }

@@ -91,11 +91,7 @@ func handleRollKey(e *core.RequestEvent) error {
 	if err := decodeBody(e, &body); err != nil {
 		return err
 	}
-	grace, err := body.grace()
-	if err != nil {
-		return err
-	}
-	key, r, err := apikeys.Roll(e.App, e.Request.PathValue("id"), grace, audit.ActorOf(e))
+	key, r, err := apikeys.Roll(e.App, e.Request.PathValue("id"), body.grace(), audit.ActorOf(e))
 	if err != nil {
 		return storeError(err)
 	}

@@ -182,7 +182,16 @@ func TestRollWithGrace(t *testing.T) {
 		t.Errorf("%d requests today, want 5 across the roll", today[0].Requests)
 	}
 
-	// A roll without grace ends both earlier secrets at once.
+	// A roll that names no grace keeps the old secret working for a day.
+	var daily key
+	s.call(t, http.MethodPost, "/keys/"+k.ID+"/roll", map[string]any{}, http.StatusCreated, &daily)
+	if daily.Previous == nil || daily.Previous.Prefix != rolled.Prefix ||
+		time.Until(daily.Previous.Until) < 23*time.Hour+59*time.Minute || time.Until(daily.Previous.Until) > 24*time.Hour {
+		t.Errorf("roll without graceSeconds: previous %+v, want the last secret for a day", daily.Previous)
+	}
+	rolled = daily
+
+	// A roll with no grace ends both earlier secrets at once.
 	var again key
 	s.call(t, http.MethodPost, "/keys/"+k.ID+"/roll", map[string]any{"graceSeconds": 0}, http.StatusCreated, &again)
 	if again.Previous != nil {
@@ -475,9 +484,9 @@ func TestBadInput(t *testing.T) {
 		{"unfinished object", "POST", "/keys", `{"plan":"free","name":"x"`, 400, "The body must be one JSON object", ""},
 		{"empty body", "POST", "/keys", "", 400, "The body must be one JSON object", ""},
 		{"roll unknown id", "POST", "/keys/nosuchkey000000/roll", map[string]any{"graceSeconds": 0}, 404, `No API key with id "nosuchkey000000"`, ""},
-		{"roll without grace", "POST", "/keys/" + k.ID + "/roll", map[string]any{}, 400, "GraceSeconds is required", ""},
-		{"roll negative grace", "POST", "/keys/" + k.ID + "/roll", map[string]any{"graceSeconds": -1}, 400, "GraceSeconds must be from 0 to 2592000", ""},
-		{"roll long grace", "POST", "/keys/" + k.ID + "/roll", map[string]any{"graceSeconds": 2592001}, 400, "GraceSeconds must be from 0", ""},
+		{"roll negative grace", "POST", "/keys/" + k.ID + "/roll", map[string]any{"graceSeconds": -1}, 400, "The grace period must be from 0 to 30 days (2592000 seconds).", "graceSeconds"},
+		{"roll long grace", "POST", "/keys/" + k.ID + "/roll", map[string]any{"graceSeconds": 2592001}, 400, "The grace period must be from 0 to 30 days", "graceSeconds"},
+		{"roll grace beyond a duration", "POST", "/keys/" + k.ID + "/roll", map[string]any{"graceSeconds": int64(1) << 62}, 400, "The grace period must be from 0 to 30 days", "graceSeconds"},
 		{"roll repeated member", "POST", "/keys/" + k.ID + "/roll", `{"graceSeconds": 0, "graceSeconds": 3600}`, 400, "given more than once", "graceSeconds"},
 		{"revoke unknown id", "POST", "/keys/nosuchkey000000/revoke", nil, 404, "No API key with id", ""},
 		{"lift-ban unknown id", "POST", "/keys/nosuchkey000000/lift-ban", nil, 404, "No API key with id", ""},
@@ -545,9 +554,25 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 
-	r := s.Do(t, http.MethodPost, "/api/petstore/keys", s.token, `{"plan":"free","name":"x"}`, "Content-Type", "text/plain")
-	if r.StatusCode != http.StatusUnsupportedMediaType {
-		t.Errorf("text/plain body: %d %s, want 415", r.StatusCode, r.Body)
+	// The body's rules are /v1's: JSON in UTF-8, declared so.
+	for _, c := range []struct {
+		contentType, body string
+		status            int
+		message           string
+	}{
+		{"text/plain", `{"plan":"free","name":"x"}`, http.StatusUnsupportedMediaType, "The body must be JSON, sent as Content-Type: application/json."},
+		{"application/json; charset=latin1", `{"plan":"free","name":"x"}`, http.StatusUnsupportedMediaType, "The body must be UTF-8 JSON."},
+		{"application/json; charset=UTF-8", "{\"plan\":\"free\",\"name\":\"caf\xe9\"}", http.StatusBadRequest, "The body is not valid UTF-8."},
+	} {
+		before := snapshot(t, s)
+		r := s.Do(t, http.MethodPost, "/api/petstore/keys", s.token, c.body, "Content-Type", c.contentType)
+		var e struct{ Message string }
+		if r.StatusCode != c.status || json.Unmarshal(r.Body, &e) != nil || e.Message != c.message {
+			t.Errorf("%s body %q: %d %s, want %d %q", c.contentType, c.body, r.StatusCode, r.Body, c.status, c.message)
+		}
+		if snapshot(t, s) != before {
+			t.Errorf("%s body %q changed the keys", c.contentType, c.body)
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
@@ -26,11 +25,6 @@ type Webhooks struct {
 // maxAttemptsListed bounds the attempts listed.
 const maxAttemptsListed = 100
 
-// webhookRoll is the body of a secret roll.
-type webhookRoll struct {
-	GraceSeconds *int64 `json:"graceSeconds"` // default a day; 0 ends the old secret now
-}
-
 // changed reads the subscriptions again after a change of the endpoints.
 func (w Webhooks) changed() {
 	if err := w.Outbox.Refresh(); err != nil {
@@ -39,11 +33,7 @@ func (w Webhooks) changed() {
 }
 
 func webhookError(err error) error {
-	var in *webhooks.InputError
-	switch {
-	case errors.As(err, &in):
-		return memberError(in.Field, "validation_invalid_"+in.Field, "%s", in.Message)
-	case errors.Is(err, webhooks.ErrNotFound):
+	if errors.Is(err, webhooks.ErrNotFound) {
 		return router.NewNotFoundError("No such webhook endpoint or event.", nil)
 	}
 	return storeError(err)
@@ -104,19 +94,12 @@ func (w Webhooks) remove(e *core.RequestEvent) error {
 }
 
 func (w Webhooks) roll(e *core.RequestEvent) error {
-	var body webhookRoll
+	var body rollRequest
 	if err := decodeBody(e, &body); err != nil {
 		return err
 	}
-	grace := 24 * time.Hour
-	if body.GraceSeconds != nil {
-		if *body.GraceSeconds < 0 || *body.GraceSeconds > 7*24*3600 {
-			return memberError("graceSeconds", "validation_out_of_range", "graceSeconds must be from 0 to 604800 (a week)")
-		}
-		grace = time.Duration(*body.GraceSeconds) * time.Second
-	}
 	id := e.Request.PathValue("id")
-	secret, err := webhooks.Roll(e.App, id, grace, audit.ActorOf(e))
+	secret, err := webhooks.Roll(e.App, id, body.grace(), audit.ActorOf(e))
 	if err != nil {
 		return webhookError(err)
 	}

@@ -216,6 +216,30 @@ func TestWebhookStaffRoutes(t *testing.T) {
 		t.Errorf("resend of a delivered event: %d %s", r.StatusCode, r.Body)
 	}
 
+	// A roll's grace keeps the keys' rule: 30 days at most, a day when not
+	// sent.
+	r = s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/roll", s.token, map[string]any{"graceSeconds": 2592001})
+	var refused struct {
+		Message string
+		Data    map[string]struct{ Code, Message string }
+	}
+	if r.StatusCode != http.StatusBadRequest || json.Unmarshal(r.Body, &refused) != nil ||
+		refused.Message != "The grace period must be from 0 to 30 days (2592000 seconds)." ||
+		refused.Data["graceSeconds"].Code != "validation_out_of_range" || refused.Data["graceSeconds"].Message != refused.Message {
+		t.Errorf("roll with a grace beyond 30 days: %d %s", r.StatusCode, r.Body)
+	}
+	for _, body := range []map[string]any{{"graceSeconds": 2592000}, {}} {
+		if r := s.Do(t, http.MethodPost, "/api/petstore/webhooks/"+id+"/roll", s.token, body); r.StatusCode != http.StatusOK {
+			t.Errorf("roll with %v: %d %s", body, r.StatusCode, r.Body)
+		}
+	}
+	var rolledEndpoint webhooks.Endpoint
+	s.Do(t, http.MethodGet, "/api/petstore/webhooks/"+id, s.token, nil).JSON(t, &rolledEndpoint)
+	if until, err := time.Parse(time.RFC3339, rolledEndpoint.PreviousUntil); err != nil ||
+		time.Until(until) < 23*time.Hour+59*time.Minute || time.Until(until) > 24*time.Hour {
+		t.Errorf("after a roll without graceSeconds, the previous secret signs until %q, want a day from now", rolledEndpoint.PreviousUntil)
+	}
+
 	// The list never shows a secret.
 	r = s.Do(t, http.MethodGet, "/api/petstore/webhooks", s.token, nil)
 	if r.StatusCode != http.StatusOK || strings.Contains(string(r.Body), "whsec_") {

@@ -10,12 +10,16 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"math"
 	"mime"
 	"net/url"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pocketbase/pocketbase/apis"
 )
@@ -31,6 +35,9 @@ var (
 	// ErrNotUTF8: the Content-Type is application/json with a charset other
 	// than UTF-8.
 	ErrNotUTF8 = errors.New("strictinput: charset is not utf-8")
+	// ErrInvalidUTF8: the body holds bytes that are not UTF-8, which
+	// encoding/json would silently read as U+FFFD.
+	ErrInvalidUTF8 = errors.New("strictinput: body is not valid UTF-8")
 	// ErrNotObject: the body is a JSON value other than an object.
 	ErrNotObject = errors.New("strictinput: not a JSON object")
 	// ErrTrailing: something follows the object.
@@ -84,13 +91,17 @@ func ReadBody(body io.Reader, limit int) ([]byte, error) {
 	return data, nil
 }
 
-// Object walks one JSON object member by member: Next gives a member's name,
+// object walks one JSON object member by member: Next gives a member's name,
 // Value its raw value, and Close checks that the object ends and nothing
-// follows. Its errors are *SyntaxError, ErrNotObject and ErrTrailing.
-type Object struct{ dec *json.Decoder }
+// follows. Its errors are ErrInvalidUTF8, *SyntaxError, ErrNotObject and
+// ErrTrailing.
+type object struct{ dec *json.Decoder }
 
-// OpenObject reads the opening brace of body.
-func OpenObject(body []byte) (*Object, error) {
+// openObject checks that body is UTF-8 and reads its opening brace.
+func openObject(body []byte) (*object, error) {
+	if !utf8.Valid(body) {
+		return nil, ErrInvalidUTF8
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	tok, err := dec.Token()
 	if err != nil {
@@ -99,12 +110,12 @@ func OpenObject(body []byte) (*Object, error) {
 	if tok != json.Delim('{') {
 		return nil, ErrNotObject
 	}
-	return &Object{dec}, nil
+	return &object{dec}, nil
 }
 
 // Next reads the next member's name; ok is false after the last member.
 // Value must follow each name.
-func (o *Object) Next() (name string, ok bool, err error) {
+func (o *object) Next() (name string, ok bool, err error) {
 	if !o.dec.More() {
 		return "", false, nil
 	}
@@ -117,7 +128,7 @@ func (o *Object) Next() (name string, ok bool, err error) {
 }
 
 // Value reads the value of the member that Next named.
-func (o *Object) Value() (json.RawMessage, error) {
+func (o *object) Value() (json.RawMessage, error) {
 	var value json.RawMessage
 	if err := o.dec.Decode(&value); err != nil {
 		return nil, &SyntaxError{err}
@@ -126,7 +137,7 @@ func (o *Object) Value() (json.RawMessage, error) {
 }
 
 // Close reads the closing brace and checks that nothing follows it.
-func (o *Object) Close() error {
+func (o *object) Close() error {
 	if _, err := o.dec.Token(); err != nil {
 		return &SyntaxError{err}
 	}
@@ -140,7 +151,7 @@ func (o *Object) Close() error {
 // values. A repeated name is a *RepeatedError, found before its value is
 // read: encoding/json alone would keep the last one.
 func ReadObject(body []byte) (map[string]json.RawMessage, error) {
-	obj, err := OpenObject(body)
+	obj, err := openObject(body)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +175,111 @@ func ReadObject(body []byte) (map[string]json.RawMessage, error) {
 		return nil, err
 	}
 	return members, nil
+}
+
+// UnknownMemberError is a member that the object decoded into has no field
+// for. Known are the names it has, sorted; a layer may point out the one
+// that differs only in letter case.
+type UnknownMemberError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownMemberError) Error() string {
+	return "strictinput: unknown member " + strconv.Quote(e.Name)
+}
+
+// NullError is a member that is null although its field does not take
+// null: encoding/json would read it as "not sent".
+type NullError struct{ Name string }
+
+func (e *NullError) Error() string {
+	return "strictinput: member " + strconv.Quote(e.Name) + " is null"
+}
+
+// TypeError is a member whose value its field does not take; Err is
+// encoding/json's error, or the field's UnmarshalJSON's.
+type TypeError struct {
+	Name string
+	Err  error
+}
+
+func (e *TypeError) Error() string {
+	return "strictinput: member " + strconv.Quote(e.Name) + ": " + e.Err.Error()
+}
+func (e *TypeError) Unwrap() error { return e.Err }
+
+// Decode reads body, one JSON object, into v, a pointer to a struct, in a
+// single walk: each member, named exactly as a field's JSON name (its json
+// tag, else its name) and given once, is decoded into that field as it is
+// read. A member may be null only if its field's type reads null itself (a
+// json.Unmarshaler, such as json.RawMessage). Its errors are object's,
+// *UnknownMemberError, *RepeatedError, *NullError and *TypeError, the first
+// one met in the body's order. encoding/json alone would take the last of
+// repeated members, match names in any letter case and read null as
+// absent, so that {"PLAN":"free","plan":"pro"} would mean something other
+// than what its sender may think.
+func Decode(body []byte, v any) error {
+	target := reflect.ValueOf(v).Elem()
+	fields := memberFields(target.Type())
+	obj, err := openObject(body)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for {
+		name, ok, err := obj.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		i, known := fields[name]
+		switch {
+		case !known:
+			return &UnknownMemberError{name, Members(v)}
+		case seen[name]:
+			return &RepeatedError{name}
+		}
+		seen[name] = true
+		raw, err := obj.Value()
+		if err != nil {
+			return err
+		}
+		field := target.Field(i).Addr()
+		if _, nullable := field.Interface().(json.Unmarshaler); string(raw) == "null" && !nullable {
+			return &NullError{name}
+		}
+		if err := json.Unmarshal(raw, field.Interface()); err != nil {
+			return &TypeError{name, err}
+		}
+	}
+	return obj.Close()
+}
+
+// Members are the JSON names of the members Decode reads into v, sorted.
+func Members(v any) []string {
+	return slices.Sorted(maps.Keys(memberFields(reflect.TypeOf(v).Elem())))
+}
+
+// memberFields are the index of each field of the struct type t by its
+// JSON name: its json tag, else its name; unexported fields and those
+// tagged "-" have none.
+func memberFields(t reflect.Type) map[string]int {
+	fields := map[string]int{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = i
+	}
+	return fields
 }
 
 // ParseQuery parses a raw query string whole (ErrMalformedQuery).

@@ -13,6 +13,8 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/audit"
+	"petstore/internal/fielderr"
+	"petstore/internal/rollgrace"
 )
 
 // Endpoint is an endpoint as staff see it: never its secrets.
@@ -39,11 +41,13 @@ type Input struct {
 	Paused      *bool   `json:"paused"`
 }
 
-// InputError is a mistake in staff's input: Field is its JSON member, and
-// Message a sentence that names it, to show as it is.
-type InputError struct{ Field, Message string }
-
-func (e *InputError) Error() string { return e.Field + ": " + e.Message }
+// The kinds of staff's mistakes in an endpoint's input, one per member;
+// each *fielderr.Error's message names its member.
+var (
+	errBadURL         = &fielderr.Kind{Code: "validation_invalid_url"}
+	errBadEvents      = &fielderr.Kind{Code: "validation_invalid_events"}
+	errBadDescription = &fielderr.Kind{Code: "validation_invalid_description"}
+)
 
 // ErrNotFound is the error of an endpoint or event that does not exist.
 var ErrNotFound = errors.New("webhooks: no such endpoint or event")
@@ -51,11 +55,11 @@ var ErrNotFound = errors.New("webhooks: no such endpoint or event")
 func (in Input) apply(ctx context.Context, r *endpointRecord, t Targets, creating bool) error {
 	if in.URL != nil || creating {
 		if in.URL == nil {
-			return &InputError{"url", "a url is required: the endpoint's http or https URL"}
+			return fielderr.New(errBadURL, "url", "a url is required: the endpoint's http or https URL")
 		}
 		u := strings.TrimSpace(*in.URL)
 		if len(u) > 2048 {
-			return &InputError{"url", "the url is longer than 2048 characters"}
+			return fielderr.New(errBadURL, "url", "the url is longer than 2048 characters")
 		}
 		if err := t.CheckURL(ctx, u); err != nil {
 			msg := err.Error()
@@ -63,18 +67,18 @@ func (in Input) apply(ctx context.Context, r *endpointRecord, t Targets, creatin
 				msg = "the URL's host is, or resolves to, a loopback, private, link-local, CGNAT, metadata, documentation " +
 					"or reserved address, or this host's own; serve --webhooks-allow-private allows those"
 			}
-			return &InputError{"url", msg}
+			return fielderr.New(errBadURL, "url", "%s", msg)
 		}
 		r.SetURL(u)
 	}
 	if in.Events != nil || creating {
 		if in.Events == nil || len(*in.Events) == 0 {
-			return &InputError{"events", "at least one event type is required in events: " + typeNames()}
+			return fielderr.New(errBadEvents, "events", "at least one event type is required in events: %s", typeNames())
 		}
 		var events []Type
 		for _, t := range *in.Events {
 			if !slices.Contains(Types, t) {
-				return &InputError{"events", fmt.Sprintf("%q in events is no event type; the types are %s", t, typeNames())}
+				return fielderr.New(errBadEvents, "events", "%q in events is no event type; the types are %s", t, typeNames())
 			}
 			if !slices.Contains(events, t) {
 				events = append(events, t)
@@ -84,7 +88,7 @@ func (in Input) apply(ctx context.Context, r *endpointRecord, t Targets, creatin
 	}
 	if in.Description != nil {
 		if len(*in.Description) > 200 {
-			return &InputError{"description", "the description is longer than 200 characters"}
+			return fielderr.New(errBadDescription, "description", "the description is longer than 200 characters")
 		}
 		r.SetDescription(*in.Description)
 	}
@@ -181,9 +185,12 @@ func Delete(app core.App, id string, by audit.Actor) error {
 }
 
 // Roll gives an endpoint a new secret; the previous one signs too, beside
-// it, for grace. The roll is audited as by's, with until when the previous
+// it, for grace (rollgrace's rule). The roll is audited as by's, with until when the previous
 // secret signs, in the same transaction.
 func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string, error) {
+	if err := rollgrace.Check(grace); err != nil {
+		return "", err
+	}
 	r, err := findEndpointRecord(app, id)
 	if err != nil {
 		return "", err
