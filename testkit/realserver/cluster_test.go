@@ -130,13 +130,21 @@ func (n *clusterNode) follows() bool {
 
 func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !waitFor(within, cond) {
+		t.Fatalf("not within %s: %s", within, what)
+	}
+}
+
+// waitFor reports whether cond holds within the time given.
+func waitFor(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return true
 }
 
 // startLeaderAndFollowers starts the first node, which creates the
@@ -153,11 +161,15 @@ func startLeaderAndFollowers(t *testing.T, c *testCluster) (key string) {
 	for _, n := range c.nodes[1:] {
 		n.start(t)
 	}
+	// A follower's first restore waits for the leader's first shipment:
+	// seconds on a loaded machine. Its log says where it stopped.
 	for _, n := range c.nodes[1:] {
-		waitUntil(t, 20*time.Second, n.name+" follows", n.follows)
-		waitUntil(t, 20*time.Second, n.name+" has caught up and campaigns", func() bool {
-			return strings.Contains(n.output.String(), "Cluster: campaigning")
-		})
+		if !waitFor(30*time.Second, n.follows) {
+			t.Fatalf("not within 30s: %s follows; its output:\n%s", n.name, n.output.String())
+		}
+		if !waitFor(30*time.Second, func() bool { return strings.Contains(n.output.String(), "Cluster: campaigning") }) {
+			t.Fatalf("not within 30s: %s has caught up and campaigns; its output:\n%s", n.name, n.output.String())
+		}
 	}
 	return key
 }
