@@ -51,8 +51,11 @@ func TestClusterStaffPageAndCLI(t *testing.T) {
 
 	b := openChromium(t)
 	b.signIn(follower.url())
-	b.waitFor("three nodes", `document.querySelectorAll('#nodes-list tbody tr').length === 3 &&
-		document.querySelector('#nodes-status').textContent.includes('Leader n0, term `+fmt.Sprint(term)+`')`)
+	// A follower campaigns while its first restore runs; the page, read
+	// again every 5 s, shows it following once the copy holds the replica.
+	b.waitFor("three nodes, the followers following", `document.querySelectorAll('#nodes-list tbody tr').length === 3 &&
+		document.querySelector('#nodes-status').textContent.includes('Leader n0, term `+fmt.Sprint(term)+`') &&
+		[...document.querySelectorAll('#nodes-list tbody tr:not(.leader)')].every(tr => tr.textContent.includes('following term `+fmt.Sprint(term)+`'))`)
 	want := []*regexp.Regexp{
 		regexp.MustCompile(`^n0 \| ` + regexp.QuoteMeta(leader.url()) + fmt.Sprintf(` \| leader \| %d \| none: it leads \| shipping$`, term)),
 		regexp.MustCompile(`^n1 \| ` + regexp.QuoteMeta(follower.url()) + fmt.Sprintf(` \| follower \|  \| [0-9]+\.[0-9] s · [0-9]+ transactions? \| following term %d$`, term)),
