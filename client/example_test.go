@@ -13,7 +13,7 @@ import (
 
 // These examples run against a real server that TestMain starts: its
 // address and key are in PETSTORE_URL and PETSTORE_KEY, and it holds three
-// sold pets, Ada, Bea and Cid. Pet IDs are random, so the examples print
+// sold pets, Ada, Bea and Cid. Pet IDs differ from run to run, so the examples print
 // names and counts.
 
 // A program that adds a pet and lists the sold ones. Example_program in

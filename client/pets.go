@@ -10,7 +10,7 @@ import (
 
 // Pet is an animal as the service returns it.
 type Pet struct {
-	ID         int64  `json:"id"` // assigned by the service: random, 15 digits
+	ID         int64  `json:"id"` // assigned by the service: 15 digits, growing with time
 	Name       string `json:"name"`
 	CategoryID int64  `json:"categoryId"`
 	Status     Status `json:"status,omitempty"`

@@ -4,20 +4,34 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/core"
+	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/strictinput"
 )
 
 // Bind applies the pets rules to pets saved as records: in the dashboard or
-// through PocketBase's records API.
+// through PocketBase's records API. A record saved without an id gets one
+// from the clock /v1's creates draw from.
 func Bind(app core.App) {
 	normalize := func(e *core.RecordEvent) error {
 		e.Record.Set("name", Name(e.Record.GetString("name")))
 		return e.Next()
 	}
+	// Before PocketBase's own create hook (priority -99), which fills an
+	// empty id from the field's pattern.
+	app.OnRecordCreate(Collection).Bind(&hook.Handler[*core.RecordEvent]{
+		Func: func(e *core.RecordEvent) error {
+			if e.Record.Id == "" {
+				e.Record.Id = ids.next(time.Now())
+			}
+			return e.Next()
+		},
+		Priority: -100,
+	})
 	app.OnRecordCreate(Collection).BindFunc(func(e *core.RecordEvent) error {
 		e.Record.Set("status", NewStatus(e.Record.GetString("status")))
 		return normalize(e)

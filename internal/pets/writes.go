@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
-	"github.com/pocketbase/pocketbase/tools/security"
 	"github.com/pocketbase/pocketbase/tools/types"
 
 	"petstore/internal/database"
@@ -142,6 +141,15 @@ func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 			return nil, fmt.Errorf("prepare the pets writes: %w", err)
 		}
 		*s.stmt = stmt
+	}
+	var held sql.NullString
+	ceiling := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli()*idsPerMilli, 10)
+	if err := db.QueryRow("SELECT max(id) FROM pets WHERE id <= ?", ceiling).Scan(&held); err != nil {
+		w.closeStatements()
+		return nil, fmt.Errorf("read the largest pet id: %w", err)
+	}
+	if n, err := strconv.ParseInt(held.String, 10, 64); err == nil {
+		ids.movePast(n)
 	}
 	go w.run()
 	return w, nil
@@ -418,11 +426,7 @@ func (tx *Tx) Insert(np NewPet) (Pet, error) {
 	// As the record save stores the autodate fields: the same instant, text.
 	now := types.NowDateTime().String()
 	for range maxIDAttempts {
-		// As the collection's id field generates ids, from its pattern.
-		id, err := security.RandomStringByRegex(IDPattern)
-		if err != nil {
-			return Pet{}, err
-		}
+		id := ids.next(time.Now())
 		res, err := tx.insert.Exec(sql.Named("id", id), sql.Named("name", pet.Name),
 			sql.Named("categoryId", pet.CategoryID), sql.Named("status", pet.Status), sql.Named("now", now))
 		if err != nil {

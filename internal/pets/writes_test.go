@@ -503,3 +503,54 @@ func TestCreatesWaitForTheAcknowledgement(t *testing.T) {
 		t.Errorf("acknowledge called %d times, want once", n)
 	}
 }
+
+// Pet ids grow in the order of creation, through /v1's writer and through
+// the records API alike, and a writer that starts on a table holding an id
+// ahead of its clock (written by a node whose clock ran ahead) gives ids
+// after it.
+func TestPetIDsGrowInCreationOrder(t *testing.T) {
+	s := apptest.Start(t, "")
+	collection, err := s.App.FindCollectionByNameOrId(pets.Collection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := core.NewRecord(collection)
+	ahead.Id = fmt.Sprint(time.Now().Add(30*time.Second).UnixMilli() * 100)
+	ahead.Set("name", "from a clock ahead")
+	ahead.Set("categoryId", 1)
+	if err := s.App.Save(ahead); err != nil {
+		t.Fatal(err)
+	}
+	w, err := pets.StartWriter(s.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+
+	insert := func(name string) string {
+		var pet pets.Pet
+		if err := w.Run(func(tx *pets.Tx) (err error) {
+			pet, err = tx.Insert(pets.NewPet{Name: name, CategoryID: 1})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(pet.ID)
+	}
+	ids := []string{ahead.Id, insert("first"), insert("second")}
+	record := core.NewRecord(collection)
+	record.Set("name", "through the records API")
+	record.Set("categoryId", 1)
+	if err := s.App.Save(record); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.App.FindRecordById(pets.Collection, record.Id); err != nil {
+		t.Fatalf("the record saved as %s: %v", record.Id, err)
+	}
+	ids = append(ids, record.Id, insert("third"))
+	for i := 1; i < len(ids); i++ {
+		if len(ids[i]) != 15 || ids[i] <= ids[i-1] {
+			t.Errorf("ids in creation order %v: %s does not follow %s", ids, ids[i], ids[i-1])
+		}
+	}
+}
