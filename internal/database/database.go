@@ -61,6 +61,7 @@ const DataFile = "data.db"
 // Connections to the main database do not checkpoint its WAL when they
 // commit: a Checkpointer does (checkpoint.go).
 func Connect(dbPath string) (*dbx.DB, error) {
+	holdAllocatorPages()
 	if filepath.Base(dbPath) == DataFile {
 		return dbx.Open("sqlite", dbPath+pragmas+"&_pragma=wal_autocheckpoint(0)")
 	}
