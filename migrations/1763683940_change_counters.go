@@ -42,6 +42,14 @@ func init() {
 func changeTriggers(counter string) [][2]string {
 	bump := " BEGIN UPDATE _petstore_changes SET n = n + 1 WHERE tbl = '" + counter + "'; END"
 	name := "_petstore_changes_" + strings.ReplaceAll(counter, ".", "_") + "_"
+	if table, ok := strings.CutSuffix(counter, ".before"); ok {
+		return [][2]string{
+			{name + "update", "CREATE TRIGGER " + name + "update AFTER UPDATE ON " + table + bump},
+			{name + "delete", "CREATE TRIGGER " + name + "delete AFTER DELETE ON " + table + bump},
+			{name + "insert", "CREATE TRIGGER " + name + "insert AFTER INSERT ON " + table +
+				" WHEN NEW.id < (SELECT max(id) FROM " + table + ")" + bump},
+		}
+	}
 	if table, ok := strings.CutSuffix(counter, ".rows"); ok {
 		return [][2]string{
 			{name + "update", "CREATE TRIGGER " + name + "update AFTER UPDATE ON " + table + bump},

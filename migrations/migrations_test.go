@@ -281,8 +281,9 @@ func TestExistingKeysGetEveryScope(t *testing.T) {
 
 // The change counters' migration makes the triggers package dataversion
 // looks for: each counted table's insert, update and delete moves its own
-// number and no other's; a pet's insert moves none of them, not even the
-// pets' rows', which its update and deletion move.
+// number and no other's; a pet's insert after every other moves none of
+// them, not even the pets' rows' or the pets' before the last, which its
+// update and deletion move.
 func TestChangeCountersAreWhatTheWatchExpects(t *testing.T) {
 	app := newApp(t)
 	if err := app.RunAllMigrations(); err != nil {
@@ -297,7 +298,7 @@ func TestChangeCountersAreWhatTheWatchExpects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	counted := []string{"api_keys", "plans", "categories", "webhook_endpoints", dataversion.Rows("pets")}
+	counted := []string{"api_keys", "plans", "categories", "webhook_endpoints", dataversion.Rows("pets"), dataversion.Before("pets")}
 	numbers := func() map[string]int64 {
 		t.Helper()
 		v, err := w.Version()
@@ -328,29 +329,47 @@ func TestChangeCountersAreWhatTheWatchExpects(t *testing.T) {
 	if after[""] == before[""] {
 		t.Error("a pet's insert did not move the database's number")
 	}
-	changes := func(table string) []string {
-		queries := []string{
-			"UPDATE " + table + " SET id = 'counterstest002' WHERE id = 'counterstest001'",
-			"DELETE FROM " + table + " WHERE id = 'counterstest002'",
+	// Each change moves the counters it names and no other.
+	type change struct {
+		query string
+		moves []string
+	}
+	petRows, petsBefore := dataversion.Rows("pets"), dataversion.Before("pets")
+	changes := func(counter string) []change {
+		switch counter {
+		case petRows:
+			exec("INSERT INTO pets (id, name) VALUES ('counterstest001', 'Tom')")
+			return []change{
+				{"UPDATE pets SET id = 'counterstest002' WHERE id = 'counterstest001'", []string{petRows, petsBefore}},
+				{"DELETE FROM pets WHERE id = 'counterstest002'", []string{petRows, petsBefore}},
+				// The last pet, replaced: no page with a next one holds it.
+				{"INSERT OR REPLACE INTO pets (id, name) VALUES ('100000000000001', 'Max')", []string{petRows}},
+			}
+		case petsBefore:
+			return []change{
+				{"INSERT INTO pets (id, name) VALUES ('100000000000000', 'Bo')", []string{petsBefore}},
+				{"INSERT INTO pets (id, name) VALUES ('100000000000002', 'Cy')", nil},
+			}
 		}
-		if table == "pets" {
-			return append(queries, "INSERT OR REPLACE INTO pets (id, name) VALUES ('100000000000001', 'Max')")
+		exec("INSERT INTO " + counter + " (id) VALUES ('counterstest001')")
+		var list []change
+		for _, query := range []string{
+			"UPDATE " + counter + " SET id = 'counterstest002' WHERE id = 'counterstest001'",
+			"DELETE FROM " + counter + " WHERE id = 'counterstest002'",
+			"INSERT INTO " + counter + " (id) VALUES ('counterstest003')",
+		} {
+			list = append(list, change{query, []string{counter}})
 		}
-		exec("INSERT INTO " + table + " (id) VALUES ('counterstest001')")
-		return append(queries, "INSERT INTO "+table+" (id) VALUES ('counterstest003')")
+		return list
 	}
 	for _, counter := range counted {
-		table, _ := strings.CutSuffix(counter, ".rows")
-		if table == "pets" {
-			exec("INSERT INTO pets (id, name) VALUES ('counterstest001', 'Tom')")
-		}
-		for _, query := range changes(table) {
+		for _, c := range changes(counter) {
 			before := numbers()
-			exec(query)
+			exec(c.query)
 			after := numbers()
 			for _, other := range counted {
-				if moved := after[other] != before[other]; moved != (other == counter) {
-					t.Errorf("%s: %s's number moved: %v", query, other, moved)
+				if moved := after[other] != before[other]; moved != slices.Contains(c.moves, other) {
+					t.Errorf("%s: %s's number moved: %v", c.query, other, moved)
 				}
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pocketbase/pocketbase/core"
+
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/pets"
@@ -166,6 +168,82 @@ func TestListPetsSeesChangesFromElsewhere(t *testing.T) {
 		}
 		if got := names(); got != change.want {
 			t.Errorf("after %s: pets %q, want %q", change.sql, got, change.want)
+		}
+	}
+}
+
+// A page with pets after it is kept while pets are created after every
+// other, and each page still shows what was committed before it was asked
+// for: a create after the last pet (on the last page, which gains its next
+// link), a pet saved in the dashboard with an id below the others, a rename.
+func TestListPetsPagesSeeEveryCreate(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{Plan: "business"})
+	create := func(name string) {
+		t.Helper()
+		s.CreatePet(t, key, map[string]any{"name": name, "categoryId": 1})
+	}
+	// walk is every page's names, from the first, and whether each had a
+	// next link.
+	walk := func() string {
+		t.Helper()
+		var pages []string
+		for path := "/v1/pets?limit=2"; path != ""; {
+			r := s.Do(t, http.MethodGet, path, key, nil)
+			var list []pets.Pet
+			r.JSON(t, &list)
+			var names []string
+			for _, p := range list {
+				names = append(names, p.Name)
+			}
+			path = nextLink(t, r.Header.Get("Link"))
+			if path != "" {
+				names = append(names, "→")
+			}
+			pages = append(pages, strings.Join(names, ","))
+		}
+		return strings.Join(pages, " | ")
+	}
+	for _, name := range []string{"Ann", "Bea", "Cid"} {
+		create(name)
+	}
+	for _, step := range []struct {
+		change func()
+		want   string
+	}{
+		{func() {}, "Ann,Bea,→ | Cid"},
+		{func() { create("Dee") }, "Ann,Bea,→ | Cid,Dee"},
+		{func() { create("Eve") }, "Ann,Bea,→ | Cid,Dee,→ | Eve"},
+		{func() {
+			collection, err := s.App.FindCollectionByNameOrId("pets")
+			if err != nil {
+				t.Fatal(err)
+			}
+			record := core.NewRecord(collection)
+			record.Id = "100000000000001" // below every id the clock gives
+			record.Set("name", "Abe")
+			record.Set("categoryId", 1)
+			if err := s.App.Save(record); err != nil {
+				t.Fatal(err)
+			}
+		}, "Abe,Ann,→ | Bea,Cid,→ | Dee,Eve"},
+		{func() {
+			record, err := s.App.FindFirstRecordByData("pets", "name", "Bea")
+			if err != nil {
+				t.Fatal(err)
+			}
+			record.Set("name", "Bob")
+			if err := s.App.Save(record); err != nil {
+				t.Fatal(err)
+			}
+		}, "Abe,Ann,→ | Bob,Cid,→ | Dee,Eve"},
+	} {
+		step.change()
+		if got := walk(); got != step.want {
+			t.Errorf("pages %q, want %q", got, step.want)
+		}
+		if got := walk(); got != step.want { // from the kept pages
+			t.Errorf("again, pages %q, want %q", got, step.want)
 		}
 	}
 }

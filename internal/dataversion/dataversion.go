@@ -52,15 +52,32 @@ func Rows(table string) string { return table + rowsSuffix }
 
 const rowsSuffix = ".rows"
 
+// Before names the counter of table's rows before its last id: every
+// update and deletion, and the inserts of an id below the table's largest.
+// An insert after every row does not count, so a page of rows in id order
+// that has a row after it, which such an insert cannot change, is kept
+// while rows are appended.
+func Before(table string) string { return table + beforeSuffix }
+
+const beforeSuffix = ".before"
+
 // Trigger is a trigger that counts changes: its name and the statement that
 // makes it, as the Watch expects it.
 type Trigger struct{ Name, SQL string }
 
 // Triggers are the triggers of counter: a table's name (its inserts,
-// updates and deletions) or a Rows.
+// updates and deletions), a Rows or a Before.
 func Triggers(counter string) []Trigger {
 	bump := " BEGIN UPDATE " + ChangesTable + " SET n = n + 1 WHERE tbl = '" + counter + "'; END"
 	name := ChangesTable + "_" + strings.ReplaceAll(counter, ".", "_") + "_"
+	if table, ok := strings.CutSuffix(counter, beforeSuffix); ok {
+		return []Trigger{
+			{name + "update", "CREATE TRIGGER " + name + "update AFTER UPDATE ON " + table + bump},
+			{name + "delete", "CREATE TRIGGER " + name + "delete AFTER DELETE ON " + table + bump},
+			{name + "insert", "CREATE TRIGGER " + name + "insert AFTER INSERT ON " + table +
+				" WHEN NEW.id < (SELECT max(id) FROM " + table + ")" + bump},
+		}
+	}
 	if table, ok := strings.CutSuffix(counter, rowsSuffix); ok {
 		return []Trigger{
 			{name + "update", "CREATE TRIGGER " + name + "update AFTER UPDATE ON " + table + bump},
@@ -317,7 +334,7 @@ func (w *Watch) readTriggers(dc any) ([]string, error) {
 		name, _ := w.dest[0].(string)
 		table, _ := w.dest[1].(string)
 		made[name], _ = w.dest[2].(string)
-		for _, c := range []string{table, Rows(table)} {
+		for _, c := range []string{table, Rows(table), Before(table)} {
 			if !slices.Contains(candidates, c) {
 				candidates = append(candidates, c)
 			}

@@ -423,3 +423,56 @@ func TestCacheOfRowsIsKeptWhileRowsAreAdded(t *testing.T) {
 		}
 	}
 }
+
+// A cache of what comes before a table's last id (Before) is kept while rows
+// are appended after every other, and dropped by an insert below the
+// largest id, an update, a deletion, or an insert that replaces a row other
+// than the last.
+func TestCacheOfRowsBeforeTheLastIsKeptWhileRowsAreAppended(t *testing.T) {
+	db, other := openTwoPools(t)
+	exec(t, db, "CREATE TABLE pets (id TEXT PRIMARY KEY NOT NULL, name TEXT)")
+	exec(t, db, "INSERT INTO pets VALUES ('20', 'Rex'), ('30', 'Tom')")
+	countChanges(t, db, dataversion.Before("pets"))
+	w, err := dataversion.NewWatch(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	pages := dataversion.NewCache[int](10, dataversion.Before("pets"))
+	load := func() (loaded bool) {
+		t.Helper()
+		v, err := w.Version()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pages.Load(v, "first", func() (int, error) { loaded = true; return 1, nil }); err != nil {
+			t.Fatal(err)
+		}
+		return loaded
+	}
+	load()
+	for i, query := range []string{
+		"INSERT INTO pets VALUES ('40', 'Bo')",
+		"INSERT INTO t VALUES (1)",
+		"INSERT INTO pets VALUES ('50', 'Cy'), ('60', 'Di')",
+		"INSERT OR REPLACE INTO pets VALUES ('60', 'Ed')",
+	} {
+		exec(t, []*sql.DB{db, other}[i%2], query)
+		if load() {
+			t.Fatalf("%s dropped the cache", query)
+		}
+	}
+	for i, query := range []string{
+		"INSERT INTO pets VALUES ('10', 'Al')",
+		"INSERT INTO pets VALUES ('70', 'Fa'), ('65', 'Gi')",
+		"UPDATE pets SET name = 'Max' WHERE id = '70'",
+		"INSERT OR REPLACE INTO pets VALUES ('20', 'Max')",
+		"INSERT INTO pets VALUES ('30', 'Rex') ON CONFLICT (id) DO UPDATE SET name = 'Bo'",
+		"DELETE FROM pets WHERE id = '70'",
+	} {
+		exec(t, []*sql.DB{db, other}[i%2], query)
+		if !load() {
+			t.Fatalf("%s kept the cache", query)
+		}
+	}
+}

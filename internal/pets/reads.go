@@ -20,10 +20,13 @@ var ErrNotFound = errors.New("pets: no such pet")
 // Every answer is the database's state at the version its caller read
 // (package dataversion): read then, or kept since, so a kept answer is never
 // older than the request that gets it. Any commit, by any connection of any
-// process, drops the pages; the pets kept by id, only a change of an
-// existing pet (an update, a deletion, an insert that replaces one): a new
-// pet changes none of them, and an absent one is never kept. Answers are kept as JSON, the form
-// they are sent in.
+// process, drops the last pages (those without a next one). The other pages
+// hold no pet after their last, so they outlive a new pet appended after
+// every other (ids grow with time): an update, a deletion or an insert
+// below the largest id drops them (dataversion.Before). The pets kept by id
+// outlive every new pet, since an absent one is never kept: an update, a
+// deletion or an insert that replaces one drops them (dataversion.Rows).
+// Answers are kept as JSON, the form they are sent in.
 //
 // The queries take no context: a page of rows is not worth interrupting, and
 // a cancellable context costs database/sql and the driver a goroutine per
@@ -31,8 +34,10 @@ var ErrNotFound = errors.New("pets: no such pet")
 type Reads struct {
 	list, listByStatus, get *sql.Stmt
 	encode                  func(any) ([]byte, error) // the body a pet or a page is sent as
-	pages                   *dataversion.Cache[Page]
-	pets                    *dataversion.Cache[[]byte]
+	// pages keeps every page read, the last ones as a hint only; lastPages
+	// keeps the last pages.
+	pages, lastPages *dataversion.Cache[Page]
+	pets             *dataversion.Cache[[]byte]
 }
 
 // Query asks for a page of listPets.
@@ -74,9 +79,10 @@ const (
 // hold.
 func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) {
 	r := Reads{
-		encode: encode,
-		pages:  dataversion.NewCache[Page](maxKeptPages),
-		pets:   dataversion.NewCache[[]byte](maxKeptPets, dataversion.Rows(Collection)),
+		encode:    encode,
+		pages:     dataversion.NewCache[Page](maxKeptPages, dataversion.Before(Collection)),
+		lastPages: dataversion.NewCache[Page](maxKeptPages),
+		pets:      dataversion.NewCache[[]byte](maxKeptPets, dataversion.Rows(Collection)),
 	}
 	for _, q := range []struct {
 		stmt **sql.Stmt
@@ -97,7 +103,13 @@ func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) 
 // exactly once, even while others are added.
 func (r *Reads) List(version dataversion.Version, q Query) (Page, error) {
 	key := q.Status + "\x00" + q.After + "\x00" + strconv.Itoa(q.Limit)
-	return r.pages.Load(version, key, func() (Page, error) { return r.readPage(q) })
+	read := false
+	page, err := r.pages.Load(version, key, func() (Page, error) { read = true; return r.readPage(q) })
+	if err != nil || page.Next != "" || read {
+		return page, err
+	}
+	// A last page kept in pages may have missed a pet appended since.
+	return r.lastPages.Load(version, key, func() (Page, error) { return r.readPage(q) })
 }
 
 func (r *Reads) readPage(q Query) (Page, error) {
