@@ -40,28 +40,18 @@ func init() {
 // changeTriggers are counter's triggers, [name, statement], as package
 // dataversion expects them (its Triggers; TestChangeCountersAreWhatTheWatchExpects).
 func changeTriggers(counter string) [][2]string {
+	table, insert := counter, "insert AFTER INSERT ON "+counter
+	if t, ok := strings.CutSuffix(counter, ".before"); ok {
+		table, insert = t, "insert AFTER INSERT ON "+t+" WHEN NEW.id < (SELECT max(id) FROM "+t+")"
+	} else if t, ok := strings.CutSuffix(counter, ".rows"); ok {
+		table, insert = t, "replace BEFORE INSERT ON "+t+" WHEN EXISTS (SELECT 1 FROM "+t+" WHERE id = NEW.id)"
+	}
+	prefix := "_petstore_changes_" + strings.ReplaceAll(counter, ".", "_") + "_"
 	bump := " BEGIN UPDATE _petstore_changes SET n = n + 1 WHERE tbl = '" + counter + "'; END"
-	name := "_petstore_changes_" + strings.ReplaceAll(counter, ".", "_") + "_"
-	if table, ok := strings.CutSuffix(counter, ".before"); ok {
-		return [][2]string{
-			{name + "update", "CREATE TRIGGER " + name + "update AFTER UPDATE ON " + table + bump},
-			{name + "delete", "CREATE TRIGGER " + name + "delete AFTER DELETE ON " + table + bump},
-			{name + "insert", "CREATE TRIGGER " + name + "insert AFTER INSERT ON " + table +
-				" WHEN NEW.id < (SELECT max(id) FROM " + table + ")" + bump},
-		}
-	}
-	if table, ok := strings.CutSuffix(counter, ".rows"); ok {
-		return [][2]string{
-			{name + "update", "CREATE TRIGGER " + name + "update AFTER UPDATE ON " + table + bump},
-			{name + "delete", "CREATE TRIGGER " + name + "delete AFTER DELETE ON " + table + bump},
-			{name + "replace", "CREATE TRIGGER " + name + "replace BEFORE INSERT ON " + table +
-				" WHEN EXISTS (SELECT 1 FROM " + table + " WHERE id = NEW.id)" + bump},
-		}
-	}
 	var triggers [][2]string
-	for _, event := range []string{"INSERT", "UPDATE", "DELETE"} {
-		n := name + strings.ToLower(event)
-		triggers = append(triggers, [2]string{n, "CREATE TRIGGER " + n + " AFTER " + event + " ON " + counter + bump})
+	for _, t := range []string{insert, "update AFTER UPDATE ON " + table, "delete AFTER DELETE ON " + table} {
+		suffix, _, _ := strings.Cut(t, " ")
+		triggers = append(triggers, [2]string{prefix + suffix, "CREATE TRIGGER " + prefix + t + bump})
 	}
 	return triggers
 }

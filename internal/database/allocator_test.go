@@ -14,11 +14,11 @@ import (
 // writer's do, reuse the C allocator's pages: they do not map fresh memory
 // (and unmap it again) each time, which the kernel counts as page faults.
 func TestInsertsReuseTheAllocatorsPages(t *testing.T) {
-	dbx, err := database.Connect(filepath.Join(t.TempDir(), database.DataFile))
+	conn, err := database.Connect(filepath.Join(t.TempDir(), database.DataFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := dbx.DB()
+	db := conn.DB()
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	for _, q := range []string{

@@ -68,28 +68,18 @@ type Trigger struct{ Name, SQL string }
 // Triggers are the triggers of counter: a table's name (its inserts,
 // updates and deletions), a Rows or a Before.
 func Triggers(counter string) []Trigger {
+	table, insert := counter, "insert AFTER INSERT ON "+counter
+	if t, ok := strings.CutSuffix(counter, beforeSuffix); ok {
+		table, insert = t, "insert AFTER INSERT ON "+t+" WHEN NEW.id < (SELECT max(id) FROM "+t+")"
+	} else if t, ok := strings.CutSuffix(counter, rowsSuffix); ok {
+		table, insert = t, "replace BEFORE INSERT ON "+t+" WHEN EXISTS (SELECT 1 FROM "+t+" WHERE id = NEW.id)"
+	}
+	prefix := ChangesTable + "_" + strings.ReplaceAll(counter, ".", "_") + "_"
 	bump := " BEGIN UPDATE " + ChangesTable + " SET n = n + 1 WHERE tbl = '" + counter + "'; END"
-	name := ChangesTable + "_" + strings.ReplaceAll(counter, ".", "_") + "_"
-	if table, ok := strings.CutSuffix(counter, beforeSuffix); ok {
-		return []Trigger{
-			{name + "update", "CREATE TRIGGER " + name + "update AFTER UPDATE ON " + table + bump},
-			{name + "delete", "CREATE TRIGGER " + name + "delete AFTER DELETE ON " + table + bump},
-			{name + "insert", "CREATE TRIGGER " + name + "insert AFTER INSERT ON " + table +
-				" WHEN NEW.id < (SELECT max(id) FROM " + table + ")" + bump},
-		}
-	}
-	if table, ok := strings.CutSuffix(counter, rowsSuffix); ok {
-		return []Trigger{
-			{name + "update", "CREATE TRIGGER " + name + "update AFTER UPDATE ON " + table + bump},
-			{name + "delete", "CREATE TRIGGER " + name + "delete AFTER DELETE ON " + table + bump},
-			{name + "replace", "CREATE TRIGGER " + name + "replace BEFORE INSERT ON " + table +
-				" WHEN EXISTS (SELECT 1 FROM " + table + " WHERE id = NEW.id)" + bump},
-		}
-	}
 	var triggers []Trigger
-	for _, event := range []string{"INSERT", "UPDATE", "DELETE"} {
-		n := name + strings.ToLower(event)
-		triggers = append(triggers, Trigger{n, "CREATE TRIGGER " + n + " AFTER " + event + " ON " + counter + bump})
+	for _, t := range []string{insert, "update AFTER UPDATE ON " + table, "delete AFTER DELETE ON " + table} {
+		suffix, _, _ := strings.Cut(t, " ")
+		triggers = append(triggers, Trigger{prefix + suffix, "CREATE TRIGGER " + prefix + t + bump})
 	}
 	return triggers
 }

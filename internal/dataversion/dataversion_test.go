@@ -385,24 +385,7 @@ func TestCacheOfRowsIsKeptWhileRowsAreAdded(t *testing.T) {
 	db, other := openTwoPools(t)
 	exec(t, db, "CREATE TABLE pets (id TEXT PRIMARY KEY NOT NULL, name TEXT)")
 	exec(t, db, "INSERT INTO pets VALUES ('1', 'Rex')")
-	countChanges(t, db, dataversion.Rows("pets"))
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	rows := dataversion.NewCache[int](10, dataversion.Rows("pets"))
-	load := func() (loaded bool) {
-		t.Helper()
-		v, err := w.Version()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := rows.Load(v, "1", func() (int, error) { loaded = true; return 1, nil }); err != nil {
-			t.Fatal(err)
-		}
-		return loaded
-	}
+	load := loadOf(t, db, dataversion.Rows("pets"))
 	load()
 	for i, query := range []string{"INSERT INTO pets VALUES ('2', 'Tom')", "INSERT INTO t VALUES (1)"} {
 		exec(t, []*sql.DB{db, other}[i%2], query)
@@ -432,24 +415,7 @@ func TestCacheOfRowsBeforeTheLastIsKeptWhileRowsAreAppended(t *testing.T) {
 	db, other := openTwoPools(t)
 	exec(t, db, "CREATE TABLE pets (id TEXT PRIMARY KEY NOT NULL, name TEXT)")
 	exec(t, db, "INSERT INTO pets VALUES ('20', 'Rex'), ('30', 'Tom')")
-	countChanges(t, db, dataversion.Before("pets"))
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	pages := dataversion.NewCache[int](10, dataversion.Before("pets"))
-	load := func() (loaded bool) {
-		t.Helper()
-		v, err := w.Version()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pages.Load(v, "first", func() (int, error) { loaded = true; return 1, nil }); err != nil {
-			t.Fatal(err)
-		}
-		return loaded
-	}
+	load := loadOf(t, db, dataversion.Before("pets"))
 	load()
 	for i, query := range []string{
 		"INSERT INTO pets VALUES ('40', 'Bo')",
@@ -474,5 +440,30 @@ func TestCacheOfRowsBeforeTheLastIsKeptWhileRowsAreAppended(t *testing.T) {
 		if !load() {
 			t.Fatalf("%s kept the cache", query)
 		}
+	}
+}
+
+// loadOf makes counter's triggers on db and returns a function that loads
+// one key of a cache of counter, at the version a Watch on db reads now, and
+// reports whether it was read rather than kept.
+func loadOf(t *testing.T, db *sql.DB, counter string) (load func() (loaded bool)) {
+	t.Helper()
+	countChanges(t, db, counter)
+	w, err := dataversion.NewWatch(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	cache := dataversion.NewCache[int](10, counter)
+	return func() (loaded bool) {
+		t.Helper()
+		v, err := w.Version()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cache.Load(v, "key", func() (int, error) { loaded = true; return 1, nil }); err != nil {
+			t.Fatal(err)
+		}
+		return loaded
 	}
 }
