@@ -69,6 +69,7 @@ type Writer struct {
 // within its own savepoint, or, alone in the transaction, the transaction.
 type Tx struct {
 	app    core.App
+	sqlTx  *sql.Tx
 	insert *sql.Stmt
 	write  *write // whose statements run now
 }
@@ -96,11 +97,34 @@ const (
 	queueSize = 1024
 )
 
-// The id does not exist yet with overwhelming odds (9·10^14 ids); when it
-// does, ON CONFLICT leaves the row alone, no row is inserted and Insert
-// tries another id.
+// The id is new unless another process on the data directory, an id typed
+// in the dashboard or a random one from before ids grew took it; then ON
+// CONFLICT leaves the row alone, no row is inserted, and Insert moves the
+// clock past the ids held (movePastHeldIDs) and tries again.
 const insertSQL = "INSERT INTO pets (id, name, categoryId, status, created, updated)" +
 	" VALUES (:id, :name, :categoryId, :status, :now, :now) ON CONFLICT (id) DO NOTHING"
+
+// heldIDSQL reads the largest pet id up to a ceiling (movePastHeldIDs).
+const heldIDSQL = "SELECT max(id) FROM pets WHERE id <= ?"
+
+// movePastHeldIDs moves the id clock past the largest id the table holds up
+// to a minute ahead of now: ids that another process (another instance on
+// the data directory, an earlier run, a former leader) gave. A writer does
+// so when it starts, and an insert whose id was taken, inside its write
+// transaction, so that its next id is free.
+func movePastHeldIDs(db interface {
+	QueryRow(query string, args ...any) *sql.Row
+}) error {
+	var held sql.NullString
+	ceiling := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli()*idsPerMilli, 10)
+	if err := db.QueryRow(heldIDSQL, ceiling).Scan(&held); err != nil {
+		return fmt.Errorf("read the largest pet id: %w", err)
+	}
+	if n, err := strconv.ParseInt(held.String, 10, 64); err == nil {
+		ids.movePast(n)
+	}
+	return nil
+}
 
 // maxIDAttempts bounds the retries on an id collision.
 const maxIDAttempts = 5
@@ -142,14 +166,9 @@ func startWriter(app core.App, gatherFor time.Duration) (*Writer, error) {
 		}
 		*s.stmt = stmt
 	}
-	var held sql.NullString
-	ceiling := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli()*idsPerMilli, 10)
-	if err := db.QueryRow("SELECT max(id) FROM pets WHERE id <= ?", ceiling).Scan(&held); err != nil {
+	if err := movePastHeldIDs(db); err != nil {
 		w.closeStatements()
-		return nil, fmt.Errorf("read the largest pet id: %w", err)
-	}
-	if n, err := strconv.ParseInt(held.String, 10, 64); err == nil {
-		ids.movePast(n)
+		return nil, err
 	}
 	go w.run()
 	return w, nil
@@ -359,7 +378,7 @@ func (w *Writer) transaction(batch []*write) error {
 		if err != nil {
 			return err
 		}
-		tx := &Tx{app: txApp, insert: sqlTx.Stmt(w.insert)}
+		tx := &Tx{app: txApp, sqlTx: sqlTx, insert: sqlTx.Stmt(w.insert)}
 		defer tx.insert.Close()
 		if len(batch) == 1 { // the transaction is its savepoint
 			wr := batch[0]
@@ -438,6 +457,9 @@ func (tx *Tx) Insert(np NewPet) (Pet, error) {
 				tx.write.rows = append(tx.write.rows, Row{Pet: pet, Created: now})
 			}
 			return pet, err
+		}
+		if err := movePastHeldIDs(tx.sqlTx); err != nil {
+			return Pet{}, err
 		}
 	}
 	return Pet{}, errors.New("no free pet id after several attempts")

@@ -554,3 +554,44 @@ func TestPetIDsGrowInCreationOrder(t *testing.T) {
 		}
 	}
 }
+
+// Ids another process gave ahead of this one's clock (another instance on
+// the data directory) cost a create one more attempt, not its failure: the
+// insert that finds its id taken moves the clock past every id held.
+func TestTakenIDsAreSkipped(t *testing.T) {
+	s := apptest.Start(t, "")
+	plant := func(from, to int64) {
+		t.Helper()
+		for id := from; id <= to; id++ {
+			if _, err := s.App.DB().NewQuery("INSERT INTO pets (id, name, categoryId, status) VALUES ({:id}, 'Other', 1, 'available')").
+				Bind(dbx.Params{"id": fmt.Sprint(id)}).Execute(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A writer that starts after a pet 30 s ahead gives the ids after it,
+	// whatever the time: the next ones are known.
+	ahead := time.Now().Add(30*time.Second).UnixMilli() * 100
+	plant(ahead, ahead)
+	w, err := pets.StartWriter(s.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	insert := func(name string) int64 {
+		t.Helper()
+		var pet pets.Pet
+		if err := w.Run(func(tx *pets.Tx) (err error) {
+			pet, err = tx.Insert(pets.NewPet{Name: name, CategoryID: 1})
+			return err
+		}); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		return pet.ID
+	}
+	last := insert("first")
+	plant(last+1, last+20)
+	if id := insert("after"); id != last+21 {
+		t.Errorf("id %d, want %d, after the other process's %d to %d", id, last+21, last+1, last+20)
+	}
+}
