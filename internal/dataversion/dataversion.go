@@ -84,6 +84,18 @@ func Triggers(counter string) []Trigger {
 	return triggers
 }
 
+// walStamp is what a commit changes in the WAL index's header.
+type walStamp [3]uint64
+
+// fresh is the latest Version read, with the WAL index's stamp read before
+// that read began: while the header still shows that stamp, nothing has
+// committed since, and the Version is the database's.
+type fresh struct {
+	index *walIndex
+	stamp walStamp
+	v     Version
+}
+
 // Version is a state of the database, as a Watch read it.
 type Version struct {
 	seq    int64   // grows with every move of the data version the Watch saw
@@ -121,6 +133,12 @@ type Watch struct {
 	counters     driver.StmtQueryContext // prepared once a table is watched
 	dest         []driver.Value
 
+	// walIndex is the database's WAL index header, nil when it cannot be
+	// mapped (another system, a database in memory or not in WAL mode):
+	// every Version then reads.
+	walIndex *walIndex
+	fresh    atomic.Pointer[fresh] // nil until the first read, and after Close
+
 	begun atomic.Uint64 // reads begun so far
 
 	mu       sync.Mutex // one read at a time: the connection is one
@@ -135,7 +153,9 @@ type Watch struct {
 
 // NewWatch takes one connection out of db for good (Close gives it back).
 // It reads through the driver's connection, past database/sql's rows: every
-// /v1 request waits for a read, so its cost is everyone's latency.
+// /v1 request waits for a read, so its cost is everyone's latency. When it
+// can, it also maps the database's WAL index header, so that a Version
+// with no commit since the last read reads nothing.
 func NewWatch(db *sql.DB) (*Watch, error) {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
@@ -150,12 +170,33 @@ func NewWatch(db *sql.DB) (*Watch, error) {
 		w.schema, err = prepare(dc, "PRAGMA schema_version")
 		return err
 	})
+	var path string
+	if err == nil {
+		path, err = walPath(ctx, conn)
+	}
 	if err != nil {
 		w.closeStatements()
 		conn.Close()
 		return nil, fmt.Errorf("dataversion: %w", err)
 	}
+	if path != "" {
+		// Without the header, every Version reads: slower, as correct.
+		w.walIndex, _ = openWALIndex(path)
+	}
 	return w, nil
+}
+
+// walPath is the file of conn's main database when it is in WAL mode, or
+// "". A database stays in WAL mode while conn is open: leaving it takes an
+// exclusive lock that conn's shared one prevents. Reading the schema
+// version opens the WAL index, if no connection has yet.
+func walPath(ctx context.Context, conn *sql.Conn) (string, error) {
+	var mode, path string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || !strings.EqualFold(mode, "wal") {
+		return "", err
+	}
+	err := conn.QueryRowContext(ctx, "SELECT file, (SELECT schema_version FROM pragma_schema_version) FROM pragma_database_list WHERE name = 'main'").Scan(&path, new(int64))
+	return path, err
 }
 
 func prepare(dc any, query string) (driver.StmtQueryContext, error) {
@@ -178,7 +219,15 @@ func prepare(dc any, query string) (driver.StmtQueryContext, error) {
 // Concurrent callers share a read: while one read runs, the callers that
 // arrive wait for the next one, and that one serves them all, having begun
 // after each of them arrived.
+//
+// With the WAL index header mapped, a call reads nothing while the header
+// shows what it showed before the latest read began: a commit that ended
+// before the call changed the header before it ended, so either the read
+// began after it (and counts it) or the header differs.
 func (w *Watch) Version() (Version, error) {
+	if f := w.fresh.Load(); f != nil && f.index.stamp() == f.stamp {
+		return f.v, nil
+	}
 	arrived := w.begun.Load()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -186,9 +235,16 @@ func (w *Watch) Version() (Version, error) {
 		return w.last, nil
 	}
 	w.lastRead = w.begun.Add(1)
+	var stamp walStamp
+	if w.walIndex != nil {
+		stamp = w.walIndex.stamp()
+	}
 	if err := w.conn.Raw(w.read); err != nil {
 		w.lastRead = 0
 		return Version{}, fmt.Errorf("dataversion: %w", err)
+	}
+	if w.walIndex != nil {
+		w.fresh.Store(&fresh{index: w.walIndex, stamp: stamp, v: w.last})
 	}
 	return w.last, nil
 }
@@ -352,6 +408,8 @@ func (w *Watch) readTriggers(dc any) ([]string, error) {
 func (w *Watch) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.walIndex = nil
+	w.fresh.Store(nil)
 	w.closeStatements()
 	return w.conn.Close()
 }
