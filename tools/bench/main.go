@@ -9,7 +9,7 @@
 // creates) over 100 connections in the same way, from this process
 // (mixed.go), and healthMixed loads /api/health so, the floor of their p99;
 // openLoop sends the mixed requests at a fixed rate, half of mixed's req/s,
-// from vegeta (openloop.go); mixedRedis does the mixed target on a second
+// from this process too (openloop.go); mixedRedis does the mixed target on a second
 // server on the same data, which counts rate limits in a redis-server the
 // benchmark starts. Every server serves metrics (--metrics-addr), but
 // listPetsBare's, a third on the same data: listPets over listPetsBare is

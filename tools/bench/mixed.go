@@ -52,17 +52,8 @@ func runMix(baseURL string, m mix, headers map[string]string, conns int, d time.
 	if err != nil {
 		return result{}, err
 	}
-	total := 0
-	requests := make([][][]byte, len(m.ops)) // per op, per path
-	for i, o := range m.ops {
-		total += o.weight
-		for _, path := range o.paths {
-			requests[i] = append(requests[i], rawRequest(u.Host, o, path, headers))
-		}
-	}
-
-	// latencies[worker][op]: each worker keeps its own, merged at the end.
-	latencies := make([][][]time.Duration, conns)
+	requests, total := m.prepare(u.Host, headers)
+	latencies := make([][][]time.Duration, conns) // [worker][op], merged at the end
 	errs := make([]error, conns)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -74,11 +65,7 @@ func runMix(baseURL string, m mix, headers map[string]string, conns int, d time.
 			c := &client{addr: u.Host}
 			defer c.close()
 			for time.Now().Before(deadline) {
-				i, pick := 0, rng.IntN(total)
-				for pick >= m.ops[i].weight {
-					pick -= m.ops[i].weight
-					i++
-				}
+				i := m.pick(rng, total)
 				o, req := m.ops[i], requests[i][rng.IntN(len(requests[i]))]
 				began := time.Now()
 				status, body, err := c.do(req)
@@ -98,12 +85,40 @@ func runMix(baseURL string, m mix, headers map[string]string, conns int, d time.
 	if err := errors.Join(errs...); err != nil {
 		return result{}, err
 	}
+	return m.result(latencies, elapsed)
+}
 
+// prepare makes m's requests for host with headers, per op and per path,
+// and returns them with the ops' total weight.
+func (m mix) prepare(host string, headers map[string]string) (requests [][][]byte, total int) {
+	requests = make([][][]byte, len(m.ops))
+	for i, o := range m.ops {
+		total += o.weight
+		for _, path := range o.paths {
+			requests[i] = append(requests[i], rawRequest(host, o, path, headers))
+		}
+	}
+	return requests, total
+}
+
+// pick is the index of an op picked at random with the ops' weights, of
+// total weight total.
+func (m mix) pick(rng *rand.Rand, total int) int {
+	i, pick := 0, rng.IntN(total)
+	for pick >= m.ops[i].weight {
+		pick -= m.ops[i].weight
+		i++
+	}
+	return i
+}
+
+// result is what latencies, [worker][op], measured in elapsed.
+func (m mix) result(latencies [][][]time.Duration, elapsed time.Duration) (result, error) {
 	var all []time.Duration
 	r := result{DurationUS: elapsed.Microseconds(), ops: map[string]opResult{}}
 	for i, o := range m.ops {
 		var ls []time.Duration
-		for w := range conns {
+		for w := range latencies {
 			ls = append(ls, latencies[w][i]...)
 		}
 		slices.Sort(ls)
@@ -113,7 +128,7 @@ func runMix(baseURL string, m mix, headers map[string]string, conns int, d time.
 	slices.Sort(all)
 	r.Requests = int64(len(all))
 	if r.Requests == 0 {
-		return result{}, fmt.Errorf("no request was answered in %v", d)
+		return result{}, fmt.Errorf("no request was answered in %v", elapsed.Round(time.Millisecond))
 	}
 	r.P50US, r.P99US = percentile(all, 50).Microseconds(), percentile(all, 99).Microseconds()
 	return r, nil

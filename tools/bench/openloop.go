@@ -1,100 +1,163 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"slices"
+	"net/url"
+	"sync"
 	"time"
-
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // openLoopTarget sends the mixed target's requests at a fixed rate, half of
 // the mixed target's median req/s so far in the run, whatever the latency:
 // a closed loop's p99 is set by its own throughput, an open loop's is what a
-// client meets at a rate the server has room for. The load comes from
-// vegeta's attacker (github.com/tsenart/vegeta), which starts more workers
-// when the answers lag rather than wait for them, so a slow answer delays no
-// later request (no coordinated omission); its Go HTTP client shares the
-// machine's CPUs with the server.
+// client meets at a rate the server has room for. Each request has a time
+// it is due, one every 1/rate seconds from the start, and its latency runs
+// from then: a request sent late, because the connections were all busy or
+// the sender was, counts its delay (no coordinated omission, as in wrk2).
+// It sends as the mixed targets do (mixed.go): prepared requests on
+// keep-alive connections, a fraction of the CPU of Go's HTTP client, which
+// shares the machine's CPUs with the server; and it picks a connection as a
+// client's pool does (pool).
 const openLoopTarget = "openLoop"
 
 // maxOpenLoopP99 is the goal for the open loop's p99, in every round.
 const maxOpenLoopP99 = 5 * time.Millisecond
 
+// due is one request of an open loop and the time it is due.
+type due struct {
+	at  time.Time
+	op  int
+	req []byte
+}
+
 // runOpenLoop sends m's requests to baseURL with headers at rate a second
-// for d, over at most conns connections: a request that finds them all busy
-// waits for one, and its wait counts in its latency (the server bounds the
-// connections of one address, and the mixed targets use conns).
+// for d, over at most conns connections: a request due while they are all
+// busy waits for one, and its wait counts in its latency (the server bounds
+// the connections of one address, and the mixed targets use conns).
 func runOpenLoop(baseURL string, m mix, headers map[string]string, rate, conns int, d time.Duration) (result, error) {
-	header := http.Header{}
-	for k, v := range headers {
-		header.Set(k, v)
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return result{}, err
 	}
-	jsonHeader := header.Clone()
-	jsonHeader.Set("Content-Type", "application/json")
-	total := 0
-	for _, o := range m.ops {
-		total += o.weight
+	requests, total := m.prepare(u.Host, headers)
+	n := int(d.Seconds() * float64(rate))
+	if n < 1 {
+		return result{}, fmt.Errorf("a rate of %d a second sends nothing in %v", rate, d)
 	}
-	opOf := map[string]int{} // method and URL: the op's index
-	for i, o := range m.ops {
-		for _, p := range o.paths {
-			opOf[o.method+" "+baseURL+p] = i
+	p := &pool{}
+	latencies := make([][][]time.Duration, conns) // [worker][op], merged at the end
+	errs := make([]error, conns)
+	var wg sync.WaitGroup
+	for w := range conns {
+		latencies[w] = make([][]time.Duration, len(m.ops))
+		next := make(chan due, 1)
+		wg.Go(func() {
+			c := &client{addr: u.Host}
+			defer c.close()
+			for q, ok := p.done(next); ok; q, ok = p.done(next) {
+				o := m.ops[q.op]
+				status, body, err := c.do(q.req)
+				if err == nil && status != o.want {
+					err = fmt.Errorf("status %d, want %d: %s", status, o.want, body)
+				}
+				if err != nil {
+					errs[w] = fmt.Errorf("%s: %w", o.name, err)
+					p.fail()
+					return
+				}
+				latencies[w][q.op] = append(latencies[w][q.op], time.Since(q.at))
+			}
+		})
+	}
+
+	// The schedule: every request due by now is sent, then the sender
+	// sleeps until the next one is due.
+	interval := time.Second / time.Duration(rate)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	start := time.Now()
+	for i := 0; i < n; {
+		at := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(at); wait > 0 {
+			time.Sleep(wait)
 		}
-	}
-	// Workers call the targeter concurrently: math/rand/v2's functions are
-	// safe for that.
-	targeter := func(t *vegeta.Target) error {
-		i, pick := 0, rand.IntN(total)
-		for pick >= m.ops[i].weight {
-			pick -= m.ops[i].weight
+		for now := time.Now(); i < n && !at.After(now); at = start.Add(time.Duration(i) * interval) {
+			op := m.pick(rng, total)
+			p.send(due{at: at, op: op, req: requests[op][rng.IntN(len(requests[op]))]})
 			i++
 		}
-		o := m.ops[i]
-		t.Method, t.URL, t.Header, t.Body = o.method, baseURL+o.paths[rand.IntN(len(o.paths))], header, nil
-		if o.body != "" {
-			t.Header, t.Body = jsonHeader, []byte(o.body)
-		}
-		return nil
 	}
-	// The transport's own, so that its connections are closed after the run:
-	// kept open, they would count against the server's bound in the next
-	// targets.
-	transport := &http.Transport{MaxConnsPerHost: conns, MaxIdleConnsPerHost: conns}
-	defer transport.CloseIdleConnections()
-	attacker := vegeta.NewAttacker(vegeta.Client(&http.Client{Transport: transport, Timeout: requestTimeout}))
-	latencies := make([][]time.Duration, len(m.ops))
-	var r result
-	start := time.Now()
-	for res := range attacker.Attack(targeter, vegeta.Rate{Freq: rate, Per: time.Second}, d, openLoopTarget) {
-		i, ok := opOf[res.Method+" "+res.URL]
-		switch {
-		case res.Error != "" && res.Code == 0:
-			r.Read++
-		case !ok || int(res.Code) != m.ops[i].want:
-			r.Status++
-		default:
-			latencies[i] = append(latencies[i], res.Latency)
-		}
-	}
+	p.close()
+	wg.Wait()
 	elapsed := time.Since(start)
-	if r.errors() > 0 {
-		return r, nil // the caller reports the errors
+	if err := errors.Join(errs...); err != nil {
+		return result{}, err
 	}
-	r.DurationUS, r.ops, r.rate = elapsed.Microseconds(), map[string]opResult{}, rate
-	var all []time.Duration
-	for i, o := range m.ops {
-		ls := latencies[i]
-		slices.Sort(ls)
-		r.ops[o.name] = opResult{requests: int64(len(ls)), p99US: percentile(ls, 99).Microseconds()}
-		all = append(all, ls...)
+	r, err := m.result(latencies, elapsed)
+	r.rate = rate
+	return r, err
+}
+
+// pool hands each due request to the connection that became idle last, as
+// a client's connection pool does (Go's, for one), and keeps the requests
+// due while every connection is busy, in order, for the first one done.
+type pool struct {
+	mu      sync.Mutex
+	idle    []chan due // a stack: the last one idle on top
+	backlog []due
+	closed  bool // nothing more will be sent
+}
+
+// send hands q to an idle connection, or keeps it for the next one done.
+func (p *pool) send(q due) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.idle); n > 0 {
+		next := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		next <- q
+		return
 	}
-	slices.Sort(all)
-	if r.Requests = int64(len(all)); r.Requests == 0 {
-		return r, fmt.Errorf("no request was answered in %v", d)
+	p.backlog = append(p.backlog, q)
+}
+
+// done is called by a connection that has answered its request, with its
+// channel: it returns the oldest request kept, or waits on next for one
+// sent; false when the schedule is over.
+func (p *pool) done(next chan due) (due, bool) {
+	p.mu.Lock()
+	if len(p.backlog) > 0 {
+		q := p.backlog[0]
+		p.backlog = p.backlog[1:]
+		p.mu.Unlock()
+		return q, true
 	}
-	r.P50US, r.P99US = percentile(all, 50).Microseconds(), percentile(all, 99).Microseconds()
-	return r, nil
+	if p.closed {
+		p.mu.Unlock()
+		return due{}, false
+	}
+	p.idle = append(p.idle, next)
+	p.mu.Unlock()
+	q, ok := <-next
+	return q, ok
+}
+
+// close ends the schedule: the idle connections stop, the busy ones once
+// the requests kept are sent.
+func (p *pool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, next := range p.idle {
+		close(next)
+	}
+	p.idle = nil
+}
+
+// fail drops the requests kept: a connection failed, and the run with it.
+func (p *pool) fail() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backlog = nil
 }
