@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"petstore/internal/apikeys"
@@ -54,5 +55,40 @@ func TestPreflightAllowsThePathsMethods(t *testing.T) {
 	r = s.Do(t, http.MethodGet, "/v1/pets", key, nil, "Origin", "https://shop.test")
 	if r.StatusCode != http.StatusOK || r.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Errorf("GET with Origin: %d, Access-Control-Allow-Origin %q", r.StatusCode, r.Header.Get("Access-Control-Allow-Origin"))
+	}
+}
+
+// An answer to a CORS request names the headers a browser may read across
+// origins, whatever its status; an answer to any other request does not
+// (its client reads every header).
+func TestCORSAnswersExposeTheirHeaders(t *testing.T) {
+	s := apptest.Start(t, "")
+	key := s.NewKey(t, apikeys.NewKey{})
+	for _, c := range []struct {
+		what, method, key string
+		body              any
+		status            int
+	}{
+		{"a list", http.MethodGet, key, nil, http.StatusOK},
+		{"a create", http.MethodPost, key, map[string]any{"name": "Rex", "categoryId": 1}, http.StatusCreated},
+		{"a request without a key", http.MethodGet, "", nil, http.StatusUnauthorized},
+	} {
+		r := s.Do(t, c.method, "/v1/pets", c.key, c.body, "Origin", "https://shop.test")
+		if r.StatusCode != c.status {
+			t.Fatalf("%s with Origin: %d, want %d: %s", c.what, r.StatusCode, c.status, r.Body)
+		}
+		exposed := r.Header.Get("Access-Control-Expose-Headers")
+		for _, name := range []string{"X-RateLimit-Remaining", "RateLimit", "Retry-After", "Link", "Location", "Request-Id", "WWW-Authenticate"} {
+			if !strings.Contains(exposed, name) {
+				t.Errorf("%s with Origin: %s is not exposed to browsers: %q", c.what, name, exposed)
+			}
+		}
+		r = s.Do(t, c.method, "/v1/pets", c.key, c.body)
+		if r.StatusCode != c.status {
+			t.Fatalf("%s: %d, want %d: %s", c.what, r.StatusCode, c.status, r.Body)
+		}
+		if got := r.Header.Get("Access-Control-Expose-Headers"); got != "" {
+			t.Errorf("%s without Origin: Access-Control-Expose-Headers %q, want none", c.what, got)
+		}
 	}
 }

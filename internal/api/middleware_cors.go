@@ -15,7 +15,11 @@ import (
 // exposedHeaders are the /v1 response headers that browsers may read across
 // origins (CORS itself is PocketBase's, configured by `serve --origins`):
 // without them a web client could not page, follow Location, back off or
-// name its request.
+// name its request. They are named in answers to CORS requests only, those
+// with an Origin, as PocketBase's Access-Control-Allow-Origin is: any other
+// client reads every header, and each header costs every answer its place
+// in net/http's header map, made for each answer and copied when the status
+// is written.
 var exposedHeaders = strings.Join(append([]string{
 	"Link", "Location", "Idempotent-Replayed", "Deprecation", "Sunset", stabilityHeader, "WWW-Authenticate", "Allow", "ETag",
 	requestid.ResponseHeader, requestid.Header,
@@ -26,7 +30,9 @@ func exposeHeaders() *hook.Handler[*core.RequestEvent] {
 		Id:       "petstoreExposeHeaders",
 		Priority: exposeHeadersPriority,
 		Func: func(e *core.RequestEvent) error {
-			e.Response.Header().Set("Access-Control-Expose-Headers", exposedHeaders)
+			if e.Request.Header.Get("Origin") != "" {
+				e.Response.Header().Set("Access-Control-Expose-Headers", exposedHeaders)
+			}
 			return e.Next()
 		},
 	}
