@@ -1,11 +1,12 @@
-//go:build unix
-
 package dataversion
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -21,24 +22,28 @@ type walIndex struct{ mem []byte }
 // writes last, and its second copy: the part of the file mapped.
 const walIndexHeaderSize = 96
 
-// openWALIndex maps the header of dbPath's WAL index. The caller keeps a
-// connection to the database open for as long as it reads the header: SQLite
-// truncates the file only when it opens the database with no connection
-// open anywhere, and reading a truncated mapping would fault.
+// openWALIndex maps the header of dbPath's WAL index from the descriptor
+// SQLite holds open on it in this process, which it finds in /proc/self/fd.
+// It opens no descriptor of its own: closing one would release every POSIX
+// lock the process holds on the file, SQLite's included, and another process
+// that then opened the database would take itself for the first and truncate
+// the file under this one's writers. The caller keeps a connection to the
+// database open while it reads the header: SQLite keeps its descriptor open
+// meanwhile, and truncates the file only when a process opens the database
+// with no connection open anywhere (reading a truncated mapping would fault).
 func openWALIndex(dbPath string) (*walIndex, error) {
-	f, err := os.Open(dbPath + "-shm")
+	fd, err := sqliteDescriptor(dbPath + "-shm")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
-	if info.Size() < walIndexHeaderSize {
+	if st.Size < walIndexHeaderSize {
 		return nil, errors.New("the WAL index has no header yet")
 	}
-	mem, err := syscall.Mmap(int(f.Fd()), 0, walIndexHeaderSize, syscall.PROT_READ, syscall.MAP_SHARED)
+	mem, err := syscall.Mmap(fd, 0, walIndexHeaderSize, syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +52,24 @@ func openWALIndex(dbPath string) (*walIndex, error) {
 	// Close, which a read under way may outlast.
 	runtime.AddCleanup(x, func(mem []byte) { _ = syscall.Munmap(mem) }, mem)
 	return x, nil
+}
+
+// sqliteDescriptor is the descriptor this process holds open on path.
+func sqliteDescriptor(path string) (int, error) {
+	want, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return -1, err
+	}
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1, err
+	}
+	for _, e := range entries {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == want {
+			return strconv.Atoi(e.Name())
+		}
+	}
+	return -1, fmt.Errorf("no descriptor of %s is open", path)
 }
 
 // stamp reads the fields of the header's first copy that every commit

@@ -1,19 +1,23 @@
-//go:build unix
-
 package dataversion_test
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	osexec "os/exec"
+	"syscall"
 	"testing"
 
 	"petstore/internal/dataversion"
 )
 
 // TestMain lets the test binary be the other process that commits in
-// TestVersionReadsOnlyAfterACommit.
+// TestVersionReadsOnlyAfterACommit, or that looks at the locks on a WAL
+// index in TestWatchLeavesSQLitesLocks.
 func TestMain(m *testing.M) {
+	if path := os.Getenv("DATAVERSION_SHM_LOCKED"); path != "" {
+		os.Exit(shmLocked(path))
+	}
 	if path := os.Getenv("DATAVERSION_COMMIT_TO"); path != "" {
 		db, err := sql.Open("sqlite", path)
 		if err == nil {
@@ -98,5 +102,65 @@ func TestVersionReadsOnlyAfterACommit(t *testing.T) {
 	}
 	if _, err := w.Version(); err == nil {
 		t.Fatal("a closed Watch returned a version")
+	}
+}
+
+// dmsLockByte is the byte of the WAL index file that SQLite's unix VFS
+// read-locks in every process with the database open; a process that can
+// write-lock it takes itself for the only one, and truncates the file.
+const dmsLockByte = 128
+
+// shmLocked exits 0 when another process holds a lock on path's DMS byte.
+func shmLocked(path string) int {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 2
+	}
+	lock := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: dmsLockByte, Len: 1}
+	if err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lock); err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 2
+	}
+	if lock.Type == syscall.F_UNLCK {
+		os.Stderr.WriteString("nothing holds the WAL index's DMS lock\n")
+		return 1
+	}
+	return 0
+}
+
+// Mapping the WAL index header leaves SQLite's locks on the file as they
+// were: another process that opens the database must see this one's, or it
+// would truncate the file under this process's connections.
+func TestWatchLeavesSQLitesLocks(t *testing.T) {
+	db, _ := openTwoPools(t)
+	var path string
+	if err := db.QueryRow("SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&path); err != nil {
+		t.Fatal(err)
+	}
+	locked := func() error {
+		cmd := osexec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "DATAVERSION_SHM_LOCKED="+path+"-shm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	if err := locked(); err != nil {
+		t.Fatalf("before the Watch: %v", err)
+	}
+	w, err := dataversion.NewWatch(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if !dataversion.HeaderMapped(w) {
+		t.Fatal("the WAL index header is not mapped")
+	}
+	if _, err := w.Version(); err != nil {
+		t.Fatal(err)
+	}
+	if err := locked(); err != nil {
+		t.Fatalf("after the Watch mapped the header: %v", err)
 	}
 }
