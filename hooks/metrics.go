@@ -12,6 +12,7 @@ import (
 	"petstore/internal/backup"
 	"petstore/internal/categories"
 	"petstore/internal/connlimit"
+	"petstore/internal/dataversion"
 	"petstore/internal/idempotency"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
@@ -23,10 +24,10 @@ import (
 // startMetrics serves m on addr (metrics.Serve) with the figures read at
 // each scrape, each from the package that owns it: pets, categories, keys
 // by state, the databases' files, the limiter's Redis, realtime
-// subscribers, the request log's rows, the public listener's connections,
-// the newest backup. It returns the listener's stop.
-func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, limiter *limits.Limiter, reqlog *requestlog.Logger,
-	conns *connlimit.Limiter, log *slog.Logger) (func() error, error) {
+// subscribers, the request log's rows, the data version's reads, the public
+// listener's connections, the newest backup. It returns the listener's stop.
+func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, version *dataversion.Watch, limiter *limits.Limiter,
+	reqlog *requestlog.Logger, conns *connlimit.Limiter, log *slog.Logger) (func() error, error) {
 	count := func(read func(*sql.DB) (int64, error)) func() (int64, error) {
 		return func() (int64, error) { return read(reads) }
 	}
@@ -48,6 +49,7 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 	m.Register(metrics.SQLiteFiles(app.DataDir())...)
 	m.Register(metrics.Redis(limiter)...)
 	m.Register(metrics.RequestLog(reqlog)...)
+	m.Register(metrics.DataVersion(version))
 	m.Register(metrics.Conns(conns)...)
 	return m.Serve(addr, log)
 }

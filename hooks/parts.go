@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -118,6 +119,9 @@ func (p *serviceParts) startReads() (func() error, error) {
 		return nil, err
 	}
 	p.version = version
+	if err := version.HeaderErr(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		p.s.log.Warn("Data version: SQLite's WAL index header is not read, so every /v1 request reads the data version", "error", err)
+	}
 	if p.keys, err = apikeys.NewFinder(p.reads); err == nil {
 		p.petReads, err = pets.PrepareReads(p.reads, api.EncodeJSON)
 	}
@@ -208,7 +212,7 @@ func (p *serviceParts) startMetrics() (func() error, error) {
 	if p.metrics == nil {
 		return nil, nil
 	}
-	stop, err := startMetrics(p.app, p.opts.MetricsAddr, p.metrics, p.reads, p.limiter, p.reqlog, p.s.conns, p.s.log)
+	stop, err := startMetrics(p.app, p.opts.MetricsAddr, p.metrics, p.reads, p.version, p.limiter, p.reqlog, p.s.conns, p.s.log)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", p.opts.MetricsAddr, err)
 	}

@@ -136,8 +136,9 @@ type Watch struct {
 	// walIndex is the database's WAL index header, nil when it cannot be
 	// mapped (another system, a database in memory or not in WAL mode):
 	// every Version then reads.
-	walIndex *walIndex
-	fresh    atomic.Pointer[fresh] // nil until the first read, and after Close
+	walIndex  *walIndex
+	headerErr error                 // why walIndex is nil
+	fresh     atomic.Pointer[fresh] // nil until the first read, and after Close
 
 	begun atomic.Uint64 // reads begun so far
 
@@ -179,12 +180,22 @@ func NewWatch(db *sql.DB) (*Watch, error) {
 		conn.Close()
 		return nil, fmt.Errorf("dataversion: %w", err)
 	}
+	// Without the header, every Version reads: slower, as correct.
+	w.headerErr = errors.New("the database is not a file in WAL mode")
 	if path != "" {
-		// Without the header, every Version reads: slower, as correct.
-		w.walIndex, _ = openWALIndex(path)
+		w.walIndex, w.headerErr = openWALIndex(path)
 	}
 	return w, nil
 }
+
+// HeaderErr says why the Watch does not read the WAL index header, so that
+// every Version reads the database; nil when it does.
+func (w *Watch) HeaderErr() error { return w.headerErr }
+
+// Reads is how many reads of the database the Watch has begun: about one
+// per commit while it reads the WAL index header, one per Version (shared
+// by concurrent callers) otherwise.
+func (w *Watch) Reads() uint64 { return w.begun.Load() }
 
 // walPath is the file of conn's main database when it is in WAL mode, or
 // "". A database stays in WAL mode while conn is open: leaving it takes an

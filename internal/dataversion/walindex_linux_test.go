@@ -43,8 +43,8 @@ func TestVersionReadsOnlyAfterACommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if !dataversion.HeaderMapped(w) {
-		t.Fatal("the WAL index header of a database in WAL mode is not mapped")
+	if err := w.HeaderErr(); err != nil {
+		t.Fatalf("the WAL index header of a database in WAL mode is not mapped: %v", err)
 	}
 	version := func() int64 {
 		t.Helper()
@@ -78,13 +78,13 @@ func TestVersionReadsOnlyAfterACommit(t *testing.T) {
 	}
 	seen := version()
 	for _, c := range commits {
-		reads := dataversion.Reads(w)
+		reads := w.Reads()
 		for range 100 {
 			if v := version(); v != seen {
 				t.Fatalf("before %s: the version moved from %d to %d with no commit", c.what, seen, v)
 			}
 		}
-		if n := dataversion.Reads(w) - reads; n != 0 {
+		if n := w.Reads() - reads; n != 0 {
 			t.Fatalf("before %s: 100 Versions with no commit made %d reads, want 0", c.what, n)
 		}
 		c.commit()
@@ -93,7 +93,7 @@ func TestVersionReadsOnlyAfterACommit(t *testing.T) {
 		} else {
 			seen = v
 		}
-		if n := dataversion.Reads(w) - reads; n != 1 {
+		if n := w.Reads() - reads; n != 1 {
 			t.Fatalf("after %s: %d reads, want 1", c.what, n)
 		}
 	}
@@ -154,8 +154,8 @@ func TestWatchLeavesSQLitesLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if !dataversion.HeaderMapped(w) {
-		t.Fatal("the WAL index header is not mapped")
+	if err := w.HeaderErr(); err != nil {
+		t.Fatalf("the WAL index header is not mapped: %v", err)
 	}
 	if _, err := w.Version(); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@
 //	                                                       minute's refusals were full; coalesced: a refusal counted in its
 //	                                                       network's row; bounded: a success counted in its second's row)
 //	petstore_audit_events_total                 counter    action: audit records committed by this instance
+//	petstore_data_version_reads_total           counter    reads of the data version /v1's caches follow (about one per commit)
 //	petstore_http_connections_open              gauge      connections open on the public listener
 //	petstore_http_connections_refused_total     counter    reason (per_address, global): connections closed as accepted
 //	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed)

@@ -8,6 +8,7 @@ import (
 
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
+	"petstore/internal/dataversion"
 	"petstore/internal/limits"
 	"petstore/internal/requestlog"
 )
@@ -71,6 +72,15 @@ func RequestLog(l *requestlog.Logger) []prometheus.Collector {
 			ConstLabels: prometheus.Labels{"reason": "bounded"},
 		}, func() float64 { return float64(l.Counted()) }),
 	}
+}
+
+// DataVersion is the data version's figure: the reads of it, which a
+// request makes only when something committed since the last one (on
+// Linux; elsewhere, one per request or per group of concurrent ones).
+func DataVersion(w *dataversion.Watch) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "petstore_data_version_reads_total", Help: "Reads of the data version, which /v1's caches follow.",
+	}, func() float64 { return float64(w.Reads()) })
 }
 
 // Conns are the public listener's figures: connections open, and
