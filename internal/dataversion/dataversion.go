@@ -234,16 +234,27 @@ func prepare(dc any, query string) (driver.StmtQueryContext, error) {
 // With the WAL index header mapped, a call reads nothing while the header
 // shows what it showed before the latest read began: a commit that ended
 // before the call changed the header before it ended, so either the read
-// began after it (and counts it) or the header differs.
+// began after it (and counts it) or the header differs. For the same
+// reason, a call that finds the header changed shares a read under way if
+// the header showed, before that read began, what it shows at the call.
 func (w *Watch) Version() (Version, error) {
-	if f := w.fresh.Load(); f != nil && f.index.stamp() == f.stamp {
-		return f.v, nil
+	var arrivedAt walStamp // the header when the call began
+	f := w.fresh.Load()
+	if f != nil {
+		if arrivedAt = f.index.stamp(); arrivedAt == f.stamp {
+			return f.v, nil
+		}
 	}
 	arrived := w.begun.Load()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.lastRead > arrived {
 		return w.last, nil
+	}
+	if f != nil {
+		if latest := w.fresh.Load(); latest != nil && latest.stamp == arrivedAt {
+			return latest.v, nil
+		}
 	}
 	w.lastRead = w.begun.Add(1)
 	var stamp walStamp
