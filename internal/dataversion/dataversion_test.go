@@ -37,15 +37,39 @@ func openTwoPools(t testing.TB) (db, other *sql.DB) {
 	return db, other
 }
 
-// A value is served only while nothing has committed since before it was
-// read; a value read across a commit is not kept.
-func TestCacheDropsValuesOnAnyCommit(t *testing.T) {
-	db, other := openTwoPools(t)
+// newWatch is a Watch on db, closed when the test ends.
+func newWatch(t testing.TB, db *sql.DB) *dataversion.Watch {
+	t.Helper()
 	w, err := dataversion.NewWatch(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// loader is load, which asks a cache for the value of one key at w's
+// Version, as a request does; loaded tells whether the value was read
+// rather than kept.
+func loader(t *testing.T, w *dataversion.Watch) (load func(c *dataversion.Cache[int]) (loaded bool)) {
+	return func(c *dataversion.Cache[int]) (loaded bool) {
+		t.Helper()
+		v, err := w.Version()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Load(v, "k", func() (int, error) { loaded = true; return 1, nil }); err != nil {
+			t.Fatal(err)
+		}
+		return loaded
+	}
+}
+
+// A value is served only while nothing has committed since before it was
+// read; a value read across a commit is not kept.
+func TestCacheDropsValuesOnAnyCommit(t *testing.T) {
+	db, other := openTwoPools(t)
+	w := newWatch(t, db)
 	c := dataversion.NewCache[string](2)
 	commit := func(pool *sql.DB) {
 		t.Helper()
@@ -126,11 +150,7 @@ func TestCacheDropsValuesOnAnyCommit(t *testing.T) {
 // an error is not kept.
 func TestCallersShareARead(t *testing.T) {
 	db, _ := openTwoPools(t)
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newWatch(t, db)
 	at, err := w.Version()
 	if err != nil {
 		t.Fatal(err)
@@ -176,11 +196,7 @@ func TestCallersShareARead(t *testing.T) {
 // newer version.
 func TestVersionSeesCommitsBeforeTheCall(t *testing.T) {
 	db, other := openTwoPools(t)
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newWatch(t, db)
 
 	const commits, readers = 200, 8
 	before := make([]int64, commits+1) // each written before committed reaches its index
@@ -253,25 +269,10 @@ func TestCacheKeepsValuesAcrossCommitsOfOtherTables(t *testing.T) {
 	exec(t, db, "CREATE TABLE keys (v INTEGER)")
 	exec(t, db, "CREATE TABLE plans (v INTEGER)")
 	countChanges(t, db, "keys", "plans")
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newWatch(t, db)
 	keys := dataversion.NewCache[int](10, "keys", "plans")
 	all := dataversion.NewCache[int](10)
-	reads := 0
-	get := func(c *dataversion.Cache[int]) (loaded bool) {
-		t.Helper()
-		v, err := w.Version()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Load(v, "k", func() (int, error) { loaded = true; reads++; return reads, nil }); err != nil {
-			t.Fatal(err)
-		}
-		return loaded
-	}
+	get := loader(t, w)
 	get(keys)
 	get(all)
 	for i, pool := range []*sql.DB{db, other, db} {
@@ -311,22 +312,8 @@ func TestCacheOfATableWithoutItsTriggersFollowsEveryCommit(t *testing.T) {
 	exec(t, db, "CREATE TABLE keys (v INTEGER)")
 	exec(t, db, "CREATE TABLE plans (v INTEGER)")
 	countChanges(t, db, "keys")
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	load := func(c *dataversion.Cache[int]) (loaded bool) {
-		t.Helper()
-		v, err := w.Version()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Load(v, "k", func() (int, error) { loaded = true; return 1, nil }); err != nil {
-			t.Fatal(err)
-		}
-		return loaded
-	}
+	w := newWatch(t, db)
+	load := loader(t, w)
 
 	plans := dataversion.NewCache[int](10, "plans") // no counter, no triggers
 	load(plans)
@@ -440,21 +427,6 @@ func TestCacheOfRowsBeforeTheLastIsKeptWhileRowsAreAppended(t *testing.T) {
 func loadOf(t *testing.T, db *sql.DB, counter string) (load func() (loaded bool)) {
 	t.Helper()
 	countChanges(t, db, counter)
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	cache := dataversion.NewCache[int](10, counter)
-	return func() (loaded bool) {
-		t.Helper()
-		v, err := w.Version()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cache.Load(v, "key", func() (int, error) { loaded = true; return 1, nil }); err != nil {
-			t.Fatal(err)
-		}
-		return loaded
-	}
+	cache, loadFrom := dataversion.NewCache[int](10, counter), loader(t, newWatch(t, db))
+	return func() bool { t.Helper(); return loadFrom(cache) }
 }

@@ -10,11 +10,7 @@ import (
 // BenchmarkVersion is one read of the data version, alone.
 func BenchmarkVersion(b *testing.B) {
 	db, _ := openTwoPools(b)
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
+	w := newWatch(b, db)
 	for b.Loop() {
 		if _, err := w.Version(); err != nil {
 			b.Fatal(err)
@@ -29,11 +25,7 @@ func BenchmarkVersionAfterACommit(b *testing.B) {
 	exec(b, db, "CREATE TABLE keys (v INTEGER)")
 	exec(b, db, "CREATE TABLE plans (v INTEGER)")
 	countChanges(b, db, "keys", "plans")
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
+	w := newWatch(b, db)
 	for b.Loop() {
 		b.StopTimer()
 		exec(b, other, "INSERT INTO t VALUES (1)")

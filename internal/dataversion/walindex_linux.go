@@ -18,9 +18,9 @@ import (
 // (https://sqlite.org/walformat.html#the_wal_index_file_format).
 type walIndex struct{ mem []byte }
 
-// walIndexHeaderSize is the first copy of the header, the one a commit
-// writes last, and its second copy: the part of the file mapped.
-const walIndexHeaderSize = 96
+// walIndexHeaderSize is the header's first copy, the one a commit writes
+// last: the part of the file mapped.
+const walIndexHeaderSize = 48
 
 // openWALIndex maps the header of dbPath's WAL index from the descriptor
 // SQLite holds open on it in this process, which it finds in /proc/self/fd.

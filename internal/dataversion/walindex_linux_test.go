@@ -7,8 +7,6 @@ import (
 	osexec "os/exec"
 	"syscall"
 	"testing"
-
-	"petstore/internal/dataversion"
 )
 
 // TestMain lets the test binary be the other process that commits in
@@ -38,11 +36,7 @@ func TestMain(m *testing.M) {
 // or across a checkpoint that starts the WAL over.
 func TestVersionReadsOnlyAfterACommit(t *testing.T) {
 	db, other := openTwoPools(t)
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newWatch(t, db)
 	if err := w.HeaderErr(); err != nil {
 		t.Fatalf("the WAL index header of a database in WAL mode is not mapped: %v", err)
 	}
@@ -54,10 +48,7 @@ func TestVersionReadsOnlyAfterACommit(t *testing.T) {
 		}
 		return v.Of()
 	}
-	var path string
-	if err := db.QueryRow("SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&path); err != nil {
-		t.Fatal(err)
-	}
+	path := mainFile(t, db)
 	commits := []struct {
 		what   string
 		commit func()
@@ -134,10 +125,7 @@ func shmLocked(path string) int {
 // would truncate the file under this process's connections.
 func TestWatchLeavesSQLitesLocks(t *testing.T) {
 	db, _ := openTwoPools(t)
-	var path string
-	if err := db.QueryRow("SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&path); err != nil {
-		t.Fatal(err)
-	}
+	path := mainFile(t, db)
 	locked := func() error {
 		cmd := osexec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "DATAVERSION_SHM_LOCKED="+path+"-shm")
@@ -149,11 +137,7 @@ func TestWatchLeavesSQLitesLocks(t *testing.T) {
 	if err := locked(); err != nil {
 		t.Fatalf("before the Watch: %v", err)
 	}
-	w, err := dataversion.NewWatch(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newWatch(t, db)
 	if err := w.HeaderErr(); err != nil {
 		t.Fatalf("the WAL index header is not mapped: %v", err)
 	}
@@ -163,4 +147,14 @@ func TestWatchLeavesSQLitesLocks(t *testing.T) {
 	if err := locked(); err != nil {
 		t.Fatalf("after the Watch mapped the header: %v", err)
 	}
+}
+
+// mainFile is the file of db's main database.
+func mainFile(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var path string
+	if err := db.QueryRow("SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
