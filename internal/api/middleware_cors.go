@@ -23,7 +23,7 @@ import (
 var exposedHeaders = strings.Join(append([]string{
 	"Link", "Location", "Idempotent-Replayed", "Deprecation", "Sunset", stabilityHeader, "WWW-Authenticate", "Allow", "ETag",
 	requestid.ResponseHeader, requestid.Header,
-}, limits.HeaderNames...), ", ")
+}, limits.HeaderNames[:]...), ", ")
 
 func exposeHeaders() *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{

@@ -93,8 +93,9 @@ func (d Decision) RetryAfter() int64 {
 	return secondsUntil(d.At, until)
 }
 
-// HeaderNames are the response headers SetHeaders writes.
-var HeaderNames = []string{
+// HeaderNames are the response headers SetHeaders writes, in its order:
+// Retry-After, only on a refusal, last.
+var HeaderNames = [...]string{
 	"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
 	"RateLimit-Policy", "RateLimit", "Retry-After",
 }
@@ -106,28 +107,58 @@ var HeaderNames = []string{
 // refusal, the binding window has 0 remaining and resets when Retry-After
 // ends, and so does every window whose RateLimit item has r=0.
 func (d Decision) SetHeaders(h http.Header) {
+	// Every value is appended to one buffer, made one string, and each
+	// header gets its slice of it through one []string, under its
+	// canonical name: this runs on every request, and Header.Set would
+	// cost two or three allocations a header (the canonical name, the
+	// value's slice, the value).
+	var buf [256]byte
+	var ends [len(HeaderNames)]int
+	v := buf[:0]
 	b := d.binding()
-	h.Set("X-RateLimit-Limit", strconv.FormatInt(b.Limit, 10))
-	h.Set("X-RateLimit-Remaining", strconv.FormatInt(b.Remaining, 10))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(b.Reset), 10))
-
-	// Appended by hand, without fmt's reflection: this runs on every request.
-	var policy, state [128]byte
-	p, st := policy[:0], state[:0]
+	v = strconv.AppendInt(v, b.Limit, 10)
+	ends[0] = len(v)
+	v = strconv.AppendInt(v, b.Remaining, 10)
+	ends[1] = len(v)
+	v = strconv.AppendInt(v, ceilUnix(b.Reset), 10)
+	ends[2] = len(v)
 	for i, w := range d.Windows {
 		if i > 0 {
-			p, st = append(p, ", "...), append(st, ", "...)
+			v = append(v, ", "...)
 		}
-		p = appendItem(p, w.Name, ";q=", w.Limit, ";w=", int64(w.Period/time.Second))
-		st = appendItem(st, w.Name, ";r=", w.Remaining, ";t=", secondsUntil(d.At, w.Reset))
+		v = appendItem(v, w.Name, ";q=", w.Limit, ";w=", int64(w.Period/time.Second))
 	}
-	h.Set("RateLimit-Policy", string(p))
-	h.Set("RateLimit", string(st))
-
+	ends[3] = len(v)
+	for i, w := range d.Windows {
+		if i > 0 {
+			v = append(v, ", "...)
+		}
+		v = appendItem(v, w.Name, ";r=", w.Remaining, ";t=", secondsUntil(d.At, w.Reset))
+	}
+	ends[4] = len(v)
+	n := len(HeaderNames) - 1
 	if d.Exceeded() {
-		h.Set("Retry-After", strconv.FormatInt(d.RetryAfter(), 10))
+		v = strconv.AppendInt(v, d.RetryAfter(), 10)
+		ends[n] = len(v)
+		n++
+	}
+	all := string(v)
+	values := make([]string, n)
+	from := 0
+	for i := range n {
+		values[i] = all[from:ends[i]]
+		from = ends[i]
+		h[canonicalHeaderNames[i]] = values[i : i+1 : i+1]
 	}
 }
+
+// canonicalHeaderNames are HeaderNames as http.Header keys them.
+var canonicalHeaderNames = func() (names [len(HeaderNames)]string) {
+	for i, name := range HeaderNames {
+		names[i] = http.CanonicalHeaderKey(name)
+	}
+	return names
+}()
 
 // appendItem appends a structured-field item: "name";k1=v1;k2=v2 (k1 and
 // k2 with their ';' and '=').
