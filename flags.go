@@ -102,7 +102,7 @@ func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
 	root.StringVar(&f.requestLog, "request-log", string(requestlog.Bounded),
 		"which requests go to PocketBase's logs, /v1's and the rest alike: bounded (every error, and 100 successes a second with a row counting the rest), all, or errors (4xx and 5xx) only")
 	root.DurationVar(&o.AuditRetention, "audit-retention", audit.DefaultRetention,
-		"how long the audit trail of key, webhook endpoint and category changes keeps a record (0: forever)")
+		"how long the audit trail (changes of keys, plans, webhook endpoints and categories; backups; cluster leadership) keeps a record (0: forever)")
 	root.DurationVar(&o.WebhooksRetention, "webhooks-retention", webhooks.DefaultRetention,
 		"how long webhook delivery attempts, and events delivered or failed, are kept (0: forever)")
 	root.BoolVar(&o.AccessLog, "access-log", false, "log one console line per /v1 request")
