@@ -84,8 +84,11 @@ func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logge
 			return err
 		}
 		t, ok := auditEvents[audit.Action(e.Record.GetString(audit.ActionField))]
-		if !ok || !outbox.subscribed(t) {
+		if !ok {
 			return nil
+		}
+		if subscribed, err := outbox.subscribed(t); err != nil || !subscribed {
+			return err
 		}
 		var data any
 		var err error
@@ -128,8 +131,8 @@ func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logge
 // PetsCreated writes pet.created for each of rows, in tx, the transaction
 // that created them.
 func (o *Outbox) PetsCreated(tx core.App, rows ...pets.Row) error {
-	if !o.subscribed(PetCreated) {
-		return nil
+	if subscribed, err := o.subscribed(PetCreated); err != nil || !subscribed {
+		return err
 	}
 	events := make([]Event, len(rows))
 	for i, row := range rows {
@@ -233,18 +236,18 @@ func (d *dayQuota) reached(keyID string, day time.Time) {
 		return
 	}
 	d.sent.Store(keyID, date)
-	if !d.outbox.subscribed(KeyDayQuotaReached) {
-		return
-	}
 	go func() {
-		err := d.app.RunInTransaction(func(tx core.App) error {
-			data, err := keyData(tx, keyID)
-			if err != nil {
-				return err
-			}
-			return d.outbox.Write(tx, Event{Type: KeyDayQuotaReached, Data: data,
-				Dedupe: string(KeyDayQuotaReached) + ":" + keyID + ":" + date})
-		})
+		subscribed, err := d.outbox.subscribed(KeyDayQuotaReached)
+		if subscribed {
+			err = d.app.RunInTransaction(func(tx core.App) error {
+				data, err := keyData(tx, keyID)
+				if err != nil {
+					return err
+				}
+				return d.outbox.Write(tx, Event{Type: KeyDayQuotaReached, Data: data,
+					Dedupe: string(KeyDayQuotaReached) + ":" + keyID + ":" + date})
+			})
+		}
 		if err != nil {
 			d.log.Error("Webhooks: could not write a key.day_quota_reached event", "key", keyID, "error", err)
 		}

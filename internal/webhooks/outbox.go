@@ -27,8 +27,10 @@ import (
 // Once Watch is called (serve), it keeps the subscriptions in memory, read
 // again whenever the endpoints' table has changed (a change here, on
 // another instance, or in the dashboard: package dataversion): with no endpoint subscribed to an
-// event's type, writing the event costs no SQL. Before that (the keys
-// command), each event reads the subscriptions in its transaction.
+// event's type, writing the event costs no SQL. Each write first asks the
+// data version, so that an endpoint changed on another instance counts for
+// the very next event here. Before Watch (the keys command), each event
+// reads the subscriptions in its transaction.
 type Outbox struct {
 	app core.App
 
@@ -94,8 +96,8 @@ func (ins *inserts) close() {
 }
 
 // Refresh reads the subscriptions again if the endpoints' table changed
-// since they were read; the deliverer calls it every tick, staff routes after a
-// change.
+// since they were read; every write of events calls it, the deliverer
+// every tick, staff routes after a change.
 func (o *Outbox) Refresh() error {
 	vp := o.version.Load()
 	if vp == nil {
@@ -158,14 +160,25 @@ func readSubscriptions(db dbx.Builder) (map[Type][]string, error) {
 	return byType, nil
 }
 
-// subscribed reports whether an endpoint wants events of type t, as of the
-// last Refresh (true before Watch: the transaction reads).
-func (o *Outbox) subscribed(t Type) bool {
-	if o.version.Load() == nil {
-		return true
+// current is the subscriptions at the data version now, read again first
+// if the endpoints' table changed (Refresh): the deliverer reads them only
+// once a second, and an endpoint changed on another instance would go
+// unseen here until then.
+func (o *Outbox) current() (*subscriptions, error) {
+	if err := o.Refresh(); err != nil {
+		return nil, err
 	}
-	s := o.subs.Load()
-	return s != nil && len(s.byType[t]) > 0
+	return o.subs.Load(), nil
+}
+
+// subscribed reports whether an endpoint wants events of type t, as of the
+// data version now (true before Watch: the transaction reads).
+func (o *Outbox) subscribed(t Type) (bool, error) {
+	if o.version.Load() == nil {
+		return true, nil
+	}
+	s, err := o.current()
+	return s != nil && len(s.byType[t]) > 0, err
 }
 
 // Body is an event's JSON body.
@@ -206,8 +219,14 @@ func (o *Outbox) Write(tx core.App, events ...Event) error {
 		if byType, err = readSubscriptions(tx.NonconcurrentDB()); err != nil {
 			return err
 		}
-	} else if s := o.subs.Load(); s != nil {
-		byType = s.byType
+	} else {
+		s, err := o.current()
+		if err != nil {
+			return err
+		}
+		if s != nil {
+			byType = s.byType
+		}
 	}
 	now := time.Now().UTC()
 	var rows []eventRow

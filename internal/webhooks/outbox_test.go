@@ -3,10 +3,12 @@ package webhooks_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/pocketbase/pocketbase/core"
 
+	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/webhooks"
 	"petstore/testkit/apptest"
@@ -69,5 +71,43 @@ func TestOutboxWritesEventsTogetherInOrder(t *testing.T) {
 	var shared int
 	if err := s.App.DB().NewQuery("SELECT COUNT(DISTINCT webhook_id) FROM webhook_events").Row(&shared); err != nil || shared != 4 {
 		t.Errorf("%d webhook-ids for 4 events on 2 endpoints (%v)", shared, err)
+	}
+}
+
+// The subscriptions an instance keeps are those of the data version its
+// writes begin at: an endpoint added, paused or resumed through another
+// instance on the same data directory counts for this one's very next
+// create, not once its deliverer has read the endpoints again (a second
+// later).
+func TestOutboxFollowsEndpointsChangedElsewhere(t *testing.T) {
+	a := apptest.StartWith(t, apptest.Config{WebhooksAllowPrivate: true})
+	b := apptest.StartWith(t, apptest.Config{Dir: a.Dir, WebhooksAllowPrivate: true})
+	staff := a.StaffToken(t)
+	key := a.NewKey(t, apikeys.NewKey{Plan: "enterprise"})
+	b.CreatePet(t, key, map[string]any{"name": "Before", "categoryId": 1})
+
+	// Nobody listens there: the events stay in the outbox.
+	r := a.Do(t, http.MethodPost, "/api/petstore/webhooks", staff, map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"pet.created"}})
+	var endpoint struct{ ID string }
+	if r.StatusCode != http.StatusCreated || json.Unmarshal(r.Body, &endpoint) != nil {
+		t.Fatalf("add endpoint: %d %s", r.StatusCode, r.Body)
+	}
+	for _, step := range []struct {
+		change map[string]any // the endpoint's change through a; nil: none
+		events int64          // its events after a create through b
+	}{
+		{nil, 1},
+		{map[string]any{"paused": true}, 1},
+		{map[string]any{"paused": false}, 2},
+	} {
+		if step.change != nil {
+			if r := a.Do(t, http.MethodPatch, "/api/petstore/webhooks/"+endpoint.ID, staff, step.change); r.StatusCode != http.StatusOK {
+				t.Fatalf("change %v: %d %s", step.change, r.StatusCode, r.Body)
+			}
+		}
+		b.CreatePet(t, key, map[string]any{"name": "After", "categoryId": 1})
+		if n := b.CountRecords(t, webhooks.EventsCollection); n != step.events {
+			t.Fatalf("after the change %v through the other instance: %d events, want %d", step.change, n, step.events)
+		}
 	}
 }
