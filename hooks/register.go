@@ -87,8 +87,9 @@ func Register(app core.App, opts Options) *Service {
 			return s.err
 		},
 	})
+	var held *datadir.HeldUse
 	if opts.Startup != nil {
-		datadir.BindStartup(app, *opts.Startup, opts.Console, s.log, life.startEarly)
+		held = datadir.BindStartup(app, *opts.Startup, opts.Console, s.log, life.startEarly)
 	}
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
@@ -97,7 +98,7 @@ func Register(app core.App, opts Options) *Service {
 	apikeys.Bind(app)
 	fixedcollections.Bind(app, append(append(apikeys.Fixed(), audit.Fixed()), webhooks.Fixed()...)...)
 	hiddenfields.Bind(app)
-	backup.Bind(app, opts.AllowBackupRestore, s.log)
+	backup.Bind(app, opts.AllowBackupRestore, held, s.log)
 	opts.Settings.Guard(app)
 	audit.Bind(app, s.log, opts.AuditRetention, func(action audit.Action) {
 		if s.audits != nil {

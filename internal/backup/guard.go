@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,9 +12,11 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
+	"github.com/pocketbase/pocketbase/tools/router"
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/datadir"
 	"petstore/internal/fixedcollections"
 	"petstore/internal/requestid"
 )
@@ -23,6 +26,14 @@ import (
 // --allow-backup-restore.
 const errBackupRestoreOff = "uploading and restoring backups is off: a restore replaces every key, plan and pet with the backup's. " +
 	"Start petstore with --allow-backup-restore (PETSTORE_ALLOW_BACKUP_RESTORE=true) to allow it (docs/operations.md, \"Backups\")"
+
+// errBackupRestoreInUse answers a restore through PocketBase's API while
+// another process has the data directory open: the restore would replace
+// the databases under it, which would go on serving, and writing to, the
+// ones replaced.
+const errBackupRestoreInUse = "another petstore process has this data directory open (another instance serving it, or a command): " +
+	"a restore would replace the databases under it. Stop the other instances, then restore again; or stop every one and run " +
+	"petstore backup restore (docs/operations.md, \"Backups from the command line\")"
 
 // The routes of PocketBase's backups API.
 const (
@@ -45,6 +56,7 @@ const autoBackupPrefix = "@auto_pb_backup_"
 // says were revoked.
 type backupGuard struct {
 	allowRestore bool
+	held         *datadir.HeldUse // the process's use lock; nil: none held
 	log          *slog.Logger
 	// creating is who asked for the backup the API is creating: the API
 	// creates one at a time, in the request.
@@ -55,9 +67,11 @@ type backupGuard struct {
 
 // Bind binds the guard of PocketBase's backups API and its restores:
 // uploads and restores through the API only when allowRestore says so
-// (serve --allow-backup-restore).
-func Bind(app core.App, allowRestore bool, log *slog.Logger) {
-	g := &backupGuard{allowRestore: allowRestore, log: log}
+// (serve --allow-backup-restore), and restores only while no other process
+// has the data directory open: held, the process's own use lock, is made
+// exclusive for the restore.
+func Bind(app core.App, allowRestore bool, held *datadir.HeldUse, log *slog.Logger) {
+	g := &backupGuard{allowRestore: allowRestore, held: held, log: log}
 	app.OnServe().BindFunc(func(se *core.ServeEvent) error {
 		if err := g.carryTrail(se.App); err != nil {
 			return err
@@ -95,6 +109,14 @@ func (g *backupGuard) guard(e *core.RequestEvent) error {
 	case backupRestorePattern:
 		if !g.allowRestore {
 			return e.ForbiddenError(errBackupRestoreOff, nil)
+		}
+		// Asked now, so that the dashboard says why; the restore, a
+		// moment after the answer, asks again and holds the lock.
+		if err := g.exclusive(); err != nil {
+			return err
+		}
+		if err := g.held.Shared(); err != nil {
+			return err
 		}
 		by := audit.ActorOf(e)
 		g.restoring.Store(key, by)
@@ -163,11 +185,29 @@ func (g *backupGuard) restore(e *core.BackupEvent) error {
 	if v, ok := g.restoring.LoadAndDelete(e.Name); ok {
 		by = v.(audit.Actor)
 	}
-	if err := audit.MarkRestore(e.App.DataDir(), audit.Restore{Backup: e.Name, By: by, Requested: time.Now().UTC()}); err != nil {
-		return fmt.Errorf("could not note the restore for the audit trail: %w", err)
+	// Held exclusively until the process is replaced: a process that
+	// starts meanwhile waits for the restored data.
+	if err := g.exclusive(); err != nil {
+		g.log.Warn("Backup restore refused", "backup", e.Name, "error", err.Error())
+		return err
 	}
-	err := e.Next() // on success, the process is replaced and Next does not return
-	audit.UnmarkRestore(e.App.DataDir())
+	err := audit.MarkRestore(e.App.DataDir(), audit.Restore{Backup: e.Name, By: by, Requested: time.Now().UTC()})
+	if err != nil {
+		err = fmt.Errorf("could not note the restore for the audit trail: %w", err)
+	} else {
+		err = e.Next() // on success, the process is replaced and Next does not return
+		audit.UnmarkRestore(e.App.DataDir())
+	}
+	return errors.Join(err, g.held.Shared())
+}
+
+// exclusive makes the process's use lock exclusive: a BadRequestError
+// while another process has the data directory open.
+func (g *backupGuard) exclusive() error {
+	err := g.held.Exclusive()
+	if errors.Is(err, datadir.ErrInUse) {
+		return router.NewBadRequestError(errBackupRestoreInUse, nil)
+	}
 	return err
 }
 

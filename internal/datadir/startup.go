@@ -65,8 +65,10 @@ const restoreSteps = "stop every petstore on this data directory; move data.db, 
 // serve, beforeOpen starts the parts that run before the database opens
 // (the lifecycle's early parts), once the directory is the owner's alone and
 // before data.db is checked.
-func BindStartup(app core.App, cfg StartupConfig, console slog.Handler, log *slog.Logger, beforeOpen func() error) {
-	held := &heldUse{}
+//
+// It returns the use lock the process holds once bootstrapped.
+func BindStartup(app core.App, cfg StartupConfig, console slog.Handler, log *slog.Logger, beforeOpen func() error) *HeldUse {
+	held := &HeldUse{}
 	app.OnBootstrap().Bind(&hook.Handler[*core.BootstrapEvent]{
 		Id: "petstoreStartup",
 		Func: func(e *core.BootstrapEvent) error {
@@ -81,21 +83,43 @@ func BindStartup(app core.App, cfg StartupConfig, console slog.Handler, log *slo
 		held.hold(nil)
 		return e.Next()
 	})
+	return held
 }
 
-// heldUse is the data directory's use lock (Enter), held from the bootstrap
-// until the app terminates.
-type heldUse struct {
+// HeldUse is the data directory's use lock (Enter), held from the bootstrap
+// until the app terminates. A nil HeldUse, or one before the bootstrap,
+// holds nothing: its Exclusive and Shared do nothing.
+type HeldUse struct {
 	mu  sync.Mutex
 	use *Use
 }
 
 // hold keeps use as the held use lock, releasing the one held before.
-func (h *heldUse) hold(use *Use) {
+func (h *HeldUse) hold(use *Use) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.use.Release()
 	h.use = use
+}
+
+// Exclusive makes the held lock exclusive (Use.Exclusive): ErrInUse while
+// another process has the directory open. A restore through PocketBase's
+// API takes it so, as an offline restore does (TakeOver).
+func (h *HeldUse) Exclusive() error { return h.convert((*Use).Exclusive) }
+
+// Shared makes the held lock shared again, after Exclusive.
+func (h *HeldUse) Shared() error { return h.convert((*Use).Shared) }
+
+func (h *HeldUse) convert(to func(*Use) error) error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.use == nil {
+		return nil
+	}
+	return to(h.use)
 }
 
 func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger, beforeOpen func() error, hold func(*Use)) error {

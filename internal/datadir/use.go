@@ -66,6 +66,41 @@ func TakeOver(dataDir string) (*Use, error) {
 	return &Use{f: f}, nil
 }
 
+// Exclusive makes the held shared lock exclusive, without waiting: it
+// fails with ErrInUse, the lock shared again, while another process holds
+// it. Neither flock nor LockFileEx converts a lock in place, so the shared
+// lock is given up first; another process that takes the directory in
+// between makes Exclusive fail, as it would have a moment later.
+func (u *Use) Exclusive() error {
+	if err := unlock(u.f); err != nil {
+		return err
+	}
+	ok, err := tryLock(u.f)
+	if ok {
+		return nil
+	}
+	if shared := u.Shared(); shared != nil {
+		return errors.Join(err, shared)
+	}
+	if err != nil {
+		return err
+	}
+	return ErrInUse
+}
+
+// Shared makes the held lock shared again (after Exclusive), without
+// waiting.
+func (u *Use) Shared() error {
+	if err := unlock(u.f); err != nil {
+		return err
+	}
+	ok, err := tryLockShared(u.f)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s is held exclusively by another process (a petstore backup restore)", u.f.Name())
+	}
+	return err
+}
+
 // Release gives the lock up; a nil Use or a second call does nothing.
 func (u *Use) Release() error {
 	if u == nil || u.f == nil {

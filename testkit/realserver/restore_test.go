@@ -188,3 +188,80 @@ func checkEveryPartBack(t *testing.T, p *realserver.Process, metricsAddr, key, k
 		t.Errorf("the metrics after the restore have no request counts: %v", names)
 	}
 }
+
+// TestBackupRestoreWaitsForTheOtherInstances restores a backup through one
+// of two instances serving one data directory. The restore would replace the
+// databases under the other, which would go on serving the data replaced (a
+// key revoked in the backup's future valid there, its creates lost): it is
+// refused, saying why, until the other has stopped; then it goes through.
+func TestBackupRestoreWaitsForTheOtherInstances(t *testing.T) {
+	dir, a := serveBinary(t, "--allow-backup-restore")
+	b, err := realserver.Start(bin, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Kill)
+	key, _ := createKey(t, dir, "--plan", "business")
+	ctx := context.Background()
+	status, body, err := a.Do(ctx, http.MethodPost, "/api/collections/_superusers/auth-with-password", "",
+		[]byte(`{"identity":"staff@example.com","password":"a long enough password"}`))
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("superuser auth: %d %v %s", status, err, body)
+	}
+	var auth struct{ Token string }
+	if err := json.Unmarshal(body, &auth); err != nil {
+		t.Fatal(err)
+	}
+	staff := func(method, path string, body []byte) (int, []byte) {
+		t.Helper()
+		resp, data, err := a.Exchange(ctx, method, path, "", body, "Authorization", auth.Token)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return resp.StatusCode, data
+	}
+	if status, body := staff(http.MethodPost, "/api/backups", []byte(`{"name":"before.zip"}`)); status != http.StatusNoContent {
+		t.Fatalf("backup: %d %s", status, body)
+	}
+	status, body, err = b.Do(ctx, http.MethodPost, "/v1/pets", key, []byte(`{"name":"Later","categoryId":1}`))
+	if err != nil || status != http.StatusCreated {
+		t.Fatalf("create through the other instance: %d %v %s", status, err, body)
+	}
+	var later struct{ ID int64 }
+	if err := json.Unmarshal(body, &later); err != nil {
+		t.Fatal(err)
+	}
+
+	status, body = staff(http.MethodPost, "/api/backups/before.zip/restore", nil)
+	if status != http.StatusBadRequest || !strings.Contains(string(body), "nother petstore process has this data directory open") {
+		t.Fatalf("restore while another instance serves: %d %s, want 400 saying another process has the directory open", status, body)
+	}
+	// Nothing was replaced: both serve the pet made after the backup, and
+	// the refused instance can still be restored once it is alone.
+	time.Sleep(2 * time.Second) // past the moment PocketBase would have restored
+	for _, p := range []*realserver.Process{a, b} {
+		if got := getPet(t, p, key, later.ID); got.Name != "Later" {
+			t.Fatalf("after the refused restore: %+v", got)
+		}
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := staff(http.MethodPost, "/api/backups/before.zip/restore", nil); status != http.StatusNoContent {
+		t.Fatalf("restore once alone: %d %s", status, body)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, _, _ := a.Do(ctx, http.MethodGet, fmt.Sprint("/v1/pets/", later.ID), key, nil)
+		if status == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the restore, the pet created after the backup is still served (last status %d):\n%s", status, a.Output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
