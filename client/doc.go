@@ -42,7 +42,9 @@
 // existed when it began, even while others are added.
 //
 // ListCategories walks the named categories (the names of the numbers pets
-// carry as CategoryID) the same way; the operation is beta.
+// carry as CategoryID) page after page too, but without a cursor: an error
+// ends the walk as it is, not as a *ListError, and a new walk starts from
+// the first category (a store has few). The operation is beta.
 //
 // The client reads the cursor from the service's Link header, whether its
 // target is absolute or relative, and asks its own base URL for the next
