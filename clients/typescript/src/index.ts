@@ -127,16 +127,16 @@ export interface ListParams {
   status?: PetStatus;
   /** Animals per page, 1 to 100 (the service's default: 20). */
   limit?: number;
-  /** Start from here: a page's `nextCursor`, to resume a walk. */
-  cursor?: string;
+  /** Start from here: a page's `nextCursor`, to resume a walk (undefined: the first page). */
+  cursor?: string | undefined;
 }
 
 /** Which categories listCategories walks. */
 export interface CategoryListParams {
   /** Categories per page, 1 to 100. */
   limit?: number;
-  /** Start from here: a page's `nextCursor`, to resume a walk. */
-  cursor?: string;
+  /** Start from here: a page's `nextCursor`, to resume a walk (undefined: the first page). */
+  cursor?: string | undefined;
 }
 
 /** One page of a walk: `items` in ascending id order. */

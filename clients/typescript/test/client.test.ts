@@ -104,6 +104,23 @@ test("listPets walks 250 pets through Link, once each in id order, and resumes f
   const rest: number[] = [];
   for await (const pet of petstore.listPets({ status: "pending", limit: 100, cursor: first.value.nextCursor })) rest.push(pet.id);
   assert.deepEqual([...first.value.items.map((p) => p.id), ...rest], walked);
+
+  // The README's resume: the cursor kept is a `string | undefined`, passed
+  // back as it is (it compiles under exactOptionalPropertyTypes too).
+  let saved: string | undefined;
+  const kept: number[] = [];
+  for await (const page of petstore.listPages({ status: "pending", limit: 100, cursor: saved })) {
+    kept.push(...page.items.map((p) => p.id));
+    saved = page.nextCursor;
+    break;
+  }
+  assert.ok(saved, "the first page names the next");
+  for await (const page of petstore.listPages({ status: "pending", limit: 100, cursor: saved })) {
+    kept.push(...page.items.map((p) => p.id));
+    saved = page.nextCursor;
+  }
+  assert.equal(saved, undefined, "undefined on the last page");
+  assert.deepEqual(kept, walked);
 });
 
 test("listCategories walks the named categories through Link", async () => {
