@@ -545,7 +545,7 @@ const actions = {
   "key.ban_lifted": "Ban lifted", "key.banned": "Banned", "key.scopes_changed": "Scopes changed",
   "key.quota_changed": "Plan or quotas changed",
   "webhook.created": "Added", "webhook.changed": "Changed", "webhook.deleted": "Deleted",
-  "webhook.secret_rolled": "Secret rolled", "webhook.paused": "Paused for failing", "webhook.event_resent": "Event resent",
+  "webhook.secret_rolled": "Secret rolled", "webhook.paused": "Paused by the service", "webhook.event_resent": "Event resent",
   "webhook.test_sent": "Test event sent",
 };
 
