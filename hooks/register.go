@@ -163,7 +163,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	if s.cluster != nil {
 		nodes = s.cluster.Node.View
 	}
-	staff.AddRoutes(se.Router, p.history, staff.Webhooks{Outbox: s.outbox, Targets: targets, Log: s.log}, nodes)
+	staff.AddRoutes(se.Router, p.history, staff.Webhooks{Outbox: s.outbox, Targets: targets}, nodes)
 	// PocketBase's sign-in and account routes, counted per client network.
 	se.Router.Bind(authlimit.Middleware())
 	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}

@@ -2,7 +2,6 @@ package staff
 
 import (
 	"errors"
-	"log/slog"
 	"net/http"
 
 	"github.com/pocketbase/pocketbase/core"
@@ -13,24 +12,16 @@ import (
 )
 
 // Webhooks is what the webhook routes need: the outbox (test events, and
-// the subscriptions to read again after a change), which targets are
-// allowed, and the log. Staff's changes are in the audit trail, which logs
-// each.
+// the deliverer woken for a resent event) and which targets are allowed.
+// Staff's changes are in the audit trail, which logs each; the outbox reads
+// the subscriptions again at its next event after any change.
 type Webhooks struct {
 	Outbox  *webhooks.Outbox
 	Targets webhooks.Targets
-	Log     *slog.Logger
 }
 
 // maxAttemptsListed bounds the attempts listed.
 const maxAttemptsListed = 100
-
-// changed reads the subscriptions again after a change of the endpoints.
-func (w Webhooks) changed() {
-	if err := w.Outbox.Refresh(); err != nil {
-		w.Log.Error("Webhooks: could not read the endpoints again", "error", err)
-	}
-}
 
 func webhookError(err error) error {
 	if errors.Is(err, webhooks.ErrNotFound) {
@@ -67,7 +58,6 @@ func (w Webhooks) create(e *core.RequestEvent) error {
 	if err != nil {
 		return webhookError(err)
 	}
-	w.changed()
 	return writeJSON(e, http.StatusCreated, map[string]string{"id": id, "secret": secret})
 }
 
@@ -80,7 +70,6 @@ func (w Webhooks) change(e *core.RequestEvent) error {
 	if err := webhooks.Change(e.Request.Context(), e.App, w.Targets, id, in, audit.ActorOf(e)); err != nil {
 		return webhookError(err)
 	}
-	w.changed()
 	return w.get(e)
 }
 
@@ -89,7 +78,6 @@ func (w Webhooks) remove(e *core.RequestEvent) error {
 	if err := webhooks.Delete(e.App, id, audit.ActorOf(e)); err != nil {
 		return webhookError(err)
 	}
-	w.changed()
 	return e.NoContent(http.StatusNoContent)
 }
 

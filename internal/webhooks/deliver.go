@@ -180,7 +180,7 @@ func (d *Deliverer) run() {
 			d.closeIdle()
 		case <-d.outbox.wake:
 		}
-		if err := d.outbox.Refresh(); err != nil {
+		if err := d.outbox.refresh(); err != nil {
 			d.cfg.Log.Error("Webhooks: could not read the endpoints", "error", err)
 			continue
 		}
@@ -455,7 +455,7 @@ func (d *Deliverer) step(to *target, done []event, results []result, next int) (
 	}
 	if n := len(results); n > 0 && !results[n-1].delivered() {
 		// The endpoint may be paused now: new events leave it out from here.
-		if err := d.outbox.Refresh(); err != nil {
+		if err := d.outbox.refresh(); err != nil {
 			d.cfg.Log.Error("Webhooks: could not read the endpoints", "error", err)
 		}
 	}

@@ -35,7 +35,7 @@ type Outbox struct {
 	app core.App
 
 	version atomic.Pointer[func() (dataversion.Version, error)] // nil: read in each transaction
-	mu      sync.Mutex                                          // one Refresh at a time
+	mu      sync.Mutex                                          // one refresh at a time
 	subs    atomic.Pointer[subscriptions]
 	inserts atomic.Pointer[inserts] // prepared by Watch; nil: parsed each time
 
@@ -78,7 +78,7 @@ func (o *Outbox) Watch(version func() (dataversion.Version, error)) error {
 		old.close()
 	}
 	o.version.Store(&version)
-	return o.Refresh()
+	return o.refresh()
 }
 
 // Close closes the inserts Watch prepared; later events parse them each
@@ -95,10 +95,10 @@ func (ins *inserts) close() {
 	_ = ins.many.Close()
 }
 
-// Refresh reads the subscriptions again if the endpoints' table changed
-// since they were read; every write of events calls it, the deliverer
-// every tick, staff routes after a change.
-func (o *Outbox) Refresh() error {
+// refresh reads the subscriptions again if the endpoints' table changed
+// since they were read; every write of events calls it, and the
+// deliverer every tick.
+func (o *Outbox) refresh() error {
 	vp := o.version.Load()
 	if vp == nil {
 		return nil
@@ -161,11 +161,11 @@ func readSubscriptions(db dbx.Builder) (map[Type][]string, error) {
 }
 
 // current is the subscriptions at the data version now, read again first
-// if the endpoints' table changed (Refresh): the deliverer reads them only
+// if the endpoints' table changed (refresh): the deliverer reads them only
 // once a second, and an endpoint changed on another instance would go
 // unseen here until then.
 func (o *Outbox) current() (*subscriptions, error) {
-	if err := o.Refresh(); err != nil {
+	if err := o.refresh(); err != nil {
 		return nil, err
 	}
 	return o.subs.Load(), nil
