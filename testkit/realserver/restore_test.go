@@ -203,27 +203,11 @@ func TestBackupRestoreWaitsForTheOtherInstances(t *testing.T) {
 	t.Cleanup(b.Kill)
 	key, _ := createKey(t, dir, "--plan", "business")
 	ctx := context.Background()
-	status, body, err := a.Do(ctx, http.MethodPost, "/api/collections/_superusers/auth-with-password", "",
-		[]byte(`{"identity":"staff@example.com","password":"a long enough password"}`))
-	if err != nil || status != http.StatusOK {
-		t.Fatalf("superuser auth: %d %v %s", status, err, body)
-	}
-	var auth struct{ Token string }
-	if err := json.Unmarshal(body, &auth); err != nil {
-		t.Fatal(err)
-	}
-	staff := func(method, path string, body []byte) (int, []byte) {
-		t.Helper()
-		resp, data, err := a.Exchange(ctx, method, path, "", body, "Authorization", auth.Token)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		return resp.StatusCode, data
-	}
-	if status, body := staff(http.MethodPost, "/api/backups", []byte(`{"name":"before.zip"}`)); status != http.StatusNoContent {
+	staff := staffClient(t, a)
+	if status, body := staff(http.MethodPost, "/api/backups", []byte(`{"name":"before.zip"}`), ""); status != http.StatusNoContent {
 		t.Fatalf("backup: %d %s", status, body)
 	}
-	status, body, err = b.Do(ctx, http.MethodPost, "/v1/pets", key, []byte(`{"name":"Later","categoryId":1}`))
+	status, body, err := b.Do(ctx, http.MethodPost, "/v1/pets", key, []byte(`{"name":"Later","categoryId":1}`))
 	if err != nil || status != http.StatusCreated {
 		t.Fatalf("create through the other instance: %d %v %s", status, err, body)
 	}
@@ -232,7 +216,7 @@ func TestBackupRestoreWaitsForTheOtherInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	status, body = staff(http.MethodPost, "/api/backups/before.zip/restore", nil)
+	status, body = staff(http.MethodPost, "/api/backups/before.zip/restore", nil, "")
 	if status != http.StatusBadRequest || !strings.Contains(string(body), "nother petstore process has this data directory open") {
 		t.Fatalf("restore while another instance serves: %d %s, want 400 saying another process has the directory open", status, body)
 	}
@@ -247,7 +231,7 @@ func TestBackupRestoreWaitsForTheOtherInstances(t *testing.T) {
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if status, body := staff(http.MethodPost, "/api/backups/before.zip/restore", nil); status != http.StatusNoContent {
+	if status, body := staff(http.MethodPost, "/api/backups/before.zip/restore", nil, ""); status != http.StatusNoContent {
 		t.Fatalf("restore once alone: %d %s", status, body)
 	}
 	deadline := time.Now().Add(30 * time.Second)
