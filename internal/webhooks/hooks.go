@@ -87,11 +87,11 @@ func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logge
 		if !ok {
 			return nil
 		}
-		if subscribed, err := outbox.subscribed(t); err != nil || !subscribed {
+		byType, err := outbox.subscriptionsIn(e.App)
+		if err != nil || len(byType[t]) == 0 {
 			return err
 		}
 		var data any
-		var err error
 		switch {
 		case t == PlanChanged:
 			data, err = planData(e.App, e.Record)
@@ -103,7 +103,7 @@ func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logge
 		if err != nil {
 			return err
 		}
-		return outbox.Write(e.App, Event{Type: t, Data: data})
+		return outbox.writeFor(e.App, byType, []Event{{Type: t, Data: data}})
 	})
 
 	// The secrets' fields are hidden, but PocketBase shows hidden fields to
@@ -131,14 +131,15 @@ func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logge
 // PetsCreated writes pet.created for each of rows, in tx, the transaction
 // that created them.
 func (o *Outbox) PetsCreated(tx core.App, rows ...pets.Row) error {
-	if subscribed, err := o.subscribed(PetCreated); err != nil || !subscribed {
+	byType, err := o.subscriptionsIn(tx)
+	if err != nil || len(byType[PetCreated]) == 0 {
 		return err
 	}
 	events := make([]Event, len(rows))
 	for i, row := range rows {
 		events[i] = Event{Type: PetCreated, Data: row.Pet}
 	}
-	return o.Write(tx, events...)
+	return o.writeFor(tx, byType, events)
 }
 
 // collections are the webhooks' collections.

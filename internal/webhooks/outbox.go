@@ -160,25 +160,33 @@ func readSubscriptions(db dbx.Builder) (map[Type][]string, error) {
 	return byType, nil
 }
 
-// current is the subscriptions at the data version now, read again first
-// if the endpoints' table changed (refresh): the deliverer reads them only
-// once a second, and an endpoint changed on another instance would go
-// unseen here until then.
-func (o *Outbox) current() (*subscriptions, error) {
+// subscriptionsIn is which endpoints want each type of event, as of the
+// data version now: before Watch read in tx; after, kept, and read again
+// first if the endpoints' table changed (refresh), since the deliverer
+// looks only once a second and an endpoint changed on another instance
+// would go unseen here until then.
+func (o *Outbox) subscriptionsIn(tx core.App) (map[Type][]string, error) {
+	if o.version.Load() == nil {
+		return readSubscriptions(tx.NonconcurrentDB())
+	}
 	if err := o.refresh(); err != nil {
 		return nil, err
 	}
-	return o.subs.Load(), nil
+	if s := o.subs.Load(); s != nil {
+		return s.byType, nil
+	}
+	return nil, nil
 }
 
 // subscribed reports whether an endpoint wants events of type t, as of the
-// data version now (true before Watch: the transaction reads).
+// data version now (true before Watch: the transaction reads), for a cause
+// that would open a transaction only to write such an event.
 func (o *Outbox) subscribed(t Type) (bool, error) {
 	if o.version.Load() == nil {
 		return true, nil
 	}
-	s, err := o.current()
-	return s != nil && len(s.byType[t]) > 0, err
+	byType, err := o.subscriptionsIn(nil) // after Watch: no transaction read
+	return len(byType[t]) > 0, err
 }
 
 // Body is an event's JSON body.
@@ -213,21 +221,15 @@ type Event struct {
 // every endpoint subscribed to its type, in order, in one statement. With
 // none subscribed, it writes nothing, and after Watch reads nothing either.
 func (o *Outbox) Write(tx core.App, events ...Event) error {
-	var byType map[Type][]string
-	if o.version.Load() == nil {
-		var err error
-		if byType, err = readSubscriptions(tx.NonconcurrentDB()); err != nil {
-			return err
-		}
-	} else {
-		s, err := o.current()
-		if err != nil {
-			return err
-		}
-		if s != nil {
-			byType = s.byType
-		}
+	byType, err := o.subscriptionsIn(tx)
+	if err != nil {
+		return err
 	}
+	return o.writeFor(tx, byType, events)
+}
+
+// writeFor is Write with the subscriptions already asked (subscriptionsIn).
+func (o *Outbox) writeFor(tx core.App, byType map[Type][]string, events []Event) error {
 	now := time.Now().UTC()
 	var rows []eventRow
 	for _, e := range events {
