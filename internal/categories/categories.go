@@ -177,7 +177,7 @@ func Find(app core.App, number int64) (*Record, error) {
 	return &Record{r}, nil
 }
 
-// Create saves a category, by, with number (0: the next free one) and name,
+// Create saves a category, by, with number (0: the one after the highest in use) and name,
 // and its audit record in one transaction.
 func Create(app core.App, number int64, name, description string, by audit.Actor) (*Record, error) {
 	collection, err := app.FindCachedCollectionByNameOrId(Collection)

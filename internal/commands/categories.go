@@ -50,7 +50,7 @@ func categoryCreateCommand(app core.App) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().Int64Var(&number, "id", 0, "the category's number, the categoryId its pets carry (default: the next free one)")
+	cmd.Flags().Int64Var(&number, "id", 0, "the category's number, the categoryId its pets carry (default: the one after the highest number a category or pet uses)")
 	cmd.Flags().StringVar(&name, "name", "", "the category's name, e.g. Dogs (required)")
 	cmd.Flags().StringVar(&description, "description", "", "what the category holds")
 	return cmd

@@ -13,7 +13,7 @@ import (
 )
 
 // categoryRequest is the body that names a category: a new one (number
-// omitted: the next free one), or a new name for one.
+// omitted: the one after the highest in use), or a new name for one.
 type categoryRequest struct {
 	Number int64  `json:"number"`
 	Name   string `json:"name"`

@@ -14,8 +14,9 @@ import (
 //
 //	go build -ldflags "-X petstore/internal/version.Version=v1.4.0 -X petstore/internal/version.Commit=$(git rev-parse HEAD)"
 //
-// Empty, the module version Go embeds is used ("(devel)" in a checkout),
-// and the commit Go embeds from the checkout; Commit names it when Go could
+// Empty, the module version Go embeds is used (a pseudo-version made of the
+// commit in a git checkout, "(devel)" without VCS stamping), and the commit
+// Go embeds from the checkout; Commit names it when Go could
 // embed none (a build with -buildvcs=false).
 var (
 	Version = ""
