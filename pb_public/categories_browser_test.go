@@ -12,7 +12,7 @@ import (
 
 // Staff, on the staff page in Chromium at 1280 and 390 px, see the numbers
 // pets carry as unnamed categories with their pets, name one with one click
-// and a name, add a category with the next free number, rename and delete
+// and a name, add a category with the number after the highest in use, rename and delete
 // it, and are told why a category that pets use cannot be deleted; clients
 // see each name at once in GET /v1/categories, and the audit trail has each
 // change by the staff member.
@@ -72,11 +72,34 @@ func TestStaffPageCategoriesInChromium(t *testing.T) {
 	}
 	p.shots("categories-named")
 
+	// Delete asks first; declined, it deletes nothing.
+	p.do("answer the next questions no", chromedp.Evaluate[chromedp.Void](
+		`window.asked = []; window.answer = false; window.confirm = (m) => (window.asked.push(m), window.answer)`))
+	p.do("decline deleting 9", chromedp.Click(chromedp.CSS(`#categories-list tr[data-id="9"] button[data-action=delete]`)))
+	p.waitFor("the question", `window.asked.length === 1`)
+	if got, want := eval[string](p, `window.asked[0]`), "Delete category 9, Felines? Clients no longer see its name."; got != want {
+		t.Errorf("deleting asks %q, want %q", got, want)
+	}
+	if got := listed(); got != `[{"id":3,"name":"Dogs"},{"id":9,"name":"Felines"}]` {
+		t.Errorf("after a declined deletion, listCategories %s", got)
+	}
+	p.do("answer yes from now on", chromedp.Evaluate[chromedp.Void](`window.answer = true`))
+
 	p.expect("DELETE", "/api/petstore/categories/3")
 	afterSave("delete a used category", "2 pets use it",
 		chromedp.Click(chromedp.CSS(`#categories-list tr[data-id="3"] button[data-action=delete]`)))
+	if !eval[bool](p, `document.querySelector('#categories-status').classList.contains('error')`) {
+		t.Error("the refusal is not drawn as an error")
+	}
 	p.do("delete an unused one", chromedp.Click(chromedp.CSS(`#categories-list tr[data-id="9"] button[data-action=delete]`)))
 	p.waitFor("its row gone", `document.querySelector('#categories-list tr[data-id="9"]') === null`)
+	p.waitFor("the status after", `document.querySelector('#categories-status').textContent.includes('updated')`)
+	if eval[bool](p, `document.querySelector('#categories-status').classList.contains('error')`) {
+		t.Error("the status after a success is still drawn as an error")
+	}
+	if got := eval[string](p, `document.title`); got != "Staff · petstore" {
+		t.Errorf("the page's title is %q: it holds more than API keys", got)
+	}
 	if got := listed(); got != `[{"id":3,"name":"Dogs"}]` {
 		t.Errorf("after the deletion, listCategories %s", got)
 	}

@@ -1,15 +1,22 @@
 // The staff page's categories: the named ones and the numbers pets carry
 // that no category names, with their pets, through /api/petstore/categories
-// (docs/staff.md). One form names a category: a new number (or the next free
-// one), or a new name for a number already named. It uses staff.js's
-// helpers (pb, $, h, api) and webhooks.js's signedIn.
+// (docs/staff.md). One form names a category: a new number (or, left
+// empty, the one after the highest in use), or a new name for a number
+// already named. It uses staff.js's helpers (pb, $, h, api, count) and
+// webhooks.js's signedIn.
 "use strict";
 
 let categories = []; // the last list: [{id, name, description, pets}], name "" when unnamed
 
-function categoriesStatus(text) {
-  $("#categories-status").textContent = text;
+// categoriesStatus says what happened; an error is drawn as the other
+// forms' errors are.
+function categoriesStatus(text, error = false) {
+  const status = $("#categories-status");
+  status.textContent = text;
+  status.classList.toggle("error", error);
 }
+
+const categoriesError = (err) => categoriesStatus(err.message, true);
 
 async function refreshCategories() {
   $("#categories").hidden = !signedIn();
@@ -37,7 +44,7 @@ function categoryButton(label, action, run) {
     try {
       await run();
     } catch (err) {
-      categoriesStatus(err.message);
+      categoriesError(err);
     } finally {
       b.disabled = false;
     }
@@ -50,6 +57,7 @@ function renderCategories() {
     const actions = c.name
       ? [categoryButton("Rename", "rename", async () => fillForm(c.id, c.name)),
         categoryButton("Delete", "delete", async () => {
+          if (!confirm(`Delete category ${c.id}, ${c.name}? Clients no longer see its name.`)) return;
           await api("DELETE", `/categories/${c.id}`);
           await refreshCategories();
         })]
@@ -58,7 +66,7 @@ function renderCategories() {
       h("td", { className: "number", textContent: String(c.id), dataset: { label: "Number" } }),
       h("td", { className: "category-name", dataset: { label: "Name" } },
         c.name ? c.name : h("span", { className: "unnamed", textContent: `unnamed category ${c.id}` })),
-      h("td", { className: "pets", textContent: `${c.pets} pet${c.pets === 1 ? "" : "s"}`, dataset: { label: "Pets" } }),
+      h("td", { className: "pets", textContent: `${count(c.pets)} pet${c.pets === 1 ? "" : "s"}`, dataset: { label: "Pets" } }),
       h("td", { className: "actions" }, h("div", {}, ...actions)));
   });
   $("#categories-list tbody").replaceChildren(...rows);
@@ -81,11 +89,11 @@ $("#category-form").addEventListener("submit", async (ev) => {
     await refreshCategories();
     categoriesStatus(`Category ${saved.id} is named ${saved.name}.`);
   } catch (err) {
-    categoriesStatus(err.message);
+    categoriesError(err);
   } finally {
     button.disabled = false;
   }
 });
 
-pb.authStore.onChange(() => refreshCategories().catch((err) => categoriesStatus(err.message)));
-refreshCategories().catch((err) => categoriesStatus(err.message));
+pb.authStore.onChange(() => refreshCategories().catch(categoriesError));
+refreshCategories().catch(categoriesError);
