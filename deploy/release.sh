@@ -17,7 +17,7 @@ commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 files=(README.md CHANGELOG.md docs/*.md
   deploy/petstore.service deploy/petstore-backup.service deploy/petstore-backup.timer deploy/petstore.service.d/litestream.conf
   deploy/litestream.yml deploy/compose.yaml deploy/.env deploy/Caddyfile deploy/nginx.conf
-  deploy/cluster/compose.yaml deploy/cluster/cluster.conf deploy/cluster/nginx.conf deploy/cluster/prometheus.yml
+  deploy/cluster/compose.yaml deploy/cluster/cluster.conf deploy/cluster/nginx.conf deploy/cluster/Caddyfile deploy/cluster/prometheus.yml
   deploy/monitoring/README.md deploy/monitoring/prometheus.yml deploy/monitoring/rules.yml
   deploy/monitoring/rules_test.yml deploy/monitoring/grafana-dashboard.json)
 rm -rf dist && mkdir dist

@@ -191,6 +191,7 @@ type writers struct {
 	mu       sync.Mutex
 	acks     []ack
 	refusals []time.Time // sent, and not acknowledged
+	bare     []string    // answers other than 201 without the API's Error body, Request-Id or Retry-After
 	stop     chan struct{}
 	done     sync.WaitGroup
 }
@@ -236,12 +237,51 @@ func (w *writers) write(writer int) {
 					w.mu.Unlock()
 					break
 				}
+				if rerr == nil {
+					if why := bareAnswer(resp, data); why != "" {
+						w.mu.Lock()
+						w.bare = append(w.bare, fmt.Sprintf("%d %s: %s", resp.StatusCode, why, data))
+						w.mu.Unlock()
+					}
+				}
 			}
 			w.mu.Lock()
 			w.refusals = append(w.refusals, sent)
 			w.mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+// bareAnswer says what a refusal lacks of the API's answers (the Error
+// body with a code, Request-Id, and on a 503 Retry-After), or "".
+func bareAnswer(resp *http.Response, body []byte) string {
+	var e struct {
+		Code   string
+		Status int
+	}
+	switch {
+	case json.Unmarshal(body, &e) != nil || e.Code == "" || e.Status != resp.StatusCode:
+		return "no Error body"
+	case resp.Header.Get("Request-Id") == "":
+		return "no Request-Id"
+	case resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "":
+		return "no Retry-After"
+	}
+	return ""
+}
+
+// checkAnswers fails t for each refusal that was not the API's answer.
+func (w *writers) checkAnswers(t *testing.T, through string) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, b := range w.bare {
+		if i == 5 {
+			t.Errorf("… and %d more", len(w.bare)-i)
+			break
+		}
+		t.Errorf("through %s, a refusal that is not the API's answer: %s", through, b)
 	}
 }
 
@@ -424,9 +464,10 @@ func TestClusterSyncLosesNoAcknowledgedCreate(t *testing.T) {
 	t.Logf("%d creates acknowledged, %d in the last second before the kill: %d present, %d lost", len(w.acks), lastSecond, present, lost)
 }
 
-// TestClusterBehindCaddy runs deploy/Caddyfile as written in front of the
-// three nodes: its active health checks on /readyz send traffic to the
-// leader alone, and to the next one after a failover.
+// TestClusterBehindCaddy runs deploy/cluster/Caddyfile as written in front
+// of the three nodes: its active health checks on /readyz send traffic to
+// the leader alone, and to the next one after a failover; meanwhile every
+// refusal is the API's 503 not_leader with Retry-After and Request-Id.
 func TestClusterBehindCaddy(t *testing.T) {
 	if _, err := exec.LookPath("caddy"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -446,7 +487,7 @@ func TestClusterBehindCaddy(t *testing.T) {
 	for _, n := range c.nodes {
 		upstreams = append(upstreams, n.addr)
 	}
-	startCaddy(t, listen, upstreams)
+	startCaddyWith(t, "cluster/Caddyfile", listen, upstreams)
 	caddy := &clusterNode{name: "caddy", addr: listen}
 
 	w := startWriters(key, []*clusterNode{caddy}, 8)
@@ -461,7 +502,9 @@ func TestClusterBehindCaddy(t *testing.T) {
 	})
 	time.Sleep(time.Second)
 	w.halt()
-	t.Logf("through Caddy (health checks every 5 s): SIGKILL of the leader to the first 201: %s", first.Sub(killed))
+	t.Logf("through Caddy (health checks every second): SIGKILL of the leader to the first 201: %s (%d requests refused or failed)",
+		first.Sub(killed), len(w.refusals))
+	w.checkAnswers(t, "Caddy")
 	var next *clusterNode
 	for _, n := range c.nodes[1:] {
 		if n.leads() {
@@ -542,6 +585,7 @@ func TestClusterBehindNginx(t *testing.T) {
 	w.halt()
 	t.Logf("through nginx: SIGKILL of the leader to the first 201: %s (the longest time without a 201: %s; %d requests refused or failed)",
 		first.Sub(killed), w.longestGap(killed), len(w.refusals))
+	w.checkAnswers(t, "nginx")
 	if d := first.Sub(killed); d > 10*time.Second {
 		t.Errorf("through nginx, the first 201 came %s after the kill, more than 10 s", d)
 	}

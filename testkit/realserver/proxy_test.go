@@ -217,10 +217,15 @@ http {
 // startCaddy runs deploy/Caddyfile, as written, with PETSTORE_SITE and
 // PETSTORE_UPSTREAMS set, in a Caddy of its own until the test ends.
 func startCaddy(t *testing.T, listen string, upstreams []string) {
+	startCaddyWith(t, "Caddyfile", listen, upstreams)
+}
+
+// startCaddyWith runs deploy/'s file as startCaddy runs deploy/Caddyfile.
+func startCaddyWith(t *testing.T, file, listen string, upstreams []string) {
 	dir := t.TempDir()
 	// Global options ahead of the file: no admin endpoint (tests may run
 	// side by side), and Caddy's state in the test's directory.
-	conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n\n" + readDeployFile(t, "Caddyfile")
+	conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n\n" + readDeployFile(t, file)
 	writeFile(t, filepath.Join(dir, "Caddyfile"), conf)
 	cmd := exec.Command("caddy", "run", "--adapter", "caddyfile", "--config", filepath.Join(dir, "Caddyfile"))
 	cmd.Env = append(os.Environ(),
