@@ -64,6 +64,14 @@ func TestStaleKeyFormKeepsBan(t *testing.T) {
 	}
 	// ... meanwhile the key is used and rolled ...
 	s.Do(t, http.MethodGet, "/v1/pets", key, nil)
+	// The use is recorded off the request path: wait for it, so that the
+	// record read below as stored holds it.
+	for deadline := time.Now().Add(5 * time.Second); s.KeyRecord(t, key).GetString(apikeys.LastUsedField) == ""; {
+		if time.Now().After(deadline) {
+			t.Fatal("the key's use was not recorded in 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	newKey, _, err := apikeys.Roll(s.App, id, time.Hour, audit.CLI)
 	if err != nil {
 		t.Fatal(err)
