@@ -20,11 +20,16 @@ import (
 var ErrForbiddenTarget = errors.New("webhooks: the target is a loopback, private, link-local, CGNAT, metadata, documentation or reserved address, or this host's own")
 
 // forbiddenPrefixes are the ranges beyond netip's own tests (IsLoopback,
-// IsPrivate, IsLinkLocalUnicast, ...) that a public endpoint never is.
-// AWS's IPv6 metadata (fd00:ec2::254) is unique local, which IsPrivate covers.
-// An IPv4 address written as IPv6 (mapped, compatible or translated) is
-// refused whatever it embeds: a public endpoint is written as IPv4, and the
-// resolver's IPv4 answers are checked as IPv4.
+// IsPrivate, IsLinkLocalUnicast, ...) that a public endpoint never is: every
+// range of IANA's IPv4 and IPv6 special-purpose address registries that is
+// not globally reachable, and a few that are but that no receiver sits at
+// (TestGuardRefusesIANASpecialPurposeRanges holds the registries' tables).
+// A block is refused whole, with the anycast addresses of protocols that
+// the registries list inside it. AWS's IPv6 metadata (fd00:ec2::254) is
+// unique local, which IsPrivate covers. An IPv4 address written as IPv6
+// (mapped, compatible or translated) is refused whatever it embeds: a
+// public endpoint is written as IPv4, and the resolver's IPv4 answers are
+// checked as IPv4.
 var forbiddenPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated): [::127.0.0.1]
 	netip.MustParsePrefix("::ffff:0:0/96"),   // IPv4-mapped: [::ffff:127.0.0.1]
@@ -36,15 +41,26 @@ var forbiddenPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("3fff::/20"),       // documentation
 	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
 	netip.MustParsePrefix("100.64.0.0/10"),   // CGNAT (Alibaba's metadata, 100.100.100.200, among them)
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments (PCP and TURN anycast among them)
+	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast (deprecated), 6a44 relay
 	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("192.31.196.0/24"), // AS112 (DNS sink)
+	netip.MustParsePrefix("192.52.193.0/24"), // AMT
+	netip.MustParsePrefix("192.175.48.0/24"), // AS112 direct delegation (DNS sink)
 	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the broadcast address
 	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64: may reach any of the above
 	netip.MustParsePrefix("64:ff9b:1::/48"),  // local NAT64
 	netip.MustParsePrefix("2002::/16"),       // 6to4: embeds an IPv4 address
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
 	netip.MustParsePrefix("100::/64"),        // discard
-	netip.MustParsePrefix("2001::/32"),       // Teredo: embeds an IPv4 address
+	netip.MustParsePrefix("100:0:0:1::/64"),  // dummy prefix
+	// IETF protocol assignments: Teredo (embeds an IPv4 address),
+	// benchmarking, ORCHID, ORCHIDv2 and DRIP entity tags (identifiers,
+	// not locators), AS112, and the anycast addresses of PCP, TURN, DNS-SD
+	// and AMT.
+	netip.MustParsePrefix("2001::/23"),
+	netip.MustParsePrefix("5f00::/16"),         // SRv6 segment identifiers
+	netip.MustParsePrefix("2620:4f:8000::/48"), // AS112 direct delegation (DNS sink)
 }
 
 // forbiddenNames are host names of metadata services, refused before any

@@ -268,3 +268,70 @@ func TestGuardRefusesTheRemainingRanges(t *testing.T) {
 		}
 	}
 }
+
+// Every block of IANA's special-purpose address registries (IPv4 and IPv6,
+// as published on 2026-12-07), its first, middle and last address, is
+// refused as an endpoint: those not globally reachable by the registries'
+// own "Globally Reachable" column, and the few that are but that no webhook
+// receiver sits at (anycast of protocols, DNS sinks). Multicast and the
+// limited broadcast are refused too; the addresses just outside the blocks
+// that border public space are accepted.
+func TestGuardRefusesIANASpecialPurposeRanges(t *testing.T) {
+	registry := []string{
+		// https://www.iana.org/assignments/iana-ipv4-special-registry
+		"0.0.0.0/8", "0.0.0.0/32", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.0.0/29", "192.0.0.8/32", "192.0.0.9/32", "192.0.0.10/32", "192.0.0.170/32", "192.0.0.171/32",
+		"192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24", "192.88.99.2/32", "192.168.0.0/16",
+		"192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
+		// https://www.iana.org/assignments/iana-ipv6-special-registry
+		"::1/128", "::/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
+		"2001::/23", "2001::/32", "2001:1::1/128", "2001:1::2/128", "2001:1::3/128", "2001:2::/48", "2001:3::/32",
+		"2001:4:112::/48", "2001:10::/28", "2001:20::/28", "2001:30::/28", "2001:db8::/32", "2002::/16",
+		"2620:4f:8000::/48", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10",
+		// Not in the registries: multicast.
+		"224.0.0.0/4", "ff00::/8",
+	}
+	targets := webhooks.WithHostAddrs(webhooks.Targets{})
+	for _, block := range registry {
+		p := netip.MustParsePrefix(block)
+		for _, a := range []netip.Addr{p.Addr(), middle(p), last(p)} {
+			if err := targets.CheckURL(context.Background(), "http://"+hostOf(a)+"/hook"); !errors.Is(err, webhooks.ErrForbiddenTarget) {
+				t.Errorf("%s (in %s): %v, want refused", a, block, err)
+			}
+		}
+	}
+	for _, public := range []string{"1.1.1.1", "8.8.8.8", "192.31.195.255", "192.31.197.1", "192.52.192.255", "192.88.98.1",
+		"192.175.49.1", "223.255.255.254", "2606:4700::1111", "2001:200::1", "2620:4f:8001::1", "2a00:1450::1"} {
+		if err := targets.CheckURL(context.Background(), "http://"+hostOf(netip.MustParseAddr(public))+"/hook"); err != nil {
+			t.Errorf("%s: %v, want accepted", public, err)
+		}
+	}
+}
+
+// middle is the address halfway through p.
+func middle(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	if bit := p.Bits(); bit < len(b)*8 {
+		b[bit/8] |= 0x80 >> (bit % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// last is p's last address.
+func last(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// hostOf is a as a URL's host.
+func hostOf(a netip.Addr) string {
+	if a.Is6() {
+		return "[" + a.String() + "]"
+	}
+	return a.String()
+}
