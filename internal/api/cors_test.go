@@ -46,13 +46,18 @@ func TestPreflightAllowsThePathsMethods(t *testing.T) {
 		}
 	}
 
-	// Not a preflight: no methods are listed.
-	r := s.Do(t, http.MethodOptions, "/v1/pets", "", nil)
-	if r.StatusCode != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Methods") != "" {
-		t.Errorf("OPTIONS without Origin: %d, Access-Control-Allow-Methods %q", r.StatusCode, r.Header.Get("Access-Control-Allow-Methods"))
+	// Not a preflight: no CORS methods are listed, and Allow names the
+	// path's methods.
+	for path, allow := range map[string]string{"/v1/pets": "GET, HEAD, POST, OPTIONS", fmt.Sprint("/v1/pets/", pet.ID): "GET, HEAD, OPTIONS",
+		"/v1/categories": "GET, HEAD, OPTIONS", "/v1/nowhere": "OPTIONS"} {
+		r := s.Do(t, http.MethodOptions, path, "", nil)
+		if r.StatusCode != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Methods") != "" || r.Header.Get("Allow") != allow {
+			t.Errorf("OPTIONS %s without Origin: %d, Access-Control-Allow-Methods %q, Allow %q; want 204, none, %q",
+				path, r.StatusCode, r.Header.Get("Access-Control-Allow-Methods"), r.Header.Get("Allow"), allow)
+		}
 	}
 	// The request after the preflight reads its answer.
-	r = s.Do(t, http.MethodGet, "/v1/pets", key, nil, "Origin", "https://shop.test")
+	r := s.Do(t, http.MethodGet, "/v1/pets", key, nil, "Origin", "https://shop.test")
 	if r.StatusCode != http.StatusOK || r.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Errorf("GET with Origin: %d, Access-Control-Allow-Origin %q", r.StatusCode, r.Header.Get("Access-Control-Allow-Origin"))
 	}

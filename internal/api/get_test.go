@@ -29,9 +29,13 @@ func TestGetPetStatuses(t *testing.T) {
 	}
 
 	for _, id := range []string{
-		"100000000000000",  // the smallest id the service assigns, not assigned here
-		"5",                // a valid int64 the service never assigns
-		"9007199254740991", // the largest id the document allows, 2^53-1
+		"100000000000000",     // the smallest id the service assigns, not assigned here
+		"5",                   // a valid int64 the service never assigns
+		"9007199254740991",    // the largest id the service assigns, 2^53-1
+		"9007199254740992",    // an int64 beyond it
+		"9223372036854775807", // the largest int64
+		"0", "-1",             // int64s, as the spec declares petId
+		"-9223372036854775808", // the smallest int64
 	} {
 		r := s.Do(t, http.MethodGet, "/v1/pets/"+id, key, nil)
 		e := apptest.ExpectError(t, r, http.StatusNotFound, api.CodeNotFound)
@@ -40,7 +44,7 @@ func TestGetPetStatuses(t *testing.T) {
 		}
 	}
 
-	for _, id := range []string{"0", "-1", "abc", "1.5", "9007199254740992", "9223372036854775807", "99999999999999999999", "007", "%2B5", "1e3", "%20" + fmt.Sprint(pet.ID)} {
+	for _, id := range []string{"abc", "1.5", "9223372036854775808", "-9223372036854775809", "99999999999999999999", "007", "-0", "%2B5", "1e3", "%20" + fmt.Sprint(pet.ID)} {
 		r := s.Do(t, http.MethodGet, "/v1/pets/"+id, key, nil)
 		e := apptest.ExpectError(t, r, http.StatusBadRequest, api.CodeInvalidRequest)
 		if !strings.Contains(e.Message, "petId") {

@@ -62,14 +62,20 @@ func preflightHeaders(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 	}
 }
 
-// preflightAllows makes a CORS preflight allow exactly allow, a route's
-// methods as its Allow header lists them ("" for none). PocketBase's CORS
+// preflightAllows makes an OPTIONS answer name the route's methods: Allow
+// lists them with OPTIONS (RFC 9110, 9.3.7), and a CORS preflight allows
+// exactly allow, the route's methods as its 405's Allow lists them ("" for
+// none). PocketBase's CORS
 // middleware decides whether the origin may call (serve --origins) and
 // answers the preflight, but lists the same methods for every path; this
 // puts the route's own in their place as the answer is written. With none,
 // a browser still sends the methods CORS always allows (GET, HEAD, POST), so
 // that its client reads the 404.
 func preflightAllows(allow string) *hook.Handler[*core.RequestEvent] {
+	optionsAllow := http.MethodOptions
+	if allow != "" {
+		optionsAllow = allow + ", " + http.MethodOptions
+	}
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       "petstorePreflightAllows",
 		Priority: preflightPriority,
@@ -78,6 +84,7 @@ func preflightAllows(allow string) *hook.Handler[*core.RequestEvent] {
 				return e.Next()
 			}
 			w := e.Response
+			w.Header().Set("Allow", optionsAllow)
 			e.Response = &preflightWriter{ResponseWriter: w, allow: allow}
 			defer func() { e.Response = w }()
 			return e.Next()

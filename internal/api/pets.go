@@ -153,15 +153,22 @@ type petLocation string
 
 func (l petLocation) of(p pets.Pet) string { return string(l) + strconv.FormatInt(p.ID, 10) }
 
+func petNotFound(id string) *Error {
+	return newError(http.StatusNotFound, CodeNotFound, "No pet with id %s.", id)
+}
+
 // handleGetPet serves the deprecated getPet.
 func handleGetPet(reads *pets.Reads, version *dataversion.Watch) func(*core.RequestEvent) error {
 	return func(e *core.RequestEvent) error {
 		if err := noQuery(e.Request.URL.RawQuery); err != nil {
 			return err
 		}
-		id, perr := parsePetID(e.Request.PathValue("petId"))
+		id, assignable, perr := parsePetID(e.Request.PathValue("petId"))
 		if perr != nil {
 			return perr
+		}
+		if !assignable {
+			return petNotFound(id)
 		}
 		v, err := dataVersion(e, version)
 		if err != nil {
@@ -169,7 +176,7 @@ func handleGetPet(reads *pets.Reads, version *dataversion.Watch) func(*core.Requ
 		}
 		body, err := reads.Get(v, id)
 		if errors.Is(err, pets.ErrNotFound) {
-			return newError(http.StatusNotFound, CodeNotFound, "No pet with id %s.", id)
+			return petNotFound(id)
 		}
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -104,14 +105,16 @@ func unknownParameter(name, known string) *Error {
 	return invalidRequest("Unknown query parameter %q (accepted: %s).", name, known)
 }
 
-// parsePetID reads getPet's path parameter: 1 to pets.MaxID, as the
-// document bounds it. An id in range that the service would not assign is
-// simply not found.
-func parsePetID(s string) (string, *Error) {
-	if n, err := strictinput.PositiveDecimal(s); err != nil || n > pets.MaxID {
-		return "", invalidRequest("petId must be a positive decimal integer, at most %d.", pets.MaxID)
+// parsePetID reads getPet's path parameter, an int64 in plain decimal as
+// the spec declares it. An int64 outside the ids the service assigns (1 to
+// pets.MaxID) names no pet: assignable is false, and the answer is 404
+// without a read.
+func parsePetID(s string) (id string, assignable bool, _ *Error) {
+	n, err := strictinput.Decimal(s)
+	if err != nil {
+		return "", false, invalidRequest("petId must be a whole number in plain decimal (no plus sign, no leading zero) from %d to %d.", math.MinInt64, math.MaxInt64)
 	}
-	return s, nil
+	return s, n >= 1 && n <= pets.MaxID, nil
 }
 
 const cursorVersion = "1:"

@@ -237,11 +237,14 @@ func FuzzDecodeCursor(f *testing.F) {
 	})
 }
 
-var positiveDecimal = regexp.MustCompile(`^[1-9][0-9]*$`)
+var (
+	positiveDecimal = regexp.MustCompile(`^[1-9][0-9]*$`)
+	decimal         = regexp.MustCompile(`^-?[1-9][0-9]*$`)
+)
 
 func FuzzParsePetID(f *testing.F) {
 	for _, seed := range []string{
-		"1", "123456789012345", "9007199254740991", "9007199254740992", "9223372036854775807", "9223372036854775808", "0", "01", "-1", "+1",
+		"1", "123456789012345", "9007199254740991", "9007199254740992", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809", "0", "-0", "01", "-1", "+1",
 		" 1", "1 ", "1e3", "0x10", "١", "99999999999999999999999", "",
 	} {
 		f.Add(seed)
@@ -257,17 +260,23 @@ func FuzzParsePetID(f *testing.F) {
 			t.Fatalf("strictinput.PositiveDecimal(%q) = %d", s, n)
 		}
 
-		// parsePetID accepts those up to pets.MaxID.
-		id, perr := parsePetID(s)
+		// parsePetID accepts every int64 in plain decimal, and says that
+		// those from 1 to pets.MaxID may name a pet.
+		d, derr := strictinput.Decimal(s)
+		_, rangeErr := strconv.ParseInt(s, 10, 64)
+		if want := (s == "0" || decimal.MatchString(s)) && rangeErr == nil; (derr == nil) != want || (derr == nil && strconv.FormatInt(d, 10) != s) {
+			t.Fatalf("strictinput.Decimal(%q) = %d, %v; want accepted: %v", s, d, derr, want)
+		}
+		id, assignable, perr := parsePetID(s)
 		if perr != nil {
 			checkInvalidRequest(t, perr)
-			if err == nil && n <= pets.MaxID {
-				t.Fatalf("parsePetID refused %q, an id from 1 to 2^53-1", s)
+			if derr == nil {
+				t.Fatalf("parsePetID refused %q, an int64", s)
 			}
 			return
 		}
-		if err != nil || n > pets.MaxID || id != s {
-			t.Fatalf("parsePetID(%q) = %q; parsePositiveDecimal: %v", s, id, err)
+		if derr != nil || id != s || assignable != (err == nil && n <= pets.MaxID) {
+			t.Fatalf("parsePetID(%q) = %q, %v; Decimal: %v", s, id, assignable, derr)
 		}
 	})
 }

@@ -47,6 +47,8 @@ var (
 	ErrMalformedQuery = errors.New("strictinput: malformed query string")
 	// ErrNotPositiveDecimal: not 1..MaxInt64 written in plain decimal.
 	ErrNotPositiveDecimal = errors.New("strictinput: not a positive decimal integer")
+	// ErrNotDecimal: not an int64 written in plain decimal.
+	ErrNotDecimal = errors.New("strictinput: not a decimal integer")
 )
 
 // SyntaxError is a body that is not JSON; Err is encoding/json's error.
@@ -308,6 +310,26 @@ func PositiveDecimal(s string) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return 0, ErrNotPositiveDecimal
+	}
+	return n, nil
+}
+
+// Decimal accepts any int64 written in plain decimal: a minus sign for a
+// negative number, no plus sign, no leading zero, no spaces, so that each
+// number has one spelling.
+func Decimal(s string) (int64, error) {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || (digits[0] == '0' && s != "0") {
+		return 0, ErrNotDecimal
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, ErrNotDecimal
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, ErrNotDecimal
 	}
 	return n, nil
 }

@@ -1147,7 +1147,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The animal's `id`, in plain decimal; above `Pet.id`'s maximum, `400`. */
+                /** @description The animal's `id`, in plain decimal: any `int64`. One that names no animal, `Pet.id`'s maximum and beyond or below 1 included, is `404`; only what is not an `int64` in plain decimal (no plus sign, no leading zero) is `400`. */
                 petId: number;
             };
             cookie?: never;
@@ -1190,7 +1190,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "invalid_request",
-                     *       "message": "petId must be a positive decimal integer, at most 9007199254740991.",
+                     *       "message": "petId must be a whole number in plain decimal (no plus sign, no leading zero) from -9223372036854775808 to 9223372036854775807.",
                      *       "status": 400
                      *     }
                      */
