@@ -20,13 +20,13 @@ mkdir "$context/pb_data" "$context/replica"
 # Docker's format, which keeps it.
 format=()
 [ "$(basename "$engine")" = podman ] && format=(--format docker)
-# The OCI labels: what the image is and where it comes from. The repository
-# states no licence yet (its owner's call): NOASSERTION, SPDX's word for it.
+# The OCI labels: what the image is, where it comes from, and its licence
+# (LICENSE, as an SPDX expression).
 labels=(--label "org.opencontainers.image.title=petstore"
   --label "org.opencontainers.image.version=$version"
   --label "org.opencontainers.image.revision=$commit"
   --label "org.opencontainers.image.source=https://github.com/petstore/petstore"
-  --label "org.opencontainers.image.licenses=NOASSERTION"
+  --label "org.opencontainers.image.licenses=MIT"
   --label "org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ)")
 "$engine" build "${format[@]}" "${labels[@]}" -f deploy/Containerfile -t "$tag" "$context"
 echo "built $tag ($version)"
