@@ -96,7 +96,7 @@ func Register(app core.App, opts Options) *Service {
 	pets.Bind(app)
 	categories.Bind(app)
 	apikeys.Bind(app)
-	fixedcollections.Bind(app, append(append(apikeys.Fixed(), audit.Fixed()), webhooks.Fixed()...)...)
+	fixedcollections.Bind(app, append(append(apikeys.Fixed(), audit.Fixed(), pets.Fixed(), categories.Fixed()), webhooks.Fixed()...)...)
 	hiddenfields.Bind(app)
 	backup.Bind(app, opts.AllowBackupRestore, held, s.log)
 	opts.Settings.Guard(app)

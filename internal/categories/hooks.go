@@ -7,7 +7,17 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/audit"
+	"petstore/internal/fixedcollections"
 )
+
+// Fixed is the categories collection as fixed: its fields and rules are
+// what the categories' audit and events rely on, and a rename would escape
+// the record hooks below, bound by its name.
+func Fixed() fixedcollections.Collection {
+	return fixedcollections.Collection{Name: Collection, Refusal: "the categories collection cannot be renamed, changed, emptied or deleted: " +
+		"its fields and rules are the service's. Add, rename and delete categories on the staff page (/staff/), " +
+		"with 'petstore categories', or as its records in the dashboard"}
+}
 
 // Bind binds the categories' record hooks to app: the rules of every save
 // and deletion, whatever makes it (the dashboard, the records API, the

@@ -10,10 +10,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
+	"github.com/spf13/cast"
 )
 
 // Collection is a collection whose schema is the service's: its name,
@@ -33,11 +35,21 @@ func Tags(name string) []string {
 // id is the id f's migration gave it.
 func (f Collection) id() string { return core.NewBaseCollection(f.Name).Id }
 
+// sameName reports whether PocketBase may take name to name the collection
+// called stored: FindCollectionByNameOrId, which the collections API and
+// the import look collections up with, compares strings.ToLower of the name
+// asked for with SQLite's LOWER of the stored one, so "AUDIT_LOG", and
+// "api_\u212Aeys" with the Kelvin sign, name audit_log and api_keys.
+// Unicode case folding matches every such name, and a few more.
+func sameName(name, stored string) bool {
+	return strings.EqualFold(name, stored)
+}
+
 // find is the fixed collection c is, by id (the one its migration gave it,
 // or the one stored under its name) or by name; nil if none.
 func find(app core.App, fixed []Collection, c *core.Collection) *Collection {
 	for i, f := range fixed {
-		if c.Id == f.id() || c.Name == f.Name {
+		if c.Id == f.id() || sameName(c.Name, f.Name) {
 			return &fixed[i]
 		}
 		if stored, err := app.FindCachedCollectionByNameOrId(f.Name); err == nil && stored.Id == c.Id {
@@ -116,16 +128,16 @@ const GuardPriority = apis.DefaultBodyLimitMiddlewarePriority + 1
 // truncatePattern is the route of PocketBase's "truncate collection".
 const truncatePattern = "DELETE /api/collections/{collection}/truncate"
 
-// importedAs is the import's entry for current, matched by id as
-// PocketBase's import matches, or by name; nil when there is none.
+// importedAs is the import's entry for current, matched as PocketBase's
+// import matches: by the entry's id, or by its name when it has no id, each
+// compared as FindCollectionByNameOrId compares; nil when there is none.
 func importedAs(data []map[string]any, current *core.Collection) map[string]any {
 	for _, d := range data {
-		if id, _ := d["id"].(string); id == current.Id {
-			return d
+		identifier := cast.ToString(d["id"])
+		if identifier == "" {
+			identifier = cast.ToString(d["name"])
 		}
-	}
-	for _, d := range data {
-		if name, _ := d["name"].(string); name == current.Name {
+		if identifier == current.Id || sameName(identifier, current.Name) {
 			return d
 		}
 	}

@@ -10,8 +10,17 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
+	"petstore/internal/fixedcollections"
 	"petstore/internal/strictinput"
 )
+
+// Fixed is the pets collection as fixed: its fields and rules are what
+// /v1, its events and its audit rely on, and a rename would escape the
+// record hooks below, bound by its name.
+func Fixed() fixedcollections.Collection {
+	return fixedcollections.Collection{Name: Collection, Refusal: "the pets collection cannot be renamed, changed, emptied or deleted: " +
+		"its fields and rules are the service's. Add, change and delete animals as its records, in the dashboard or through /v1"}
+}
 
 // Bind applies the pets rules to pets saved as records: in the dashboard or
 // through PocketBase's records API. A record saved without an id gets one
