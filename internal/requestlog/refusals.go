@@ -13,16 +13,24 @@ import (
 // (each about 1 KB); refusals from networks beyond it are dropped.
 const maxHeldRefusals = 10_000
 
-// refusals turns a flood of refused requests (401, 429) into at most two
-// rows per client network, status and minute: the first refusal, written at
-// once so that staff see it, and at the minute's end one that counts the
-// others. A client hammering the service without a valid key, or past its
-// limit, cannot grow the log faster than the number of networks it sends
-// from.
+// rowsPerNetwork bounds the rows of its own that one client network's
+// failed requests write in a minute, whatever their statuses; the first of
+// each status is written beyond it.
+const rowsPerNetwork = 10
+
+// refusals turns a flood of failed requests (any status from 400) into a
+// bounded number of rows per client network and minute: the first of each
+// status, written at once so that staff see it; up to rowsPerNetwork in
+// all, except for 401 and 429, whose floods are their nature (a client
+// without a valid key, or past its limit), which write their first alone;
+// and at the minute's end, per status, one row that counts the others. A
+// client sending requests that fail, 404s with long URLs included, cannot
+// grow the log faster than the number of networks it sends from.
 type refusals struct {
 	mu     sync.Mutex
 	minute int64 // Unix minute of the held rows
 	held   map[refusalKey]*heldRefusal
+	rows   map[string]int // rows of its own each network wrote this minute
 }
 
 type refusalKey struct {
@@ -35,7 +43,9 @@ type heldRefusal struct {
 	count int64
 }
 
-func newRefusals() *refusals { return &refusals{held: map[refusalKey]*heldRefusal{}} }
+func newRefusals() *refusals {
+	return &refusals{held: map[refusalKey]*heldRefusal{}, rows: map[string]int{}}
+}
 
 // status is the HTTP status of a request's entry.
 func (en entry) status() int {
@@ -45,8 +55,12 @@ func (en entry) status() int {
 	return 0
 }
 
-// refused reports whether status is a refusal that refusals coalesce.
-func refused(status int) bool {
+// failed reports whether status is a failure that refusals bound.
+func failed(status int) bool { return status >= http.StatusBadRequest }
+
+// firstOnly reports whether a status's failures write their first row
+// alone, the rest counted.
+func firstOnly(status int) bool {
 	return status == http.StatusUnauthorized || status == http.StatusTooManyRequests
 }
 
@@ -54,14 +68,14 @@ func refused(status int) bool {
 type refusalFate int
 
 const (
-	refusalWritten refusalFate = iota // the network's first this minute: a row of its own
+	refusalWritten refusalFate = iota // a row of its own
 	refusalCounted                    // counted in the network's row of the minute
 	refusalDropped                    // the minute holds maxHeldRefusals networks already
 )
 
-// add counts a refused request of ip's network. It returns the rows to write
-// now (en itself when it is the network's first refusal this minute, and the
-// counts of past minutes), and what became of en.
+// add counts a failed request of ip's network. It returns the rows to
+// write now (en itself when it gets a row of its own, and the counts of
+// past minutes), and what became of en.
 func (r *refusals) add(ip string, en entry) (due []entry, fate refusalFate) {
 	minute := en.created.Unix() / 60
 	key := refusalKey{clientnet.Of(ip), en.status()}
@@ -71,14 +85,17 @@ func (r *refusals) add(ip string, en entry) (due []entry, fate refusalFate) {
 		due = r.takeLocked()
 		r.minute = minute
 	}
-	if h, ok := r.held[key]; ok {
+	h, ok := r.held[key]
+	switch {
+	case !ok && len(r.held) >= maxHeldRefusals:
+		return due, refusalDropped
+	case !ok:
+		r.held[key] = &heldRefusal{entry: en}
+	case firstOnly(key.status) || r.rows[key.network] >= rowsPerNetwork:
 		h.count++
 		return due, refusalCounted
 	}
-	if len(r.held) >= maxHeldRefusals {
-		return due, refusalDropped
-	}
-	r.held[key] = &heldRefusal{entry: en}
+	r.rows[key.network]++
 	return append(due, en), refusalWritten
 }
 
@@ -97,6 +114,7 @@ func (r *refusals) takeLocked() []entry {
 	if len(r.held) == 0 {
 		return nil
 	}
+	clear(r.rows)
 	var rows []entry
 	for key, h := range r.held {
 		delete(r.held, key)
@@ -104,7 +122,7 @@ func (r *refusals) takeLocked() []entry {
 			continue
 		}
 		en := h.entry
-		en.message = fmt.Sprintf("%s (%d more refused from this network this minute)", en.message, h.count)
+		en.message = fmt.Sprintf("%s (%d more with this status from this network this minute)", en.message, h.count)
 		if data, ok := en.data.(*requestData); ok {
 			counted := *data
 			counted.Count = h.count

@@ -95,7 +95,7 @@ type entry struct {
 type requestData struct {
 	Auth      string  `json:"auth"`
 	AuthID    *string `json:"authId,omitempty"`
-	Count     int64   `json:"count,omitempty"` // refusals this row stands for, when more than its own (refusals.go)
+	Count     int64   `json:"count,omitempty"` // failures this row stands for, when more than its own (refusals.go)
 	Details   *any    `json:"details,omitempty"`
 	Error     *string `json:"error,omitempty"`
 	ExecTime  float64 `json:"execTime"`
@@ -204,7 +204,7 @@ func (l *Logger) Dropped() int64 { return l.dropped.Load() }
 // Written is how many rows were committed to the log so far.
 func (l *Logger) Written() int64 { return l.written.Load() }
 
-// Coalesced is how many refused requests were counted in their network's
+// Coalesced is how many failed requests were counted in their network's
 // row of the minute instead of a row of their own.
 func (l *Logger) Coalesced() int64 { return l.coalesced.Load() }
 
@@ -247,8 +247,8 @@ func (l *Logger) middleware(v1 bool) *hook.Handler[*core.RequestEvent] {
 // row unless they fail.
 var healthChecks = map[string]bool{"/api/health": true, "/healthz": true, "/readyz": true}
 
-// row queues the request's row, if it gets one: refusals are coalesced per
-// client network and minute, successes bounded per second (Bounded).
+// row queues the request's row, if it gets one: failures are bounded per
+// client network and minute (refusals.go), successes per second (Bounded).
 func (l *Logger) row(e *core.RequestEvent, err error, started time.Time) {
 	if !l.logs(e, err, started) {
 		return
@@ -257,7 +257,7 @@ func (l *Logger) row(e *core.RequestEvent, err error, started time.Time) {
 	if !ok {
 		return
 	}
-	if !refused(en.status()) {
+	if !failed(en.status()) {
 		l.enqueue(en)
 		return
 	}
