@@ -197,7 +197,7 @@ func decodeNewPet(body []byte) (pets.NewPet, *Error) {
 	case n > pets.MaxNameLen:
 		return np, invalidRequest("name must be at most %d characters.", pets.MaxNameLen)
 	case strings.ContainsFunc(np.Name, strictinput.Unprintable):
-		return np, invalidRequest("name must not contain control or text-direction characters (newline, U+202E and the like).")
+		return np, invalidRequest("name must not contain control, text-direction or invisible characters (newline, U+202E, U+200B and the like).")
 	}
 
 	raw, ok = fields["categoryId"]

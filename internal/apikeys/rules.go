@@ -69,7 +69,7 @@ func checkName(name string) (string, error) {
 	}
 	for _, r := range name {
 		if strictinput.Unprintable(r) {
-			return "", badSettings(NameField, "a name cannot hold control or text-direction characters (it holds U+%04X)", r)
+			return "", badSettings(NameField, "a name cannot hold control, text-direction or invisible characters (it holds U+%04X)", r)
 		}
 	}
 	return name, nil

@@ -96,7 +96,7 @@ var (
 	ErrNumberFixed = &fielderr.Error{Field: NumberField, Kind: errRule,
 		Message: "a category's number cannot change: its pets carry it. Create a category with the new number instead"}
 	ErrUnprintable = &fielderr.Error{Field: NameField, Kind: errRule,
-		Message: "the name cannot hold control or text-direction characters (newline, U+202E and the like)"}
+		Message: "the name cannot hold control, text-direction or invisible characters (newline, U+202E, U+200B and the like)"}
 	ErrNumberInvalid = fielderr.New(errRule, NumberField, "the number is a whole number from 1 to %d", int64(MaxNumber))
 )
 

@@ -55,7 +55,7 @@ func Bind(app core.App) {
 func refuseUnprintableName(e *core.RecordEvent) error {
 	if strings.ContainsFunc(e.Record.GetString("name"), strictinput.Unprintable) {
 		return validation.Errors{"name": validation.NewError("validation_unprintable",
-			"The name cannot hold control or text-direction characters (newline, U+202E and the like).")}
+			"The name cannot hold control, text-direction or invisible characters (newline, U+202E, U+200B and the like).")}
 	}
 	return e.Next()
 }

@@ -605,6 +605,14 @@ func TestWebhookURLErrorsReadAsSentences(t *testing.T) {
 		{map[string]any{"url": "https://93.184.215.14/", "events": []string{"pet.eaten"}}, `"pet.eaten" in events is no event type; the types are pet.created,`},
 		{map[string]any{"url": "https://93.184.215.14/", "events": []string{"pet.created"}, "description": strings.Repeat("d", 201)},
 			"The description is longer than 200 characters."},
+		{map[string]any{"url": "https://93.184.215.14/", "events": []string{"pet.created"}, "description": "shop\x1b[2J"},
+			"The description holds U+001B, a control, format or invisible character."},
+		{map[string]any{"url": "https://93.184.215.14/", "events": []string{"pet.created"}, "description": "line\nbreak"},
+			"The description holds U+000A"},
+		{map[string]any{"url": "https://93.184.215.14/", "events": []string{"pet.created"}, "description": "nul\x00"},
+			"The description holds U+0000"},
+		{map[string]any{"url": "https://93.184.215.14/", "events": []string{"pet.created"}, "description": "exe.\u202egnp"},
+			"The description holds U+202E"},
 	} {
 		r := s.Do(t, http.MethodPost, "/api/petstore/webhooks", s.token, tc.body)
 		var body struct {

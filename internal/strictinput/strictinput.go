@@ -389,9 +389,16 @@ func Integer(raw []byte, largest int64) (n int64, integer, inRange bool) {
 }
 
 // Unprintable reports whether r would change how the text around it prints
-// rather than print itself: a control character (NUL, ESC, newline ...), a
-// line or paragraph separator, or a bidirectional control (U+202E and the
-// like). Names that staff and clients give hold none.
+// rather than print itself, or print nothing: a control character (NUL,
+// ESC, newline ...), a line or paragraph separator, or a format character
+// (category Cf: the bidirectional controls such as U+202E, the zero-width
+// space U+200B, the soft hyphen U+00AD, the byte order mark U+FEFF, tag
+// characters). The zero-width joiner and non-joiner (U+200D, U+200C) are
+// printable here: emoji sequences and Persian and Indic words need them.
+// Names and descriptions that staff and clients give hold none.
 func Unprintable(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
+	if r == '\u200c' || r == '\u200d' {
+		return false
+	}
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
@@ -15,6 +16,7 @@ import (
 	"petstore/internal/audit"
 	"petstore/internal/fielderr"
 	"petstore/internal/rollgrace"
+	"petstore/internal/strictinput"
 )
 
 // Endpoint is an endpoint as staff see it: never its secrets.
@@ -89,6 +91,10 @@ func (in Input) apply(ctx context.Context, r *endpointRecord, t Targets, creatin
 	if in.Description != nil {
 		if len(*in.Description) > 200 {
 			return fielderr.New(errBadDescription, "description", "the description is longer than 200 characters")
+		}
+		if i := strings.IndexFunc(*in.Description, strictinput.Unprintable); i >= 0 {
+			r, _ := utf8.DecodeRuneInString((*in.Description)[i:])
+			return fielderr.New(errBadDescription, "description", "the description holds U+%04X, a control, format or invisible character", r)
 		}
 		r.SetDescription(*in.Description)
 	}

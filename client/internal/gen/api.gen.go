@@ -943,7 +943,7 @@ type NewPet struct {
 	// too, as a category the store has not named yet.
 	CategoryId int64 `json:"categoryId"`
 
-	// Name The animal's name; surrounding spaces are trimmed, and what remains must not be empty or hold control or text-direction characters (newline, U+202E and the like).
+	// Name The animal's name; surrounding spaces are trimmed, and what remains must not be empty or hold control, text-direction or invisible characters (newline, U+202E, U+200B and the like).
 	Name string `json:"name"`
 
 	// Status Availability status.

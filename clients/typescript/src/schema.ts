@@ -408,7 +408,7 @@ export interface components {
          *     }
          */
         NewPet: {
-            /** @description The animal's name; surrounding spaces are trimmed, and what remains must not be empty or hold control or text-direction characters (newline, U+202E and the like). */
+            /** @description The animal's name; surrounding spaces are trimmed, and what remains must not be empty or hold control, text-direction or invisible characters (newline, U+202E, U+200B and the like). */
             name: string;
             /**
              * Format: int64
