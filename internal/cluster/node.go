@@ -143,6 +143,7 @@ func New(cfg Config, log *slog.Logger, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("cluster mode: %w", err)
 	}
 	n := &Node{cfg: cfg, log: log.With("node", cfg.NodeName), opts: opts, client: client}
+	n.fence.now = monotonic()
 	n.status.Role = Candidate
 	n.status.EtcdError = "not reached yet"
 	return n, nil
@@ -301,7 +302,7 @@ func (n *Node) runSession(ctx context.Context) error {
 	defer cancel()
 	ttl := int64(n.cfg.TTL / time.Second)
 	grantCtx, grantCancel := context.WithTimeout(ctx, n.cfg.TTL)
-	sentAt := time.Now()
+	sentAt := n.fence.now()
 	grant, err := n.client.Grant(grantCtx, ttl)
 	grantCancel()
 	if err != nil {
@@ -472,7 +473,7 @@ func (n *Node) isResigned() bool {
 func (n *Node) renew(ctx context.Context, lease clientv3.LeaseID) error {
 	interval := n.cfg.TTL / 3
 	for {
-		sentAt := time.Now()
+		sentAt := n.fence.now()
 		rctx, cancel := context.WithTimeout(ctx, interval)
 		resp, err := n.client.KeepAliveOnce(rctx, lease)
 		cancel()
@@ -489,7 +490,7 @@ func (n *Node) renew(ctx context.Context, lease clientv3.LeaseID) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Until(sentAt.Add(interval))):
+		case <-time.After(sentAt + interval - n.fence.now()):
 		}
 	}
 }
