@@ -17,11 +17,13 @@ import (
 // resigning.
 const handoverTimeout = 5 * time.Second
 
-// Bind binds what a leader adds to the server: writes refused whenever the
-// fence is closed, and the handover on SIGTERM, at handoverPriority among
-// the OnTerminate handlers (before the server's drain: writes stop at once).
+// Bind binds what a leader adds to the server: every request but the
+// health checks handed to the gate whenever the fence is closed (reads as
+// well as writes: the copy may be stale), and the handover on SIGTERM, at
+// handoverPriority among the OnTerminate handlers (before the server's
+// drain: writes stop at once).
 func (p *Process) Bind(se *core.ServeEvent, handoverPriority int, log *slog.Logger) {
-	se.Router.Bind(api.RefuseWrites(p.Node.MayWrite))
+	se.Router.Bind(api.Fence(p.Node.MayWrite, p.gate.Handler))
 	se.App.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
 		Id:       "petstoreClusterHandover",
 		Priority: handoverPriority,

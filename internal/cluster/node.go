@@ -185,8 +185,8 @@ func (n *Node) Status() Status {
 	return s
 }
 
-// MayWrite says whether this node may commit a write now: it leads, and its
-// lease is provably held.
+// MayWrite says whether this node may commit a write now, and so answer
+// from its copy: it leads, and its lease is provably held.
 func (n *Node) MayWrite() bool { return n.fence.open() }
 
 // Serving records that the elected node serves: it is the leader, its term
