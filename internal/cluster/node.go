@@ -194,14 +194,17 @@ func (n *Node) MayWrite() bool { return n.fence.open() }
 // only while this node's election key is the one of its term.
 func (n *Node) Serving(ctx context.Context) error {
 	n.mu.Lock()
-	election, term := n.election, n.status.Term
+	election, term, lease := n.election, n.status.Term, n.lease
 	n.mu.Unlock()
 	if election == nil {
 		return errors.New("cluster: serving without leading")
 	}
+	// The registration says leader before the fence opens: a node elected
+	// while this one lives deposes it (deposeOthers).
 	resp, err := n.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(election.Key()), "=", term)).
-		Then(clientv3.OpPut(n.prefix("term"), strconv.FormatInt(term, 10))).
+		Then(clientv3.OpPut(n.prefix("term"), strconv.FormatInt(term, 10)),
+			clientv3.OpPut(n.prefix("nodes/"+n.cfg.NodeName), n.registrationAs(Leader, term), clientv3.WithLease(clientv3.LeaseID(lease)))).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("cluster: record the term served: %w", err)
@@ -209,9 +212,6 @@ func (n *Node) Serving(ctx context.Context) error {
 	if !resp.Succeeded {
 		return fmt.Errorf("cluster: term %d is over", term)
 	}
-	n.mu.Lock()
-	lease := n.lease
-	n.mu.Unlock()
 	if !n.fence.lead(lease) {
 		return fmt.Errorf("cluster: term %d's lease is no longer provably held", term)
 	}
@@ -370,10 +370,16 @@ func (n *Node) runSession(ctx context.Context) error {
 		n.stepDown(term, fmt.Errorf("cannot name itself leader: %w", err))
 		return err
 	}
+	keysLost := make(chan error, 1)
+	go func() { keysLost <- n.guardKeys(ctx, election.Key(), term, lease) }()
+	if err := n.deposeOthers(ctx); err != nil {
+		n.stepDown(term, err)
+		return err
+	}
 	if n.opts.OnElected != nil {
 		n.opts.OnElected(term)
 	}
-	reason := n.lead(ctx, session, sessionLost)
+	reason := n.lead(ctx, session, sessionLost, keysLost)
 	if ctx.Err() != nil || n.isResigned() {
 		// The node is being stopped (Close), or handed over (Resign,
 		// which revoked the lease): the process ends, it does not rejoin.
@@ -384,9 +390,9 @@ func (n *Node) runSession(ctx context.Context) error {
 	return reason
 }
 
-// lead holds the leadership until the session or the fence ends, and says
-// why it ended.
-func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLost <-chan error) error {
+// lead holds the leadership until the session or the fence ends, or its
+// keys in etcd are no longer its own (guardKeys), and says why it ended.
+func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLost, keysLost <-chan error) error {
 	for {
 		// The fence closes by itself when the lease is no longer provably
 		// held; this wakes up then to step down.
@@ -396,6 +402,9 @@ func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLo
 			wake.Stop()
 			return ctx.Err()
 		case err := <-sessionLost:
+			wake.Stop()
+			return err
+		case err := <-keysLost:
 			wake.Stop()
 			return err
 		case <-session.Done():
