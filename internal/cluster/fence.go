@@ -27,10 +27,11 @@ func monotonic() clock {
 // paused leader that resumes finds its fence closed before it hears from
 // etcd.
 //
-// Once its deadline has passed, a lease is never provably held again: a
-// renewal recorded after the deadline does not extend it, so a leader whose
-// fence closed by itself stays fenced, and steps down. A fence closed by
-// close stays closed for its lease.
+// Once the fence has opened, a lease whose deadline has passed is never
+// provably held again: a renewal recorded after the deadline does not
+// extend it, so a leader whose fence closed by itself stays fenced, and
+// steps down. A fence closed by close stays closed for its lease. Before
+// it opens (a follower), a late renewal counts: etcd still had the lease.
 type fence struct {
 	now clock
 
@@ -52,11 +53,12 @@ func driftMargin(ttl time.Duration) time.Duration {
 
 // renewed records that lease was renewed for ttl by a request sent at
 // sentAt (by now). A renewal of another lease than the current one, or one
-// recorded once the deadline has passed, changes nothing.
+// recorded once the deadline has passed on a fence that has opened,
+// changes nothing.
 func (f *fence) renewed(lease int64, sentAt, ttl time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if lease != f.lease || f.now() >= f.until {
+	if lease != f.lease || (f.leading || f.closed) && f.now() >= f.until {
 		return
 	}
 	if until := sentAt + ttl - driftMargin(ttl); until > f.until {

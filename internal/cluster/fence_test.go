@@ -111,6 +111,17 @@ func TestFenceRenewalLateByOneTick(t *testing.T) {
 		t.Fatal("a lease past its deadline leads again")
 	}
 
+	// A follower's lease (its fence has never opened) renewed late is held
+	// again: etcd still had it, so no other node took the election.
+	clk = &fakeClock{}
+	f = &fence{now: clk.now}
+	f.newLease(1, 0, fenceTTL)
+	clk.set(end + tick)
+	f.renewed(1, end+tick, fenceTTL)
+	if !f.held() || f.open() {
+		t.Fatalf("a follower's lease renewed late: held %v, open %v; want held, not open", f.held(), f.open())
+	}
+
 	// Answered one tick before the deadline: it moves, without a gap.
 	f, clk = leadingFence(t)
 	clk.set(end - tick)
