@@ -128,3 +128,62 @@ func TestALeaderWhoseKeyIsGoneStopsServing(t *testing.T) {
 		})
 	}
 }
+
+// A node elected while another is still registered as the leader on a live
+// lease (its key deleted while it was stopped, say, so it has not noticed)
+// revokes that lease and waits out the TTL before it serves: the other's
+// fence, a TTL at most from its last renewal, has closed by then.
+func TestANewLeaderDeposesANodeStillRegisteredAsTheLeader(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ghost, err := cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/test/nodes/ghost", `{"node":"ghost","url":"http://127.0.0.1:9","role":"leader","term":5}`, clientv3.WithLease(ghost.ID)); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan time.Time, 1)
+	watch := cli.Watch(ctx, "/test/nodes/ghost")
+	go func() {
+		for wr := range watch {
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					deleted <- time.Now()
+					return
+				}
+			}
+		}
+	}()
+	elected := make(chan time.Time, 1)
+	a := startNode(t, etcd, "a", cluster.Options{OnElected: func(int64) { elected <- time.Now() }})
+	var revokedAt, electedAt time.Time
+	select {
+	case revokedAt = <-deleted:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the ghost leader's registration is still there:\n%s", a.logs.String())
+	}
+	select {
+	case electedAt = <-elected:
+	case <-time.After(testTTL + 5*time.Second):
+		t.Fatalf("the node does not promote:\n%s", a.logs.String())
+	}
+	// The wait starts at the revocation's answer, which the watch may tell
+	// a little later.
+	if waited := electedAt.Sub(revokedAt); waited < testTTL-100*time.Millisecond {
+		t.Errorf("the node promoted %s after deposing the ghost leader, want a TTL (%s)", waited, testTTL)
+	}
+	if ttl, err := cli.TimeToLive(ctx, ghost.ID); err != nil || ttl.TTL != -1 {
+		t.Errorf("the ghost leader's lease: %+v, %v; want revoked", ttl, err)
+	}
+	if !strings.Contains(a.logs.String(), "deposed a node still registered as the leader") {
+		t.Errorf("the log does not say so:\n%s", a.logs.String())
+	}
+	waitFor(t, 5*time.Second, "the node serves", a.MayWrite)
+}

@@ -428,37 +428,51 @@ func (n *Node) leaveRole() {
 	n.mu.Unlock()
 }
 
-// stepDown gives up term, whose lease is lost.
+// stepDown gives up term, whose lease is lost, or whose keys are no longer
+// its own. With the fence closed, the session's lease is revoked, if etcd
+// still has it: the election goes on at once, and the next leader finds no
+// node registered as the leader that it would wait out (deposeOthers).
 func (n *Node) stepDown(term int64, reason error) {
 	n.leaveRole()
 	n.log.Warn("Cluster: stepped down; writes stopped", "term", term, "reason", reason.Error())
+	n.revokeLease(n.cfg.TTL / 3)
 	if n.opts.OnSteppedDown != nil {
 		n.opts.OnSteppedDown(term)
 	}
 }
 
+// revokeLease revokes the session's lease, waiting for etcd at most
+// timeout: its keys (the registration, the place in the election) go at
+// once.
+func (n *Node) revokeLease(timeout time.Duration) {
+	n.mu.Lock()
+	lease := n.lease
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, _ = n.client.Revoke(ctx, clientv3.LeaseID(lease)) // gone already, or etcd does not answer: it ends within the TTL
+}
+
 // Resign hands the leadership over: the fence closes at once (no write
-// commits from now on), the election key and the session's lease are
-// deleted, and the node never campaigns again. The caller ships the data's
-// last transaction before: then a follower wins with everything.
+// commits from now on), the session's lease is revoked, which deletes the
+// election key and the registration together (the next leader finds no
+// other node registered as the leader), and the node never campaigns
+// again. The caller ships the data's last transaction before: then a
+// follower wins with everything.
 func (n *Node) Resign(ctx context.Context) error {
 	n.fence.close()
 	n.mu.Lock()
 	n.resigned = true
-	election := n.election
+	election, lease := n.election, n.lease
 	n.mu.Unlock()
 	if election == nil {
 		return nil
 	}
-	if err := election.Resign(ctx); err != nil {
+	if _, err := n.client.Revoke(ctx, clientv3.LeaseID(lease)); err != nil {
 		return fmt.Errorf("cluster: resign: %w", err)
 	}
-	n.mu.Lock()
-	lease := n.lease
-	n.mu.Unlock()
-	_, err := n.client.Revoke(ctx, clientv3.LeaseID(lease))
 	n.log.Info("Cluster: resigned the leadership", "term", election.Rev())
-	return err
+	return nil
 }
 
 // swapLease records lease as the session's and returns the one before.
