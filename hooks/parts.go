@@ -186,8 +186,8 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 		}
 		return outbox.PetsCreated(tx, rows...)
 	})
-	if p.s.cluster != nil && p.opts.Cluster.Sync {
-		writer.OnAcknowledge(p.s.cluster.AcknowledgeShipped)
+	if p.s.cluster != nil {
+		writer.OnAcknowledge(p.s.cluster.Acknowledge)
 	}
 	if p.metrics != nil {
 		writer.OnCommitted(p.metrics.ObservePetsCommit)

@@ -9,7 +9,8 @@ import (
 )
 
 // ErrNotLeader is the error of a write that a cluster node's fence refused
-// at its commit (RefuseWrites refuses most before they start).
+// at its commit, or whose commit ended after the fence closed (Fence
+// refuses most before they start).
 var ErrNotLeader = &Error{Code: CodeNotLeader, Status: http.StatusServiceUnavailable,
 	Message: "This node no longer leads the cluster; retry, and the new leader answers."}
 
@@ -29,28 +30,29 @@ func writeFailed(e *core.RequestEvent, err error) error {
 	return err
 }
 
-// RefuseWritesID is the id of RefuseWrites' middleware.
-const RefuseWritesID = "petstoreRefuseWrites"
+// FenceID is the id of Fence's middleware.
+const FenceID = "petstoreFence"
 
-// RefuseWrites answers every request that may write (any method but GET,
-// HEAD and OPTIONS: /v1's creates, the staff page's and the dashboard's
-// changes) with 503 not_leader and Retry-After: 1 while mayWrite says no: a
-// cluster node whose lease is not provably held commits no client's write.
-// The client retries, and reaches the new leader.
-func RefuseWrites(mayWrite func() bool) *hook.Handler[*core.RequestEvent] {
+// Fence hands every request but /healthz and /readyz to elsewhere while
+// mayServe says no: a cluster node whose lease is not provably held neither
+// writes nor answers from its copy, which a newer leader may have passed
+// (a leader paused past its lease resumes with the requests that queued
+// meanwhile). elsewhere is the node's gate: it forwards the request to the
+// leader it knows, or answers 503 not_leader with Retry-After: 1. The
+// health routes answer for the node itself (/readyz: 503 not_ready).
+func Fence(mayServe func() bool, elsewhere http.Handler) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
-		Id:       RefuseWritesID,
-		Priority: refuseWritesPriority,
+		Id:       FenceID,
+		Priority: fencePriority,
 		Func: func(e *core.RequestEvent) error {
-			switch e.Request.Method {
-			case http.MethodGet, http.MethodHead, http.MethodOptions:
+			if mayServe() {
 				return e.Next()
 			}
-			if mayWrite() {
+			switch e.Request.URL.Path {
+			case "/healthz", "/readyz":
 				return e.Next()
 			}
-			e.Response.Header().Set("Retry-After", "1")
-			writeError(e.Response, ErrNotLeader)
+			elsewhere.ServeHTTP(e.Response, e.Request)
 			return nil
 		},
 	}

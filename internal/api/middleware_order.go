@@ -72,10 +72,10 @@ const (
 	// requireKey refuses after the request is counted and the body limit is
 	// in place: a caller without a valid key is counted against its network.
 	requireKeyPriority = 0
-	// refuseWrites (cluster mode, router-wide) refuses a write on a node
-	// that may not write, inside PocketBase's panic recovery and before
+	// fence (cluster mode, router-wide) turns away every request on a node
+	// that may not serve, inside PocketBase's panic recovery and before
 	// anything reads the request.
-	refuseWritesPriority = apis.DefaultPanicRecoverMiddlewarePriority + 1
+	fencePriority = apis.DefaultPanicRecoverMiddlewarePriority + 1
 	// removedAfter answers 410 after requireKey, and so after the rate
 	// limit: a request to a removed operation is still counted, and a
 	// caller without a valid key learns nothing more than on any other route.

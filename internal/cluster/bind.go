@@ -17,11 +17,13 @@ import (
 // resigning.
 const handoverTimeout = 5 * time.Second
 
-// Bind binds what a leader adds to the server: writes refused whenever the
-// fence is closed, and the handover on SIGTERM, at handoverPriority among
-// the OnTerminate handlers (before the server's drain: writes stop at once).
+// Bind binds what a leader adds to the server: every request but the
+// health checks handed to the gate whenever the fence is closed (reads as
+// well as writes: the copy may be stale), and the handover on SIGTERM, at
+// handoverPriority among the OnTerminate handlers (before the server's
+// drain: writes stop at once).
 func (p *Process) Bind(se *core.ServeEvent, handoverPriority int, log *slog.Logger) {
-	se.Router.Bind(api.RefuseWrites(p.Node.MayWrite))
+	se.Router.Bind(api.Fence(p.Node.MayWrite, p.gate.Handler))
 	se.App.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
 		Id:       "petstoreClusterHandover",
 		Priority: handoverPriority,
@@ -48,10 +50,22 @@ func (p *Process) Bind(se *core.ServeEvent, handoverPriority int, log *slog.Logg
 	})
 }
 
-// AcknowledgeShipped is the pets writer's acknowledgement under
-// --cluster-sync: a create is answered once shipped to the replica while
+// Acknowledge is the pets writer's acknowledgement of a create, once its
+// transaction has committed: the create is answered only if the fence still
+// held when its commit had finished. The fence is checked before the
+// commit too, but a pause between that check and the commit's end (a VM
+// freeze, a long GC or I/O stall) may let the commit land after a newer
+// leader began: that create is set aside with this node's copy when it
+// follows, so its client gets 503 not_leader, never a 201. Under
+// --cluster-sync, a create is answered once shipped to the replica while
 // the lease is held, or refused with 503 (committed, not acknowledged).
-func (p *Process) AcknowledgeShipped() error {
+func (p *Process) Acknowledge() error {
+	if !p.Node.cfg.Sync {
+		if !p.Node.MayWrite() {
+			return api.ErrNotLeader
+		}
+		return nil
+	}
 	switch err := p.Shipped(context.Background()); {
 	case errors.Is(err, ErrNotLeading):
 		return api.ErrNotLeader

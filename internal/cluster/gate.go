@@ -23,10 +23,11 @@ const ForwardedByHeader = "Petstore-Forwarded-By"
 // pass to the leader as they are.
 var forwardedHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
 
-// Gate answers every request while this node does not serve (a follower,
-// or a candidate): /healthz 200, /readyz 503, and everything else forwarded
-// to the leader, or answered 503 with Retry-After: 1 when no leader can be
-// reached. Nothing is ever served from this node's copy of the data.
+// Gate answers every request while this node does not serve (a follower, a
+// candidate, or a leader whose fence is closed): /healthz 200, /readyz 503,
+// and everything else forwarded to the leader, or answered 503 with
+// Retry-After: 1 when no leader can be reached. Nothing is ever served from
+// this node's copy of the data.
 //
 // The forwarded request names its client in X-Forwarded-For (and the host
 // and scheme it reached in X-Forwarded-Host and -Proto): the peer's address,
@@ -81,8 +82,11 @@ func (n *Node) Gate(trusted func(remoteAddr string) bool) http.Handler {
 		switch {
 		case r.Header.Get(ForwardedByHeader) != "":
 			notLeader(w, "This node is not the leader yet; retry shortly.")
-		case status.Leader == nil || status.Leader.Node == n.cfg.NodeName:
+		case status.Leader == nil:
 			notLeader(w, "This node is not the leader, and no leader is elected yet; retry shortly.")
+		case status.Leader.Node == n.cfg.NodeName:
+			// Elected and promoting, or a leader whose fence closed.
+			notLeader(w, "This node cannot prove that it leads the cluster now; retry shortly.")
 		default:
 			leader, err := url.Parse(status.Leader.URL)
 			if err != nil {

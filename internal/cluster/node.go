@@ -143,6 +143,7 @@ func New(cfg Config, log *slog.Logger, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("cluster mode: %w", err)
 	}
 	n := &Node{cfg: cfg, log: log.With("node", cfg.NodeName), opts: opts, client: client}
+	n.fence.now = monotonic()
 	n.status.Role = Candidate
 	n.status.EtcdError = "not reached yet"
 	return n, nil
@@ -184,8 +185,8 @@ func (n *Node) Status() Status {
 	return s
 }
 
-// MayWrite says whether this node may commit a write now: it leads, and its
-// lease is provably held.
+// MayWrite says whether this node may commit a write now, and so answer
+// from its copy: it leads, and its lease is provably held.
 func (n *Node) MayWrite() bool { return n.fence.open() }
 
 // Serving records that the elected node serves: it is the leader, its term
@@ -193,14 +194,17 @@ func (n *Node) MayWrite() bool { return n.fence.open() }
 // only while this node's election key is the one of its term.
 func (n *Node) Serving(ctx context.Context) error {
 	n.mu.Lock()
-	election, term := n.election, n.status.Term
+	election, term, lease := n.election, n.status.Term, n.lease
 	n.mu.Unlock()
 	if election == nil {
 		return errors.New("cluster: serving without leading")
 	}
+	// The registration says leader before the fence opens: a node elected
+	// while this one lives deposes it (deposeOthers).
 	resp, err := n.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(election.Key()), "=", term)).
-		Then(clientv3.OpPut(n.prefix("term"), strconv.FormatInt(term, 10))).
+		Then(clientv3.OpPut(n.prefix("term"), strconv.FormatInt(term, 10)),
+			clientv3.OpPut(n.prefix("nodes/"+n.cfg.NodeName), n.registrationAs(Leader, term), clientv3.WithLease(clientv3.LeaseID(lease)))).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("cluster: record the term served: %w", err)
@@ -208,9 +212,6 @@ func (n *Node) Serving(ctx context.Context) error {
 	if !resp.Succeeded {
 		return fmt.Errorf("cluster: term %d is over", term)
 	}
-	n.mu.Lock()
-	lease := n.lease
-	n.mu.Unlock()
 	if !n.fence.lead(lease) {
 		return fmt.Errorf("cluster: term %d's lease is no longer provably held", term)
 	}
@@ -301,7 +302,7 @@ func (n *Node) runSession(ctx context.Context) error {
 	defer cancel()
 	ttl := int64(n.cfg.TTL / time.Second)
 	grantCtx, grantCancel := context.WithTimeout(ctx, n.cfg.TTL)
-	sentAt := time.Now()
+	sentAt := n.fence.now()
 	grant, err := n.client.Grant(grantCtx, ttl)
 	grantCancel()
 	if err != nil {
@@ -369,10 +370,16 @@ func (n *Node) runSession(ctx context.Context) error {
 		n.stepDown(term, fmt.Errorf("cannot name itself leader: %w", err))
 		return err
 	}
+	keysLost := make(chan error, 1)
+	go func() { keysLost <- n.guardKeys(ctx, election.Key(), term, lease) }()
+	if err := n.deposeOthers(ctx); err != nil {
+		n.stepDown(term, err)
+		return err
+	}
 	if n.opts.OnElected != nil {
 		n.opts.OnElected(term)
 	}
-	reason := n.lead(ctx, session, sessionLost)
+	reason := n.lead(ctx, session, sessionLost, keysLost)
 	if ctx.Err() != nil || n.isResigned() {
 		// The node is being stopped (Close), or handed over (Resign,
 		// which revoked the lease): the process ends, it does not rejoin.
@@ -383,9 +390,9 @@ func (n *Node) runSession(ctx context.Context) error {
 	return reason
 }
 
-// lead holds the leadership until the session or the fence ends, and says
-// why it ended.
-func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLost <-chan error) error {
+// lead holds the leadership until the session or the fence ends, or its
+// keys in etcd are no longer its own (guardKeys), and says why it ended.
+func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLost, keysLost <-chan error) error {
 	for {
 		// The fence closes by itself when the lease is no longer provably
 		// held; this wakes up then to step down.
@@ -395,6 +402,9 @@ func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLo
 			wake.Stop()
 			return ctx.Err()
 		case err := <-sessionLost:
+			wake.Stop()
+			return err
+		case err := <-keysLost:
 			wake.Stop()
 			return err
 		case <-session.Done():
@@ -418,37 +428,51 @@ func (n *Node) leaveRole() {
 	n.mu.Unlock()
 }
 
-// stepDown gives up term, whose lease is lost.
+// stepDown gives up term, whose lease is lost, or whose keys are no longer
+// its own. With the fence closed, the session's lease is revoked, if etcd
+// still has it: the election goes on at once, and the next leader finds no
+// node registered as the leader that it would wait out (deposeOthers).
 func (n *Node) stepDown(term int64, reason error) {
 	n.leaveRole()
 	n.log.Warn("Cluster: stepped down; writes stopped", "term", term, "reason", reason.Error())
+	n.revokeLease(n.cfg.TTL / 3)
 	if n.opts.OnSteppedDown != nil {
 		n.opts.OnSteppedDown(term)
 	}
 }
 
+// revokeLease revokes the session's lease, waiting for etcd at most
+// timeout: its keys (the registration, the place in the election) go at
+// once.
+func (n *Node) revokeLease(timeout time.Duration) {
+	n.mu.Lock()
+	lease := n.lease
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, _ = n.client.Revoke(ctx, clientv3.LeaseID(lease)) // gone already, or etcd does not answer: it ends within the TTL
+}
+
 // Resign hands the leadership over: the fence closes at once (no write
-// commits from now on), the election key and the session's lease are
-// deleted, and the node never campaigns again. The caller ships the data's
-// last transaction before: then a follower wins with everything.
+// commits from now on), the session's lease is revoked, which deletes the
+// election key and the registration together (the next leader finds no
+// other node registered as the leader), and the node never campaigns
+// again. The caller ships the data's last transaction before: then a
+// follower wins with everything.
 func (n *Node) Resign(ctx context.Context) error {
 	n.fence.close()
 	n.mu.Lock()
 	n.resigned = true
-	election := n.election
+	election, lease := n.election, n.lease
 	n.mu.Unlock()
 	if election == nil {
 		return nil
 	}
-	if err := election.Resign(ctx); err != nil {
+	if _, err := n.client.Revoke(ctx, clientv3.LeaseID(lease)); err != nil {
 		return fmt.Errorf("cluster: resign: %w", err)
 	}
-	n.mu.Lock()
-	lease := n.lease
-	n.mu.Unlock()
-	_, err := n.client.Revoke(ctx, clientv3.LeaseID(lease))
 	n.log.Info("Cluster: resigned the leadership", "term", election.Rev())
-	return err
+	return nil
 }
 
 // swapLease records lease as the session's and returns the one before.
@@ -472,7 +496,7 @@ func (n *Node) isResigned() bool {
 func (n *Node) renew(ctx context.Context, lease clientv3.LeaseID) error {
 	interval := n.cfg.TTL / 3
 	for {
-		sentAt := time.Now()
+		sentAt := n.fence.now()
 		rctx, cancel := context.WithTimeout(ctx, interval)
 		resp, err := n.client.KeepAliveOnce(rctx, lease)
 		cancel()
@@ -489,7 +513,7 @@ func (n *Node) renew(ctx context.Context, lease clientv3.LeaseID) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Until(sentAt.Add(interval))):
+		case <-time.After(sentAt + interval - n.fence.now()):
 		}
 	}
 }

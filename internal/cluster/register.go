@@ -132,8 +132,21 @@ func (n *Node) publish(ctx context.Context, key string, lease clientv3.LeaseID) 
 	}
 }
 
+// registration is the node's registration now.
 func (n *Node) registration() string {
-	r := Registration{Node: n.cfg.NodeName, URL: n.cfg.AdvertiseURL}
+	n.mu.Lock()
+	role, term := n.status.Role, n.status.Term
+	n.mu.Unlock()
+	return n.registrationAs(role, term)
+}
+
+// registrationAs is the node's registration in role, leading term when the
+// role is Leader.
+func (n *Node) registrationAs(role Role, term int64) string {
+	r := Registration{Node: n.cfg.NodeName, URL: n.cfg.AdvertiseURL, Role: role}
+	if role == Leader {
+		r.Term = term
+	}
 	if n.opts.Lag != nil {
 		r.Lag = n.opts.Lag()
 	}
@@ -142,10 +155,6 @@ func (n *Node) registration() string {
 	}
 	n.mu.Lock()
 	n.status.Lag = r.Lag
-	r.Role = n.status.Role
-	if r.Role == Leader {
-		r.Term = n.status.Term
-	}
 	n.mu.Unlock()
 	b, _ := json.Marshal(r)
 	return string(b)

@@ -791,28 +791,32 @@ func TestClusterPausedLeaderIsFenced(t *testing.T) {
 		}
 		return false
 	})
+	// A pet the new leader acknowledges while the old one is paused: the
+	// old one's copy does not hold it.
+	status, created := send(t, http.MethodPost, next.url()+"/v1/pets", key, `{"name":"after-the-pause","categoryId":1}`)
+	if status != http.StatusCreated {
+		t.Fatalf("a create on the new leader: %d %s", status, created)
+	}
+	var newPet struct{ ID int64 }
+	_ = json.Unmarshal(created, &newPet)
 	time.Sleep(time.Until(paused.Add(3 * ttl)))
-	// Creates sent to the paused node wait in its listen queue, to be read
-	// the moment it resumes, before it hears from etcd.
+	// Creates and reads sent to the paused node wait in its listen queue,
+	// to be read the moment it resumes, before it hears from etcd.
 	type answer struct {
+		read   bool
 		status int
 		body   []byte
 	}
-	answers := make(chan answer, 16)
-	for i := range 16 {
+	const creates, reads = 16, 8
+	answers := make(chan answer, creates+reads)
+	for i := range creates + reads {
 		go func() {
-			client := &http.Client{Timeout: 20 * time.Second}
-			req, _ := http.NewRequest(http.MethodPost, old.url()+"/v1/pets", strings.NewReader(fmt.Sprintf(`{"name":"paused-%d","categoryId":1}`, i)))
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				answers <- answer{}
-				return
+			method, path, body := http.MethodPost, "/v1/pets", fmt.Sprintf(`{"name":"paused-%d","categoryId":1}`, i)
+			if i >= creates {
+				method, path, body = http.MethodGet, fmt.Sprintf("/v1/pets/%d", newPet.ID), ""
 			}
-			data, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			answers <- answer{resp.StatusCode, data}
+			status, data := send(t, method, old.url()+path, key, body)
+			answers <- answer{method == http.MethodGet, status, data}
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -820,14 +824,24 @@ func TestClusterPausedLeaderIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	var acks []ack
-	outcomes := map[int]int{}
-	for range 16 {
+	outcomes := map[string]int{}
+	for range creates + reads {
 		a := <-answers
-		outcomes[a.status]++
-		if a.status == http.StatusCreated {
+		switch {
+		case a.read:
+			outcomes[fmt.Sprintf("getPet %d", a.status)]++
+			// The new leader's answer (forwarded), a refusal, or none (the
+			// connection closed by the restart): never the old copy's 404.
+			if a.status != http.StatusOK && a.status != http.StatusServiceUnavailable && a.status != 0 {
+				t.Errorf("a read of the new leader's pet at the resumed former leader: %d %s", a.status, a.body)
+			}
+		case a.status == http.StatusCreated:
 			var pet struct{ ID int64 }
 			_ = json.Unmarshal(a.body, &pet)
 			acks = append(acks, ack{id: pet.ID, body: a.body})
+			fallthrough
+		default:
+			outcomes[fmt.Sprintf("createPet %d", a.status)]++
 		}
 	}
 	t.Logf("answers of the resumed former leader, by status (0: no answer): %v", outcomes)
@@ -837,6 +851,28 @@ func TestClusterPausedLeaderIsFenced(t *testing.T) {
 		t.Errorf("%d of the former leader's 201s are not on the new leader", len(acks)-present)
 	}
 	waitUntil(t, 20*time.Second, "the former leader follows", old.follows)
+}
+
+// send sends a request with the key, and returns its status (0: no answer)
+// and body.
+func send(t *testing.T, method, url, key, body string) (int, []byte) {
+	client := &http.Client{Timeout: 20 * time.Second}
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Error(err)
+		return 0, nil
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
 }
 
 // Under systemd's Type=notify a follower is started once it listens with
