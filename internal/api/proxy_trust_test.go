@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -55,5 +56,30 @@ func TestForwardedHeadersCountFromProxiesAlone(t *testing.T) {
 		if got := get(proxy, fmt.Sprintf("198.51.100.%d", i)); got != http.StatusUnauthorized {
 			t.Fatalf("request %d from the proxy for client %d: %d, want 401 (its own window)", i, i, got)
 		}
+	}
+
+	// X-Forwarded-Host and X-Forwarded-Proto name the served document's
+	// server from the proxy alone.
+	server := func(c *http.Client) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/docs/openapi.json", nil)
+		req.Header.Set("X-Forwarded-Host", "evil.test")
+		req.Header.Set("X-Forwarded-Proto", "https")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return firstServer(t, body, "the document")
+	}
+	if got := server(client); got != s.URL+"/v1" {
+		t.Errorf("the document served to 127.0.0.9 naming X-Forwarded-Host evil.test names %s, want %s/v1", got, s.URL)
+	}
+	if got := server(proxy); got != "https://evil.test/v1" {
+		t.Errorf("the document served through the proxy names %s, want the host it forwarded", got)
 	}
 }

@@ -25,8 +25,14 @@ const Priority = -100001
 // (--proxy-addresses).
 type Proxies []netip.Prefix
 
-// Middleware removes the trusted proxy headers from requests whose peer is
-// not one of p.
+// forwardedKin are the other headers a proxy sets about the request it
+// received, which a service names its own address with (the served
+// document's server, from X-Forwarded-Host and X-Forwarded-Proto): believed
+// from the proxies alone, as the client-address headers are.
+var forwardedKin = []string{"X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Prefix", "Forwarded"}
+
+// Middleware removes the trusted proxy headers, and their kin, from
+// requests whose peer is not one of p.
 func (p Proxies) Middleware() *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       MiddlewareID,
@@ -35,6 +41,9 @@ func (p Proxies) Middleware() *hook.Handler[*core.RequestEvent] {
 			headers := e.App.Settings().TrustedProxy.Headers
 			if len(headers) > 0 && !p.Has(e.Request.RemoteAddr) {
 				for _, h := range headers {
+					e.Request.Header.Del(h)
+				}
+				for _, h := range forwardedKin {
 					e.Request.Header.Del(h)
 				}
 			}
