@@ -5,7 +5,6 @@ import (
 	"log/slog"
 
 	"petstore/internal/cluster"
-	"petstore/internal/connlimit"
 	"petstore/internal/metrics"
 	"petstore/internal/proxytrust"
 )
@@ -30,8 +29,7 @@ func (p *serviceParts) startCluster() (func() error, error) {
 	if p.opts.Console != nil {
 		log = slog.New(p.opts.Console)
 	}
-	parsed, _ := connlimit.ParseAddresses(p.opts.Server.ProxyAddresses) // checked by Options.Check
-	process, err := cluster.Start(cfg, p.opts.HTTPAddr, p.app.DataDir(), log, proxytrust.Proxies(parsed).Has)
+	process, err := cluster.Start(cfg, p.opts.HTTPAddr, p.app.DataDir(), log, proxytrust.Proxies(p.opts.Server.ProxyAddresses).Has)
 	if err != nil {
 		return nil, err
 	}
