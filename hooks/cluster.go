@@ -9,10 +9,6 @@ import (
 	"petstore/internal/proxytrust"
 )
 
-// handoverHookPriority runs the handover before anything else of the
-// shutdown (the drain, shutdownHookPriority): writes stop at once.
-const handoverHookPriority = shutdownHookPriority - 1
-
 // startCluster runs this process as a cluster node (serve --cluster-etcd),
 // before the bootstrap opens the data directory: it listens on --http with
 // the gate, and returns once the node has won the election and promoted its

@@ -90,6 +90,10 @@ func Register(app core.App, opts options.Options) *Service {
 	var held *datadir.HeldUse
 	if opts.Startup != nil {
 		held = datadir.BindStartup(app, *opts.Startup, opts.Console, s.log, life.startEarly)
+		bindStop(app, releaseStepId, s.log, func(e *core.TerminateEvent) error {
+			held.Release()
+			return e.Next()
+		})
 	}
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
@@ -160,7 +164,7 @@ func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lif
 	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}
 	if s.cluster != nil {
 		health.Cluster = s.cluster.Health
-		s.cluster.Bind(se, handoverHookPriority, s.log)
+		s.cluster.Bind(se, stepOf(handoverStepId).priority, s.log)
 	}
 	api.AddHealthRoutes(se.Router, health)
 	// The reference page's copy of the contract, outside /v1 and so not

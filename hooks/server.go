@@ -21,8 +21,6 @@ const (
 	// listenerHookPriority runs the listener's wrapping after every other
 	// OnServe handler, whichever of them set the listener.
 	listenerHookPriority = 10000
-	shutdownHookId       = "petstoreGracefulShutdown"
-	shutdownHookPriority = -10000 // before PocketBase's pbGracefulShutdown (-9999)
 )
 
 // bindServer applies cfg to the server when it starts, bounds the
@@ -72,32 +70,28 @@ func bindServer(app core.App, cfg options.Server, https bool, service *Service) 
 			return se.Next()
 		},
 	})
-	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
-		Id:       shutdownHookId,
-		Priority: shutdownHookPriority,
-		Func: func(te *core.TerminateEvent) error {
-			// A restart (after a backup restore) is left to PocketBase's own
-			// shutdown, which holds serve open until it has replaced the
-			// process: drained here first, serve would return at once, and
-			// the command's end would stop the service a second time and
-			// exit 0 instead of restarting.
-			if s := server.Load(); s != nil && !te.IsRestart {
-				service.draining.Store(true)
-				_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) // nothing to do about a failure at a stop
-				started := time.Now()
-				service.log.Info("petstore stopping", "drain_delay_ms", logging.Milliseconds(cfg.DrainDelay))
-				time.Sleep(cfg.DrainDelay)
-				timeout := orDefault(cfg.ShutdownTimeout, options.DefaultShutdownTimeout)
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				defer cancel()
-				if err := s.Shutdown(ctx); err != nil {
-					service.log.Warn("Requests still running at the end of the shutdown bound are cut off",
-						"shutdownTimeout", timeout.String(), "error", err)
-				}
-				service.log.Info("petstore stopped serving", "drained_ms", logging.Milliseconds(time.Since(started)))
+	bindStop(app, drainStepId, service.log, func(te *core.TerminateEvent) error {
+		// A restart (after a backup restore) is left to PocketBase's own
+		// shutdown, which holds serve open until it has replaced the
+		// process: drained here first, serve would return at once, and
+		// the command's end would stop the service a second time and
+		// exit 0 instead of restarting.
+		if s := server.Load(); s != nil && !te.IsRestart {
+			service.draining.Store(true)
+			_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) // nothing to do about a failure at a stop
+			started := time.Now()
+			service.log.Info("petstore stopping", "drain_delay_ms", logging.Milliseconds(cfg.DrainDelay))
+			time.Sleep(cfg.DrainDelay)
+			timeout := orDefault(cfg.ShutdownTimeout, options.DefaultShutdownTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			if err := s.Shutdown(ctx); err != nil {
+				service.log.Warn("Requests still running at the end of the shutdown bound are cut off",
+					"shutdownTimeout", timeout.String(), "error", err)
 			}
-			return te.Next()
-		},
+			service.log.Info("petstore stopped serving", "drained_ms", logging.Milliseconds(time.Since(started)))
+		}
+		return te.Next()
 	})
 }
 
