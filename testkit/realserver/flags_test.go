@@ -95,7 +95,9 @@ var healthcheckBadFlags = []badFlag{
 // TestEveryFlagRefusesABadValue walks every flag petstore adds, each with a
 // value it refuses, on the command line and in its variable: the command
 // exits 1 with a message naming the flag, before the data directory is
-// created, opened or locked.
+// touched. On the command line the directory does not exist, and is not
+// created; with the variable it exists, and is not chmod-ed, locked or
+// written.
 func TestEveryFlagRefusesABadValue(t *testing.T) {
 	root, serve := pflag.NewFlagSet("petstore", pflag.ContinueOnError), pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	options.Bind(root, serve, banner.Invocation{})
@@ -114,25 +116,34 @@ func TestEveryFlagRefusesABadValue(t *testing.T) {
 		with := append([]string{"serve", "--http", "127.0.0.1:0"}, b.with...)
 		t.Run(b.flag, func(t *testing.T) {
 			// --flag=value: a switch takes a separate word for an argument.
-			refusedUntouched(t, b.flag, append(with, "--"+b.flag+"="+b.value), "")
+			refusedUntouched(t, b.flag, append(with, "--"+b.flag+"="+b.value), "", false)
 		})
 		t.Run(b.flag+"/variable", func(t *testing.T) {
-			refusedUntouched(t, b.flag, with, envflag.Name(b.flag)+"="+b.value)
+			refusedUntouched(t, b.flag, with, envflag.Name(b.flag)+"="+b.value, true)
 		})
 	}
 	for _, b := range healthcheckBadFlags {
 		t.Run("healthcheck/"+b.flag, func(t *testing.T) {
-			refusedUntouched(t, b.flag, []string{"healthcheck", "--" + b.flag + "=" + b.value}, "")
+			refusedUntouched(t, b.flag, []string{"healthcheck", "--" + b.flag + "=" + b.value}, "", true)
 		})
 	}
 }
 
 // refusedUntouched runs the binary with args and env (NAME=VALUE, or
-// none), and checks that it exits 1 naming flag, and that the data
-// directory it names does not exist.
-func refusedUntouched(t *testing.T, flag string, args []string, env string) {
+// none) on a data directory, which exists when exists, and checks that it
+// exits 1 naming flag, and that the directory is as it was: absent, or
+// empty with its mode 0755 (a start makes it 0700 and locks it).
+func refusedUntouched(t *testing.T, flag string, args []string, env string, exists bool) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "pb_data")
+	if exists {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil { // whatever the umask
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// --dir first: cobra takes the argument after an unknown flag for its
@@ -151,7 +162,16 @@ func refusedUntouched(t *testing.T, flag string, args []string, env string) {
 	if strings.Contains(stderr.String(), "hunter2") {
 		t.Errorf("%s %q: the Redis password is in the error:\n%s", env, args, stderr.String())
 	}
-	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+	switch info, err := os.Stat(dir); {
+	case !exists && !errors.Is(err, fs.ErrNotExist):
 		t.Errorf("%s %q: the data directory was created (%v)", env, args, err)
+	case exists && err != nil:
+		t.Errorf("%s %q: the data directory: %v", env, args, err)
+	case exists && info.Mode().Perm() != 0o755:
+		t.Errorf("%s %q: the data directory's mode changed to %v", env, args, info.Mode())
+	case exists:
+		if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
+			t.Errorf("%s %q: the data directory holds %v (%v)", env, args, entries, err)
+		}
 	}
 }
