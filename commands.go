@@ -50,15 +50,22 @@ func newHealthcheckCommand() *healthcheckCommand {
 		Use:   "healthcheck",
 		Short: "Exit 0 if the server is ready (GET /readyz answers 200), else 1 with the reason on stderr",
 		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			target := url
-			if target == "" {
-				target = localReadyz(os.Getenv(envflag.Name("http")))
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			target := localReadyz(os.Getenv(envflag.Name("http")))
+			if url != "" {
+				var err error
+				if target, err = readyzOf(url); err != nil {
+					return fmt.Errorf("invalid --url %q: %w", url, err)
+				}
 			}
-			c.err = checkReady(readyzOf(target), timeout)
+			if timeout <= 0 {
+				return fmt.Errorf("invalid --timeout %s: a duration above 0", timeout)
+			}
+			c.err = checkReady(target, timeout)
 			if c.err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "petstore healthcheck:", c.err)
 			}
+			return nil
 		},
 	}
 	c.Flags().StringVar(&url, "url", "",
@@ -88,13 +95,17 @@ func localReadyz(listen string) string {
 	return "http://" + net.JoinHostPort(host, port) + "/readyz"
 }
 
-// readyzOf is target, or its /readyz when target is a base URL (no path).
-func readyzOf(target string) string {
-	if u, err := neturl.Parse(target); err == nil && (u.Path == "" || u.Path == "/") {
-		u.Path = "/readyz"
-		return u.String()
+// readyzOf is target, an http or https URL, or its /readyz when target is
+// a base URL (no path).
+func readyzOf(target string) (string, error) {
+	u, err := neturl.Parse(target)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return "", fmt.Errorf("an http:// or https:// URL, e.g. http://127.0.0.1:8090")
 	}
-	return target
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/readyz"
+	}
+	return u.String(), nil
 }
 
 // checkReady is nil when url answers 200; quiet on success, as a

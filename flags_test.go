@@ -11,6 +11,7 @@ import (
 
 	"petstore/internal/banner"
 	"petstore/internal/envflag"
+	"petstore/internal/options"
 )
 
 // readmeFlag is a flag's name in the README's Flags table, and readmeEnv a
@@ -32,7 +33,7 @@ func TestREADMEListsEveryFlag(t *testing.T) {
 	root := app.RootCmd
 	ours := pflag.NewFlagSet("petstore", pflag.ContinueOnError)
 	serveOurs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	bindFlags(ours, serveOurs, banner.Invocation{})
+	options.Bind(ours, serveOurs, banner.Invocation{})
 	root.PersistentFlags().AddFlagSet(ours)
 	serve.PersistentFlags().AddFlagSet(serveOurs)
 

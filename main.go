@@ -19,6 +19,7 @@ import (
 	"petstore/internal/cluster"
 	"petstore/internal/commands"
 	"petstore/internal/datadir"
+	"petstore/internal/options"
 	_ "petstore/internal/profiling" // empty unless built with -tags pprof
 	"petstore/internal/version"
 	_ "petstore/migrations"
@@ -62,17 +63,17 @@ func main() {
 	// replaces databases that nothing has open.
 	withoutData := map[*cobra.Command]bool{healthcheck.Command: true, versionCmd: true, backups.Restore: true}
 
-	flags := bindFlags(root.PersistentFlags(), serve.PersistentFlags(), self)
+	flags := options.Bind(root.PersistentFlags(), serve.PersistentFlags(), self, appFlags...)
 	signals := make(chan os.Signal, 1)
-	// Every command, once cobra has parsed its flags: its options are made
-	// and checked, then the service is bound and the data directory opened.
-	// Nothing touches the directory before its options are known good.
+	// Every command, once cobra has parsed its flags: its options are
+	// parsed into values, then the service is bound and the data directory
+	// opened. Nothing touches the directory before every value is parsed.
 	cobra.EnableTraverseRunHooks = true // keys' own pre-run follows this one
 	// The console, once the options are known: a command's failure is then
 	// one event of its format (one JSON object in JSON), not plain text.
 	var console *slog.Logger
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
-		opts, err := flags.options(c == serve, os.Stdout, os.Stderr)
+		opts, err := flags.Parse(c == serve, os.Stdout, os.Stderr)
 		if err != nil || withoutData[c] {
 			return err
 		}

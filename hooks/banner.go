@@ -6,13 +6,14 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/banner"
+	"petstore/internal/options"
 	"petstore/internal/version"
 )
 
 // bindBanner logs the start, and prints where everything is for people, in
 // place of PocketBase's banner (main hides it), which names only /api/ and
 // /_/; and the first-start hint in place of PocketBase's (internal/banner).
-func bindBanner(app core.App, opts Options, s *Service) {
+func bindBanner(app core.App, opts options.Options, s *Service) {
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: "petstoreBanner",
 		Func: func(se *core.ServeEvent) error {
@@ -28,9 +29,9 @@ func bindBanner(app core.App, opts Options, s *Service) {
 			}
 			base := banner.BaseURL(se.Server.Addr, opts.HTTPS)
 			s.log.Info("petstore started", "address", base, "version", version.Read().String(),
-				"dataDir", se.App.DataDir(), "publicURL", s.base.Public(), "rateLimits", opts.Limits.Store())
+				"dataDir", se.App.DataDir(), "publicURL", opts.PublicURL.Public(), "rateLimits", opts.Limits.Store())
 			if opts.Banner != nil {
-				banner.Print(opts.Banner, base, s.base.Public())
+				banner.Print(opts.Banner, base, opts.PublicURL.Public())
 			}
 			// Under systemd's Type=notify the unit is started once the
 			// listener is: no poll of a fixed port (none without NOTIFY_SOCKET).

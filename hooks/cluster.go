@@ -5,14 +5,9 @@ import (
 	"log/slog"
 
 	"petstore/internal/cluster"
-	"petstore/internal/connlimit"
 	"petstore/internal/metrics"
 	"petstore/internal/proxytrust"
 )
-
-// handoverHookPriority runs the handover before anything else of the
-// shutdown (the drain, shutdownHookPriority): writes stop at once.
-const handoverHookPriority = shutdownHookPriority - 1
 
 // startCluster runs this process as a cluster node (serve --cluster-etcd),
 // before the bootstrap opens the data directory: it listens on --http with
@@ -30,8 +25,7 @@ func (p *serviceParts) startCluster() (func() error, error) {
 	if p.opts.Console != nil {
 		log = slog.New(p.opts.Console)
 	}
-	parsed, _ := connlimit.ParseAddresses(p.opts.Server.ProxyAddresses) // checked by Options.Check
-	process, err := cluster.Start(cfg, p.opts.HTTPAddr, p.app.DataDir(), log, proxytrust.Proxies(parsed).Has)
+	process, err := cluster.Start(cfg, p.opts.HTTPAddr, p.app.DataDir(), log, proxytrust.Proxies(p.opts.Server.ProxyAddresses).Has)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/pocketbase/pocketbase/core"
-	"github.com/pocketbase/pocketbase/tools/hook"
 )
 
 // part is one thing the service runs. The parts are one list (see
@@ -25,10 +24,6 @@ type part struct {
 	// and returns its stop (nil: nothing to stop).
 	start func() (stop func() error, err error)
 }
-
-// stopPriority runs the stops after PocketBase's graceful shutdown (-9999),
-// so that no request is served after them, and before the databases close.
-const stopPriority = -9000
 
 // lifecycle starts a list of parts and stops those it started. Each stop
 // runs once, however often the app terminates: a restart after a backup
@@ -50,16 +45,12 @@ type stop struct {
 }
 
 // bindLifecycle returns the lifecycle of parts, which stop when app
-// terminates.
+// terminates, at their step of stopOrder.
 func bindLifecycle(app core.App, log *slog.Logger, parts []part) *lifecycle {
 	l := &lifecycle{log: log, parts: parts}
-	app.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
-		Id:       "petstoreStop",
-		Priority: stopPriority,
-		Func: func(e *core.TerminateEvent) error {
-			l.stop()
-			return e.Next()
-		},
+	bindStop(app, partsStepId, log, func(e *core.TerminateEvent) error {
+		l.stop()
+		return e.Next()
 	})
 	return l
 }
@@ -106,6 +97,7 @@ func (l *lifecycle) stop() {
 	l.mu.Unlock()
 	for _, s := range slices.Backward(stops) {
 		s.once.Do(func() {
+			l.log.Debug("Stopping", "part", s.name)
 			if err := s.fn(); err != nil {
 				l.log.Error("Could not stop the "+s.name, "error", err)
 			}

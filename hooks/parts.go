@@ -17,6 +17,7 @@ import (
 	"petstore/internal/dataversion"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
+	"petstore/internal/options"
 	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
 	"petstore/internal/requestlog"
@@ -28,7 +29,7 @@ import (
 // after it and for the routes.
 type serviceParts struct {
 	app  core.App
-	opts Options
+	opts options.Options
 	s    *Service
 
 	metrics   *metrics.Metrics // nil: no --metrics-addr
@@ -76,9 +77,9 @@ func (p *serviceParts) startConnLimits() (func() error, error) {
 	if err := proxytrust.ApplyHeaders(p.app, cfg.TrustedProxyHeaders, cfg.ProxyAddresses, p.s.log); err != nil {
 		return nil, err
 	}
-	bounds := connlimit.Config{Global: cfg.MaxConns, PerAddress: cfg.MaxConnsPerAddress, PerNetwork: cfg.MaxConnsPerNetwork}
+	bounds := connlimit.Config{Global: cfg.MaxConns, PerAddress: cfg.MaxConnsPerAddress, PerNetwork: cfg.MaxConnsPerNetwork, Exempt: cfg.ProxyAddresses}
 	proxied := len(p.app.Settings().TrustedProxy.Headers) > 0
-	conns, err := connlimit.NewPublic(bounds, cfg.ProxyAddresses, proxied, orDefault(cfg.IdleTimeout, DefaultIdleTimeout), p.s.log)
+	conns, err := connlimit.NewPublic(bounds, proxied, orDefault(cfg.IdleTimeout, options.DefaultIdleTimeout), p.s.log)
 	p.s.conns = conns
 	return nil, err
 }

@@ -1,5 +1,5 @@
 // Package hooks binds petstore to a PocketBase app. It is the composition
-// root: Register takes the checked Options (options.go) and binds the
+// root: Register takes the parsed options (internal/options) and binds the
 // service; when `serve` starts, the parts of one list (parts.go) start in
 // its order and are handed to the /v1 routes (internal/api) and the staff
 // routes (internal/staff), and at shutdown they stop in reverse
@@ -32,6 +32,7 @@ import (
 	"petstore/internal/idempotency"
 	"petstore/internal/logging"
 	"petstore/internal/metrics"
+	"petstore/internal/options"
 	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
 	"petstore/internal/realtimeauth"
@@ -45,7 +46,6 @@ import (
 type Service struct {
 	log      *slog.Logger // the one logger: console and dashboard
 	err      error
-	base     api.BaseURL        // Options.PublicURL, checked
 	draining atomic.Bool        // from SIGTERM on: /readyz answers 503
 	conns    *connlimit.Limiter // the public listener's connections; set when serve starts
 	bans     func()             // counts a ban started; nil without metrics
@@ -61,7 +61,7 @@ type Service struct {
 func (s *Service) Err() error { return s.err }
 
 // Register binds everything petstore adds to app, configured by opts.
-func Register(app core.App, opts Options) *Service {
+func Register(app core.App, opts options.Options) *Service {
 	s := &Service{log: logging.New(app, opts.Console), outbox: webhooks.NewOutbox(app)}
 	parts := &serviceParts{app: app, opts: opts, s: s}
 	if opts.MetricsAddr != "" {
@@ -90,6 +90,10 @@ func Register(app core.App, opts Options) *Service {
 	var held *datadir.HeldUse
 	if opts.Startup != nil {
 		held = datadir.BindStartup(app, *opts.Startup, opts.Console, s.log, life.startEarly)
+		bindStop(app, releaseStepId, s.log, func(e *core.TerminateEvent) error {
+			held.Release()
+			return e.Next()
+		})
 	}
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
@@ -112,15 +116,7 @@ func Register(app core.App, opts Options) *Service {
 }
 
 // serve starts the parts not started yet and routes requests to them.
-func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) error {
-	if err := opts.Check(); err != nil {
-		return err
-	}
-	base, err := api.ParseBaseURL(opts.PublicURL)
-	if err != nil {
-		return err
-	}
-	p.s.base = base
+func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lifecycle) error {
 	if err := life.startAll(); err != nil {
 		return err
 	}
@@ -135,12 +131,11 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 		observer = p.metrics
 	}
 	targets := webhooks.Targets{AllowPrivate: opts.WebhooksAllowPrivate}
-	documents := api.NewDocuments(base)
+	documents := api.NewDocuments(opts.PublicURL)
 	// With proxies named, their client-address headers are believed from
 	// them alone; without, from any peer, as PocketBase does (the start
 	// warns). A request's id is taken from the named proxies alone.
-	parsed, _ := connlimit.ParseAddresses(opts.Server.ProxyAddresses) // checked by Options.Check
-	proxies := proxytrust.Proxies(parsed)
+	proxies := proxytrust.Proxies(opts.Server.ProxyAddresses)
 	if len(proxies) > 0 {
 		se.Router.Bind(proxies.Middleware())
 	}
@@ -156,7 +151,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	v1.Unbind(guestlimit.MiddlewareID)
 	api.AddRoutes(v1, api.Deps{
 		Limiter: p.limiter, Keys: p.keys, Version: p.version, Pets: p.petReads, PetWriter: p.petWriter, Categories: p.categoryReads,
-		RequestLog: p.reqlog, Usage: p.history, Now: now, Base: base, Documents: documents, Logger: s.log, Metrics: observer,
+		RequestLog: p.reqlog, Usage: p.history, Now: now, Base: opts.PublicURL, Documents: documents, Logger: s.log, Metrics: observer,
 		DayQuotaReached: webhooks.DayQuotaReached(app, s.outbox, s.log),
 	})
 	var nodes staff.ClusterView
@@ -169,7 +164,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}
 	if s.cluster != nil {
 		health.Cluster = s.cluster.Health
-		s.cluster.Bind(se, handoverHookPriority, s.log)
+		s.cluster.Bind(se, stepOf(handoverStepId).priority, s.log)
 	}
 	api.AddHealthRoutes(se.Router, health)
 	// The reference page's copy of the contract, outside /v1 and so not
@@ -183,7 +178,7 @@ func serve(se *core.ServeEvent, opts Options, p *serviceParts, life *lifecycle) 
 		return err
 	}
 	// The handler exists only once the mux is built, in Next.
-	se.Server.Handler = connlimit.BodyDeadline(orDefault(opts.Server.BodyTimeout, DefaultBodyTimeout), api.GuardServer(se.Server.Handler))
+	se.Server.Handler = connlimit.BodyDeadline(orDefault(opts.Server.BodyTimeout, options.DefaultBodyTimeout), api.GuardServer(se.Server.Handler))
 	if s.cluster != nil {
 		s.cluster.Promoted(app, p.clusterTerm, s.log)
 	}

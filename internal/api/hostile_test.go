@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"petstore/hooks"
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
+	"petstore/internal/options"
 	"petstore/testkit/apptest"
 )
 
@@ -50,7 +50,7 @@ const (
 // TestHostileInput is the catalogue of hostile requests docs/operations.md documents.
 // Each gets its documented answer and stores nothing.
 func TestHostileInput(t *testing.T) {
-	s := apptest.StartWith(t, apptest.Config{Server: hooks.ServerConfig{ReadHeaderTimeout: readHeaderTimeout}})
+	s := apptest.StartWith(t, apptest.Config{Server: options.Server{ReadHeaderTimeout: readHeaderTimeout}})
 	key := s.NewKey(t, apikeys.NewKey{Plan: "enterprise", PerMinute: 1_000_000, PerDay: 10_000_000})
 	s.CreatePet(t, key, map[string]any{"name": "Resident", "categoryId": 1})
 

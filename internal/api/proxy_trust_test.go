@@ -6,10 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"testing"
 
-	"petstore/hooks"
 	"petstore/internal/limits"
+	"petstore/internal/options"
 	"petstore/testkit/apptest"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestForwardedHeadersCountFromProxiesAlone(t *testing.T) {
 	s := apptest.StartWith(t, apptest.Config{
 		Limits: limits.Config{AnonymousPerMinute: 3},
-		Server: hooks.ServerConfig{ProxyAddresses: "127.0.0.1"},
+		Server: options.Server{ProxyAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
 	})
 	s.App.Settings().TrustedProxy.Headers = []string{"X-Forwarded-For"}
 	from := func(local string) *http.Client {

@@ -23,7 +23,7 @@ func BenchmarkListPetsByStore(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var cfg limits.Config
 			if name == "redis" {
-				cfg.RedisURL = redistest.Start(b).URL(0)
+				cfg.Redis = apptest.Redis(b, redistest.Start(b).URL(0))
 			}
 			s := apptest.StartWith(b, apptest.Config{Limits: cfg})
 			key := s.NewKey(b, apikeys.NewKey{Plan: "enterprise", PerMinute: 1 << 40, PerDay: 1 << 40})

@@ -25,7 +25,7 @@ import (
 // of url.
 func instancesOn(t *testing.T, n int, url string) []*apptest.Server {
 	t.Helper()
-	cfg := limits.Config{RedisURL: url}
+	cfg := limits.Config{Redis: apptest.Redis(t, url)}
 	dir := t.TempDir()
 	servers := make([]*apptest.Server, n)
 	for i := range servers {

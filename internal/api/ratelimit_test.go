@@ -15,6 +15,7 @@ import (
 	"petstore/hooks"
 	"petstore/internal/apikeys"
 	"petstore/internal/limits"
+	"petstore/internal/options"
 	"petstore/testkit/apptest"
 	"petstore/testkit/redistest"
 )
@@ -278,7 +279,7 @@ func redisURL(t *testing.T) string {
 const slowMachineTimeouts = "dial_timeout=2s&read_timeout=2s&write_timeout=2s&pool_timeout=5s"
 
 func redisLimits(t *testing.T) limits.Config {
-	return limits.Config{RedisURL: redisURL(t), Prefix: fmt.Sprintf("petstore-test-%d", time.Now().UnixNano())}
+	return limits.Config{Redis: apptest.Redis(t, redisURL(t)), Prefix: fmt.Sprintf("petstore-test-%d", time.Now().UnixNano())}
 }
 
 // twoInstancesOnOneRedis serves one data directory from two apps counting in
@@ -329,7 +330,7 @@ func TestRedisExactUnderConcurrency(t *testing.T) {
 // (documented: fail over to local counting, logged).
 func TestRedisFailureFallsBackToLocalCounting(t *testing.T) {
 	redis := redistest.Start(t)
-	s := apptest.StartWith(t, apptest.Config{Limits: limits.Config{RedisURL: redis.URL(0)}})
+	s := apptest.StartWith(t, apptest.Config{Limits: limits.Config{Redis: apptest.Redis(t, redis.URL(0))}})
 	key := s.NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 5})
 	if r := s.Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != 200 {
 		t.Fatalf("with Redis: %d", r.StatusCode)
@@ -351,7 +352,7 @@ func TestUnreachableRedisStopsServeFromStarting(t *testing.T) {
 	if err := app.Bootstrap(); err != nil {
 		t.Fatal(err)
 	}
-	service := hooks.Register(app, hooks.Options{Limits: limits.Config{RedisURL: redis.URL(0)}})
+	service := hooks.Register(app, options.Options{Limits: limits.Config{Redis: apptest.Redis(t, redis.URL(0))}})
 	err := apis.Serve(app, apis.ServeConfig{HttpAddr: "127.0.0.1:0"})
 	if err == nil || service.Err() == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("serve error %v, service error %v; want Redis unreachable", err, service.Err())

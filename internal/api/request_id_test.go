@@ -3,6 +3,7 @@ package api_test
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,9 +11,9 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
-	"petstore/hooks"
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
+	"petstore/internal/options"
 	"petstore/testkit/apptest"
 	"petstore/testkit/realserver"
 )
@@ -24,7 +25,7 @@ import (
 func TestRequestIDs(t *testing.T) {
 	console := &realserver.SyncBuffer{}
 	s := apptest.StartWith(t, apptest.Config{
-		Server:    hooks.ServerConfig{ProxyAddresses: "127.0.0.1"},
+		Server:    options.Server{ProxyAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
 		Console:   slog.NewTextHandler(console, nil),
 		AccessLog: true,
 		Middleware: &hook.Handler[*core.RequestEvent]{Func: func(e *core.RequestEvent) error {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,59 +23,63 @@ import (
 const testTTL = 2 * time.Second
 
 func TestConfigRefusesBadValuesNamingTheFlag(t *testing.T) {
-	good := func() cluster.Config {
-		return cluster.Config{Etcd: "http://127.0.0.1:2379,http://127.0.0.1:2380", Name: "petstore", NodeName: "a",
+	good := func() cluster.Flags {
+		return cluster.Flags{Etcd: "http://127.0.0.1:2379,http://127.0.0.1:2380", Name: "petstore", NodeName: "a",
 			AdvertiseURL: "http://127.0.0.1:8090", ReplicaURL: "file:///var/lib/petstore-replica", TTL: 5 * time.Second}
 	}
-	c := good()
-	if err := c.Validate("127.0.0.1:8090"); err != nil {
+	c, err := good().Config("127.0.0.1:8090")
+	if err != nil {
 		t.Fatalf("a good configuration is refused: %v", err)
 	}
+	if want := []string{"http://127.0.0.1:2379", "http://127.0.0.1:2380"}; !slices.Equal(c.Endpoints, want) || c.Replica.String() != "file:///var/lib/petstore-replica" {
+		t.Errorf("parsed %q and %s, want %q and the replica URL", c.Endpoints, c.Replica, want)
+	}
 	for _, tc := range []struct {
-		change func(*cluster.Config)
+		change func(*cluster.Flags)
 		flag   string
 	}{
-		{func(c *cluster.Config) { c.Etcd = "127.0.0.1:2379" }, "--cluster-etcd"},
-		{func(c *cluster.Config) { c.Etcd = "http://[::1" }, "--cluster-etcd"},
-		{func(c *cluster.Config) { c.Etcd = " , " }, "--cluster-etcd"},
-		{func(c *cluster.Config) { c.Name = "" }, "--cluster-name"},
-		{func(c *cluster.Config) { c.Name = "a/b" }, "--cluster-name"},
-		{func(c *cluster.Config) { c.NodeName = "" }, "--node-name"},
-		{func(c *cluster.Config) { c.AdvertiseURL = "http//x" }, "--advertise-url"},
-		{func(c *cluster.Config) { c.AdvertiseURL = "http://x:8090/v1" }, "--advertise-url"},
-		{func(c *cluster.Config) { c.ReplicaURL = "" }, "--replica-url"},
-		{func(c *cluster.Config) { c.ReplicaURL = "/var/lib/replica" }, "--replica-url"},
-		{func(c *cluster.Config) { c.ReplicaURL = "s3://" }, "--replica-url"},
-		{func(c *cluster.Config) { c.TTL = time.Second }, "--cluster-ttl"},
-		{func(c *cluster.Config) { c.TTL = 61 * time.Second }, "--cluster-ttl"},
-		{func(c *cluster.Config) { c.TTL = 2500 * time.Millisecond }, "--cluster-ttl"},
+		{func(f *cluster.Flags) { f.Etcd = "127.0.0.1:2379" }, "--cluster-etcd"},
+		{func(f *cluster.Flags) { f.Etcd = "http://[::1" }, "--cluster-etcd"},
+		{func(f *cluster.Flags) { f.Etcd = " , " }, "--cluster-etcd"},
+		{func(f *cluster.Flags) { f.Name = "" }, "--cluster-name"},
+		{func(f *cluster.Flags) { f.Name = "a/b" }, "--cluster-name"},
+		{func(f *cluster.Flags) { f.NodeName = "a b" }, "--node-name"},
+		{func(f *cluster.Flags) { f.AdvertiseURL = "http//x" }, "--advertise-url"},
+		{func(f *cluster.Flags) { f.AdvertiseURL = "http://x:8090/v1" }, "--advertise-url"},
+		{func(f *cluster.Flags) { f.ReplicaURL = "" }, "--replica-url"},
+		{func(f *cluster.Flags) { f.ReplicaURL = "/var/lib/replica" }, "--replica-url"},
+		{func(f *cluster.Flags) { f.ReplicaURL = "s3://" }, "--replica-url"},
+		// A host in a file URL: a share's path mistyped, refused by the
+		// replica's own parse, before the data directory is opened.
+		{func(f *cluster.Flags) { f.ReplicaURL = "file://nas/x" }, "--replica-url"},
+		{func(f *cluster.Flags) { f.TTL = time.Second }, "--cluster-ttl"},
+		{func(f *cluster.Flags) { f.TTL = 61 * time.Second }, "--cluster-ttl"},
+		{func(f *cluster.Flags) { f.TTL = 2500 * time.Millisecond }, "--cluster-ttl"},
 	} {
-		c := good()
-		tc.change(&c)
-		err := c.Validate("127.0.0.1:8090")
+		f := good()
+		tc.change(&f)
+		_, err := f.Config("127.0.0.1:8090")
 		if err == nil || !strings.HasPrefix(err.Error(), tc.flag) {
-			t.Errorf("%+v: error %v, want one naming %s", c, err, tc.flag)
+			t.Errorf("%+v: error %v, want one naming %s", f, err, tc.flag)
 		}
 	}
 
 	// Without --cluster-etcd, only --cluster-sync is refused.
-	if err := (cluster.Config{Sync: true}).Validate("127.0.0.1:8090"); err == nil || !strings.HasPrefix(err.Error(), "--cluster-sync") {
+	if _, err := (cluster.Flags{Sync: true}).Config("127.0.0.1:8090"); err == nil || !strings.HasPrefix(err.Error(), "--cluster-sync") {
 		t.Errorf("--cluster-sync without --cluster-etcd: error %v, want one naming --cluster-sync", err)
 	}
-	if err := (cluster.Config{ReplicaURL: "not a URL"}).Validate("127.0.0.1:8090"); err != nil {
-		t.Errorf("cluster mode off: %v", err)
+	if c, err := (cluster.Flags{ReplicaURL: "not a URL"}).Config("127.0.0.1:8090"); err != nil || c.Enabled() {
+		t.Errorf("cluster mode off: %+v, %v", c, err)
 	}
 
 	// --advertise-url defaults to --http when it names a reachable host.
-	c = good()
-	c.AdvertiseURL = ""
-	if err := c.Validate("10.0.0.7:8090"); err != nil {
-		t.Errorf("--http 10.0.0.7:8090 without --advertise-url: %v", err)
+	f := good()
+	f.AdvertiseURL = ""
+	if c, err := f.Config("10.0.0.7:8090"); err != nil || c.AdvertiseURL != "http://10.0.0.7:8090" {
+		t.Errorf("--http 10.0.0.7:8090 without --advertise-url: %q, %v", c.AdvertiseURL, err)
 	}
 	for _, addr := range []string{"0.0.0.0:8090", ":8090", "[::]:8090"} {
-		c = good()
-		c.AdvertiseURL = ""
-		if err := c.Validate(addr); err == nil || !strings.HasPrefix(err.Error(), "--advertise-url") {
+		if _, err := f.Config(addr); err == nil || !strings.HasPrefix(err.Error(), "--advertise-url") {
 			t.Errorf("--http %s without --advertise-url: error %v", addr, err)
 		}
 	}
@@ -108,9 +113,9 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, name string, opts cluster.O
 		w.WriteHeader(http.StatusCreated)
 	}))
 	t.Cleanup(tn.server.Close)
-	cfg := cluster.Config{Etcd: strings.Join(etcd.Endpoints(), ","), Name: "test", NodeName: name,
-		AdvertiseURL: tn.server.URL, ReplicaURL: "file:///unused", TTL: testTTL}
-	if err := cfg.Validate(""); err != nil {
+	cfg, err := cluster.Flags{Etcd: strings.Join(etcd.Endpoints(), ","), Name: "test", NodeName: name,
+		AdvertiseURL: tn.server.URL, ReplicaURL: "file:///unused", TTL: testTTL}.Config("")
+	if err != nil {
 		t.Fatal(err)
 	}
 	elected := opts.OnElected

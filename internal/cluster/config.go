@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"petstore/internal/replica"
 )
 
 // DefaultName is --cluster-name's default: the prefix of every key the
@@ -27,102 +29,110 @@ const (
 	MaxTTL = 60 * time.Second
 )
 
-// Config is cluster mode's configuration, the serve flags of the same names.
+// Config is cluster mode's configuration, parsed and checked (Flags.Config).
+// Its zero value is cluster mode off.
 type Config struct {
-	Etcd         string        // --cluster-etcd: comma-separated etcd endpoints; empty: cluster mode is off
+	Endpoints    []string      // --cluster-etcd: etcd's client URLs; none: cluster mode is off
 	Name         string        // --cluster-name
 	NodeName     string        // --node-name
-	AdvertiseURL string        // --advertise-url
-	ReplicaURL   string        // --replica-url
+	AdvertiseURL string        // --advertise-url, or made of --http
+	Replica      replica.Root  // --replica-url
 	TTL          time.Duration // --cluster-ttl
 	Sync         bool          // --cluster-sync: a create is acknowledged once shipped
 }
 
-// AddFlags declares cluster mode's flags on fs, with c's fields as their
+// Enabled says whether cluster mode is on.
+func (c Config) Enabled() bool { return len(c.Endpoints) > 0 }
+
+// Flags are cluster mode's serve flags as given; Config parses them.
+type Flags struct {
+	Etcd         string // comma-separated etcd endpoints; empty: cluster mode is off
+	Name         string
+	NodeName     string
+	AdvertiseURL string
+	ReplicaURL   string
+	TTL          time.Duration
+	Sync         bool
+}
+
+// AddFlags declares cluster mode's flags on fs, with f's fields as their
 // values.
-func (c *Config) AddFlags(fs *pflag.FlagSet) {
-	host, _ := os.Hostname()
-	fs.StringVar(&c.Etcd, "cluster-etcd", "",
+func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Etcd, "cluster-etcd", "",
 		"run as a node of a cluster: the etcd endpoints, comma-separated (http://10.0.0.1:2379,http://10.0.0.2:2379,http://10.0.0.3:2379); the nodes elect one leader, which alone writes")
-	fs.StringVar(&c.Name, "cluster-name", DefaultName,
+	fs.StringVar(&f.Name, "cluster-name", DefaultName,
 		"cluster mode: the cluster's name, the prefix of its keys in etcd and of its replica's path")
-	fs.StringVar(&c.NodeName, "node-name", host,
+	host, _ := os.Hostname()
+	fs.StringVar(&f.NodeName, "node-name", host,
 		"cluster mode: this node's name, unique in the cluster")
-	fs.StringVar(&c.AdvertiseURL, "advertise-url", "",
+	fs.StringVar(&f.AdvertiseURL, "advertise-url", "",
 		"cluster mode: the URL at which the other nodes and the load balancer reach this node's --http (http://10.0.0.1:8090; default http:// and --http when it names a host)")
-	fs.StringVar(&c.ReplicaURL, "replica-url", "",
+	fs.StringVar(&f.ReplicaURL, "replica-url", "",
 		"cluster mode: where the leader ships its data and the followers restore it from (file:///path or s3://bucket/prefix)")
-	fs.DurationVar(&c.TTL, "cluster-ttl", DefaultTTL,
+	fs.DurationVar(&f.TTL, "cluster-ttl", DefaultTTL,
 		"cluster mode: the leader's lease in whole seconds, 2s to 60s; a leader that cannot renew it stops writing")
-	fs.BoolVar(&c.Sync, "cluster-sync", false,
+	fs.BoolVar(&f.Sync, "cluster-sync", false,
 		"cluster mode: acknowledge a /v1 create only once it is shipped to the replica, so that a failover loses no acknowledged create (each create waits for a shipment, shared by the creates waiting with it)")
 }
 
-// Enabled says whether cluster mode is on.
-func (c Config) Enabled() bool { return c.Etcd != "" }
-
-// Endpoints are --cluster-etcd's URLs.
-func (c Config) Endpoints() []string {
-	var endpoints []string
-	for e := range strings.SplitSeq(c.Etcd, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			endpoints = append(endpoints, e)
+// Config parses and checks every value, and makes --advertise-url of
+// httpAddr, serve's --http, when it is not given. Its error names the flag.
+// Without --cluster-etcd, the other flags are not read (a single server
+// under Litestream shares PETSTORE_REPLICA_URL with it), except that
+// --cluster-sync is refused: it would promise what a single server cannot
+// keep.
+func (f Flags) Config(httpAddr string) (Config, error) {
+	if f.Etcd == "" {
+		if f.Sync {
+			return Config{}, fmt.Errorf("--cluster-sync acknowledges a create once shipped to the cluster's replica: it needs --cluster-etcd")
 		}
+		return Config{}, nil
 	}
-	return endpoints
-}
-
-// Validate checks every value, and that --advertise-url is given or can be
-// made of httpAddr, serve's --http. Its error names the flag. Without
-// --cluster-etcd, it refuses only --cluster-sync, which would promise what a
-// single server cannot keep.
-func (c Config) Validate(httpAddr string) error {
-	if !c.Enabled() {
-		if c.Sync {
-			return fmt.Errorf("--cluster-sync acknowledges a create once shipped to the cluster's replica: it needs --cluster-etcd")
+	c := Config{Name: f.Name, NodeName: f.NodeName, AdvertiseURL: f.AdvertiseURL, TTL: f.TTL, Sync: f.Sync}
+	for e := range strings.SplitSeq(f.Etcd, ",") {
+		if e = strings.TrimSpace(e); e == "" {
+			continue
 		}
-		return nil
-	}
-	endpoints := c.Endpoints()
-	if len(endpoints) == 0 {
-		return fmt.Errorf("--cluster-etcd %q names no endpoint: give etcd's client URLs, comma-separated", c.Etcd)
-	}
-	for _, e := range endpoints {
 		if err := checkHTTPURL(e); err != nil {
-			return fmt.Errorf("--cluster-etcd: %q %v", e, err)
+			return Config{}, fmt.Errorf("--cluster-etcd: %q %v", e, err)
 		}
+		c.Endpoints = append(c.Endpoints, e)
+	}
+	if len(c.Endpoints) == 0 {
+		return Config{}, fmt.Errorf("--cluster-etcd %q names no endpoint: give etcd's client URLs, comma-separated", f.Etcd)
 	}
 	if err := checkName(c.Name); err != nil {
-		return fmt.Errorf("--cluster-name %q %v", c.Name, err)
+		return Config{}, fmt.Errorf("--cluster-name %q %v", c.Name, err)
 	}
 	if err := checkName(c.NodeName); err != nil {
-		return fmt.Errorf("--node-name %q %v", c.NodeName, err)
+		return Config{}, fmt.Errorf("--node-name %q %v", c.NodeName, err)
 	}
-	advertise, err := c.advertise(httpAddr)
-	if err != nil {
-		return err
+	if c.AdvertiseURL == "" {
+		advertise, err := advertise(httpAddr)
+		if err != nil {
+			return Config{}, err
+		}
+		c.AdvertiseURL = advertise
 	}
-	if err := checkHTTPURL(advertise); err != nil {
-		return fmt.Errorf("--advertise-url %q %v", advertise, err)
+	if err := checkHTTPURL(c.AdvertiseURL); err != nil {
+		return Config{}, fmt.Errorf("--advertise-url %q %v", c.AdvertiseURL, err)
 	}
-	if c.ReplicaURL == "" {
-		return fmt.Errorf("--replica-url is needed in cluster mode: the followers restore the leader's data from it")
+	if f.ReplicaURL == "" {
+		return Config{}, fmt.Errorf("--replica-url is needed in cluster mode: the followers restore the leader's data from it")
 	}
-	if u, err := url.Parse(c.ReplicaURL); err != nil || (u.Scheme != "file" && u.Scheme != "s3") || u.Scheme == "file" && u.Path == "" || u.Scheme == "s3" && u.Host == "" {
-		return fmt.Errorf("--replica-url %q is not a replica URL: file:///path or s3://bucket/prefix", c.ReplicaURL)
+	var err error
+	if c.Replica, err = replica.ParseURL(f.ReplicaURL); err != nil {
+		return Config{}, fmt.Errorf("--replica-url: %w", err)
 	}
 	if c.TTL < MinTTL || c.TTL > MaxTTL || c.TTL%time.Second != 0 {
-		return fmt.Errorf("--cluster-ttl %s is out of bounds: whole seconds from %s to %s", c.TTL, MinTTL, MaxTTL)
+		return Config{}, fmt.Errorf("--cluster-ttl %s is out of bounds: whole seconds from %s to %s", c.TTL, MinTTL, MaxTTL)
 	}
-	return nil
+	return c, nil
 }
 
-// advertise is --advertise-url, or http:// and httpAddr when that names a
-// host the other nodes can reach.
-func (c Config) advertise(httpAddr string) (string, error) {
-	if c.AdvertiseURL != "" {
-		return c.AdvertiseURL, nil
-	}
+// advertise is http:// and httpAddr when that names a host the other
+// nodes can reach.
+func advertise(httpAddr string) (string, error) {
 	host, _, err := net.SplitHostPort(httpAddr)
 	if ip := net.ParseIP(host); err != nil || host == "" || ip != nil && ip.IsUnspecified() {
 		return "", fmt.Errorf("--advertise-url is needed: --http %q names no address the other nodes can reach", httpAddr)

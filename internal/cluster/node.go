@@ -128,11 +128,11 @@ const (
 	maxBackoff = 5 * time.Second
 )
 
-// New makes a node of the cluster cfg describes (validated); it talks to
+// New makes a node of the cluster cfg describes; it talks to
 // etcd only once Run starts.
 func New(cfg Config, log *slog.Logger, opts Options) (*Node, error) {
 	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints(),
+		Endpoints:   cfg.Endpoints,
 		DialTimeout: cfg.TTL,
 		// Requests fail over to another member when one stops answering.
 		DialKeepAliveTime:    cfg.TTL / 2,
@@ -627,8 +627,8 @@ func (n *Node) setEtcdError(err error) {
 	switch {
 	case !changed:
 	case err == nil:
-		n.log.Info("Cluster: etcd answers", "endpoints", n.cfg.Etcd)
+		n.log.Info("Cluster: etcd answers", "endpoints", n.cfg.Endpoints)
 	default:
-		n.log.Warn("Cluster: etcd does not answer; trying again", "endpoints", n.cfg.Etcd, "error", msg)
+		n.log.Warn("Cluster: etcd does not answer; trying again", "endpoints", n.cfg.Endpoints, "error", msg)
 	}
 }

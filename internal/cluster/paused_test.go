@@ -52,7 +52,7 @@ func runNodeProcess(endpoints string) {
 		os.Exit(1)
 	}
 	url := "http://" + ln.Addr().String()
-	cfg := cluster.Config{Etcd: endpoints, Name: "test", NodeName: "paused", AdvertiseURL: url, ReplicaURL: "file:///unused", TTL: testTTL}
+	cfg := cluster.Config{Endpoints: strings.Split(endpoints, ","), Name: "test", NodeName: "paused", AdvertiseURL: url, TTL: testTTL}
 	node, err = cluster.New(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)), cluster.Options{OnElected: func(int64) { _ = node.Serving(context.Background()) }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"petstore/internal/replica"
 )
 
 // Process is this process as a node, from before PocketBase opens the
@@ -35,24 +33,17 @@ type Process struct {
 	elected  chan int64
 }
 
-// Start makes the node of cfg (validated) and starts it: the gate on
+// Start makes the node of cfg and starts it: the gate on
 // httpAddr, the election, and the following of the data in dataDir.
 // trustedProxy says whether a peer is a reverse proxy whose client headers
 // the gate passes on (Gate); nil: none is.
 func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger, trustedProxy func(remoteAddr string) bool) (p *Process, err error) {
-	if cfg.AdvertiseURL, err = cfg.advertise(httpAddr); err != nil {
-		return nil, err
-	}
-	root, err := replica.ParseURL(cfg.ReplicaURL)
-	if err != nil {
-		return nil, fmt.Errorf("--replica-url: %w", err)
-	}
 	ln, err := net.Listen("tcp", httpAddr)
 	if err != nil {
 		return nil, err
 	}
 	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), gateDone: make(chan struct{})}
-	p.Data = NewData(root, cfg.Name, dataDir, log)
+	p.Data = NewData(cfg.Replica, cfg.Name, dataDir, log)
 	p.Node, err = New(cfg, log, Options{
 		Eligible:      func() error { return p.Data.Eligible(p.Node.Status().Served) },
 		Lag:           p.Data.Lag,

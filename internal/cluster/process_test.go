@@ -21,9 +21,9 @@ func TestProcessServesTheGateThenHandsItsListenerToTheLeader(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cfg := cluster.Config{Etcd: strings.Join(etcd.Endpoints(), ","), Name: "test", NodeName: "a",
-		ReplicaURL: "file://" + t.TempDir(), TTL: testTTL}
-	if err := cfg.Validate(addr); err != nil {
+	cfg, err := cluster.Flags{Etcd: strings.Join(etcd.Endpoints(), ","), Name: "test", NodeName: "a",
+		ReplicaURL: "file://" + t.TempDir(), TTL: testTTL}.Config(addr)
+	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}

@@ -30,16 +30,11 @@ func DefaultGlobal(soft uint64) int {
 // NewPublic raises the process's descriptor limit, logs it, and makes the
 // public listener's limiter: the bounds the flags set, the global one
 // derived from the limit when they set none, PerAddress and PerNetwork
-// defaulted, and proxyAddresses (--proxy-addresses, checked already)
-// exempt. proxied says that PocketBase trusts proxy headers: a proxy is in
-// front, whose address --proxy-addresses should name. idle is the server's
-// idle timeout, logged with the bounds.
-func NewPublic(bounds Config, proxyAddresses string, proxied bool, idle time.Duration, log *slog.Logger) (*Limiter, error) {
-	exempt, err := ParseAddresses(proxyAddresses)
-	if err != nil {
-		return nil, err
-	}
-	bounds.Exempt = exempt
+// defaulted, and bounds.Exempt (--proxy-addresses) exempt. proxied says
+// that PocketBase trusts proxy headers: a proxy is in front, whose address
+// --proxy-addresses should name. idle is the server's idle timeout, logged
+// with the bounds.
+func NewPublic(bounds Config, proxied bool, idle time.Duration, log *slog.Logger) (*Limiter, error) {
 	soft, hard, err := RaiseDescriptorLimit()
 	switch {
 	case err == nil:
@@ -59,12 +54,12 @@ func NewPublic(bounds Config, proxyAddresses string, proxied bool, idle time.Dur
 	if bounds.PerNetwork == 0 {
 		bounds.PerNetwork = DefaultPerNetwork(bounds.Global)
 	}
-	if proxied && len(exempt) == 0 {
+	if proxied && len(bounds.Exempt) == 0 {
 		log.Warn("Trusted proxy headers are set but --proxy-addresses is empty: the proxy's connections are bound like one client's, "+
 			"and the headers are believed from any peer; name the proxies to believe them from those alone",
 			"maxConnsPerAddress", bounds.PerAddress)
 	}
 	log.Info("Connection bounds", "maxConns", bounds.Global, "maxConnsPerAddress", bounds.PerAddress, "maxConnsPerNetwork", bounds.PerNetwork,
-		"proxyAddresses", proxyAddresses, "idle_timeout_ms", logging.Milliseconds(idle))
+		"proxyAddresses", bounds.Exempt, "idle_timeout_ms", logging.Milliseconds(idle))
 	return New(bounds, log), nil
 }

@@ -66,7 +66,8 @@ const restoreSteps = "stop every petstore on this data directory; move data.db, 
 // (the lifecycle's early parts), once the directory is the owner's alone and
 // before data.db is checked.
 //
-// It returns the use lock the process holds once bootstrapped.
+// It returns the use lock the process holds once bootstrapped, which the
+// caller releases when the app terminates (HeldUse.Release).
 func BindStartup(app core.App, cfg StartupConfig, console slog.Handler, log *slog.Logger, beforeOpen func() error) *HeldUse {
 	held := &HeldUse{}
 	app.OnBootstrap().Bind(&hook.Handler[*core.BootstrapEvent]{
@@ -79,15 +80,11 @@ func BindStartup(app core.App, cfg StartupConfig, console slog.Handler, log *slo
 			return startup(e, cfg, early, log, beforeOpen, held.hold)
 		},
 	})
-	app.OnTerminate().BindFunc(func(e *core.TerminateEvent) error {
-		held.hold(nil)
-		return e.Next()
-	})
 	return held
 }
 
 // HeldUse is the data directory's use lock (Enter), held from the bootstrap
-// until the app terminates. A nil HeldUse, or one before the bootstrap,
+// until Release. A nil HeldUse, or one before the bootstrap,
 // holds nothing: its Exclusive and Shared do nothing.
 type HeldUse struct {
 	mu  sync.Mutex
@@ -101,6 +98,9 @@ func (h *HeldUse) hold(use *Use) {
 	h.use.Release()
 	h.use = use
 }
+
+// Release releases the held lock, when the app terminates.
+func (h *HeldUse) Release() { h.hold(nil) }
 
 // Exclusive makes the held lock exclusive (Use.Exclusive): ErrInUse while
 // another process has the directory open. A restore through PocketBase's

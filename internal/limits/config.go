@@ -16,14 +16,9 @@ import (
 
 // Config is the limiter's configuration; zero fields take the defaults.
 type Config struct {
-	// RedisURL, when set, keeps counters in Redis so that several instances
-	// share one quota: redis://HOST:PORT/DB; a primary found through Redis
-	// Sentinel, redis://SENTINEL/DB?master_name=NAME&addr=SENTINEL2&...
-	// (go-redis's failover URL); or a Redis Cluster found through seed
-	// nodes, redis+cluster://NODE?addr=NODE2&... (go-redis's cluster URL).
-	// rediss:// and rediss+cluster:// speak TLS; tls_ca_file=PATH names the
-	// certificate authorities to trust instead of the system's.
-	RedisURL string
+	// Redis, when set, keeps counters in Redis so that several instances
+	// share one quota (ParseRedis); nil: in this process's memory.
+	Redis *Redis
 	// Prefix namespaces the counters, e.g. to let staging and production
 	// share one Redis.
 	Prefix string
@@ -70,10 +65,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Check tells whether New can use c, without dialling Redis: a Redis URL
-// that cannot work (its scheme, its options, a tls_ca_file that holds no
-// certificate) and a prefix a Redis Cluster cannot use are refused, naming
-// their flag and never a password.
+// Check tells whether New can use c, without dialling Redis: counts are
+// not negative, and a Redis Cluster's prefix has no braces. It names the
+// flag of the first value refused.
 func (c Config) Check() error {
 	if c.AnonymousPerMinute < 0 {
 		return fmt.Errorf("--ratelimit-anonymous %d: a number of requests, or 0 for the default", c.AnonymousPerMinute)
@@ -81,32 +75,30 @@ func (c Config) Check() error {
 	if c.GuestPerMinute < 0 {
 		return fmt.Errorf("--ratelimit-guest %d: a number of requests, or 0 for the default", c.GuestPerMinute)
 	}
-	if c.RedisURL == "" {
-		return nil
+	if c.Redis != nil && c.Redis.cluster && strings.ContainsAny(c.Prefix, "{}") {
+		return fmt.Errorf("--ratelimit-prefix %q: a Redis Cluster's prefix has no braces (they would choose every key's hash slot)", c.Prefix)
 	}
-	client, _, _, err := c.withDefaults().redisClient()
-	if err != nil {
-		return err
-	}
-	return client.Close()
+	return nil
 }
 
-// Store names where c counts, without the Redis URL's passwords: the user
-// part's, and the query's (Sentinel's password= and sentinel_password=).
+// Store names where c counts, without the Redis URL's passwords.
 func (c Config) Store() string {
-	if c.RedisURL == "" {
+	if c.Redis == nil {
 		return "memory"
 	}
-	u, err := url.Parse(c.RedisURL)
-	if err != nil {
-		return "redis"
-	}
-	q := u.Query()
+	return c.Redis.String()
+}
+
+// redacted is u without its passwords: the user part's, and the query's
+// (Sentinel's password= and sentinel_password=).
+func redacted(u *url.URL) string {
+	r := *u
+	q := r.Query()
 	for name := range q {
 		if strings.Contains(strings.ToLower(name), "password") {
 			q.Set(name, "xxxxx")
 		}
 	}
-	u.RawQuery = q.Encode()
-	return u.Redacted()
+	r.RawQuery = q.Encode()
+	return r.Redacted()
 }

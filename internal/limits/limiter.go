@@ -17,7 +17,7 @@ type Limiter struct {
 	store  store
 }
 
-// New returns a Limiter counting in memory or, with cfg.RedisURL, in Redis
+// New returns a Limiter counting in memory or, with cfg.Redis, in Redis
 // (one server, Sentinel, or a Redis Cluster),
 // keeping bans in ledger. Each key's day window starts from what the
 // ledger says it was served today.
@@ -25,7 +25,7 @@ func New(cfg Config, ledger Ledger, logger *slog.Logger) (*Limiter, error) {
 	cfg = cfg.withDefaults()
 	var s store
 	var err error
-	if cfg.RedisURL != "" {
+	if cfg.Redis != nil {
 		s, err = newRedisStore(cfg, ledger, logger)
 	} else {
 		s, err = newMemoryStore(cfg, ledger, false)

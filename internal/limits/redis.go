@@ -81,14 +81,11 @@ type redisStore struct {
 	work sync.WaitGroup
 }
 
-// newRedisStore connects to the Redis of cfg.RedisURL (see newRedisClient).
-// Redis must answer now: a server that cannot
-// share its counters refuses to start rather than count alone.
+// newRedisStore connects to cfg.Redis. Redis must answer now: a server
+// that cannot share its counters refuses to start rather than count alone.
 func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore, error) {
-	client, where, cluster, err := cfg.redisClient()
-	if err != nil {
-		return nil, err
-	}
+	client := cfg.Redis.connect()
+	where, cluster := cfg.Redis.where, cfg.Redis.cluster
 	r := &redisStore{
 		cfg: cfg, logger: logger, client: client, where: where, instance: newInstanceID(), cluster: cluster,
 		key: cfg.Prefix + ":key:", address: cfg.Prefix + ":", stop: make(chan struct{}),
@@ -99,26 +96,13 @@ func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore,
 		client.Close()
 		return nil, fmt.Errorf("rate-limit Redis at %s is unreachable: %w", where, err)
 	}
+	var err error
 	if r.local, err = newMemoryStore(cfg, ledger, true); err != nil {
 		client.Close()
 		return nil, err
 	}
 	r.up.Store(true)
 	return r, nil
-}
-
-// redisClient is newRedisClient of c.RedisURL, refused when c's prefix
-// cannot work with it; the errors name the flags.
-func (c Config) redisClient() (client redis.UniversalClient, where string, cluster bool, err error) {
-	client, where, cluster, err = newRedisClient(c.RedisURL)
-	if err != nil {
-		return nil, "", false, fmt.Errorf("--ratelimit-redis: %w", err)
-	}
-	if cluster && strings.ContainsAny(c.Prefix, "{}") {
-		client.Close()
-		return nil, "", false, fmt.Errorf("--ratelimit-prefix %q: a Redis Cluster's prefix has no braces (they would choose every key's hash slot)", c.Prefix)
-	}
-	return client, where, cluster, nil
 }
 
 // newInstanceID is a name for this process, unique among the instances
@@ -200,8 +184,19 @@ const (
 	clusterTLSScheme = "rediss+cluster"
 )
 
-// newRedisClient is a client of the Redis of rawURL, a description of it
-// for messages (without a password), and whether it is a Redis Cluster:
+// Redis is a parsed --ratelimit-redis: the Redis that keeps the counters.
+type Redis struct {
+	connect func() redis.UniversalClient // makes a client; it dials on first use
+	where   string                       // for messages: an address, a master name and its sentinels, or a cluster's seeds
+	cluster bool                         // a Redis Cluster
+	store   string                       // the URL without its passwords
+}
+
+// String is the URL without its passwords: the user part's, and the
+// query's (Sentinel's password= and sentinel_password=).
+func (r *Redis) String() string { return r.store }
+
+// ParseRedis reads the Redis URL of --ratelimit-redis, without dialling:
 //   - redis://HOST:PORT/DB, or rediss:// with TLS;
 //   - with a master_name parameter, a primary found through Redis Sentinel
 //     (go-redis's failover URL);
@@ -210,8 +205,9 @@ const (
 //     cluster URL).
 //
 // With TLS, tls_ca_file=PATH names the PEM certificates of the authorities
-// to trust instead of the system's (a managed service's own CA).
-func newRedisClient(rawURL string) (client redis.UniversalClient, where string, cluster bool, err error) {
+// to trust instead of the system's (a managed service's own CA); they are
+// read here. Its errors never hold a password.
+func ParseRedis(rawURL string) (*Redis, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// url.Error quotes the URL, password included.
@@ -219,16 +215,17 @@ func newRedisClient(rawURL string) (client redis.UniversalClient, where string, 
 		if errors.As(err, &urlErr) {
 			err = urlErr.Err
 		}
-		return nil, "", false, fmt.Errorf("not a URL: %w", err)
+		return nil, fmt.Errorf("not a URL: %w", err)
 	}
+	r := &Redis{store: redacted(u)}
 	q := u.Query()
 	var roots *x509.CertPool
 	if q.Has("tls_ca_file") {
 		if u.Scheme != "rediss" && u.Scheme != clusterTLSScheme {
-			return nil, "", false, errors.New("tls_ca_file needs TLS: rediss:// or rediss+cluster://")
+			return nil, errors.New("tls_ca_file needs TLS: rediss:// or rediss+cluster://")
 		}
 		if roots, err = readCAFile(q.Get("tls_ca_file")); err != nil {
-			return nil, "", false, err
+			return nil, err
 		}
 		q.Del("tls_ca_file")
 		u.RawQuery = q.Encode()
@@ -254,37 +251,42 @@ func newRedisClient(rawURL string) (client redis.UniversalClient, where string, 
 	switch u.Scheme {
 	case clusterScheme, clusterTLSScheme:
 		if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
-			return nil, "", false, fmt.Errorf("a Redis Cluster has database 0 only, not %q", db)
+			return nil, fmt.Errorf("a Redis Cluster has database 0 only, not %q", db)
 		}
 		if q.Has("master_name") {
-			return nil, "", false, errors.New("master_name names a Sentinel primary: a Redis Cluster has none")
+			return nil, errors.New("master_name names a Sentinel primary: a Redis Cluster has none")
 		}
 		u.Scheme, u.Path = strings.TrimSuffix(u.Scheme, "+cluster"), ""
 		opts, err := redis.ParseClusterURL(u.String())
 		if err != nil {
-			return nil, "", false, err
+			return nil, err
 		}
 		bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries, opts.TLSConfig)
-		return redis.NewClusterClient(opts), fmt.Sprintf("cluster (seeds %s)", strings.Join(opts.Addrs, ", ")), true, nil
+		r.connect = func() redis.UniversalClient { return redis.NewClusterClient(opts) }
+		r.where, r.cluster = fmt.Sprintf("cluster (seeds %s)", strings.Join(opts.Addrs, ", ")), true
+		return r, nil
 	case "redis", "rediss":
 	default:
-		return nil, "", false, fmt.Errorf("scheme %q: want redis://, rediss://, %s:// or %s://", u.Scheme, clusterScheme, clusterTLSScheme)
+		return nil, fmt.Errorf("scheme %q: want redis://, rediss://, %s:// or %s://", u.Scheme, clusterScheme, clusterTLSScheme)
 	}
 	if q.Has("master_name") {
 		opts, err := redis.ParseFailoverURL(u.String())
 		if err != nil {
-			return nil, "", false, err
+			return nil, err
 		}
 		bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries, opts.TLSConfig)
-		where := fmt.Sprintf("master %s (sentinels %s)", opts.MasterName, strings.Join(opts.SentinelAddrs, ", "))
-		return redis.NewFailoverClient(opts), where, false, nil
+		r.connect = func() redis.UniversalClient { return redis.NewFailoverClient(opts) }
+		r.where = fmt.Sprintf("master %s (sentinels %s)", opts.MasterName, strings.Join(opts.SentinelAddrs, ", "))
+		return r, nil
 	}
 	opts, err := redis.ParseURL(u.String())
 	if err != nil {
-		return nil, "", false, err
+		return nil, err
 	}
 	bound(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries, opts.TLSConfig)
-	return redis.NewClient(opts), opts.Addr, false, nil
+	r.connect = func() redis.UniversalClient { return redis.NewClient(opts) }
+	r.where = opts.Addr
+	return r, nil
 }
 
 // readCAFile reads the PEM certificates of tls_ca_file.

@@ -54,7 +54,7 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func TestRedisOneRoundTripPerRequest(t *testing.T) {
 	srv := redistest.Start(t)
 	ledger := &redisTestLedger{}
-	l, err := New(Config{RedisURL: srv.URL(0), AnonymousPerMinute: 2}, ledger, slog.New(slog.DiscardHandler))
+	l, err := New(Config{Redis: redisOf(t, srv.URL(0)), AnonymousPerMinute: 2}, ledger, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestRedisOneRoundTripPerRequest(t *testing.T) {
 // failover) gets it again on NOSCRIPT; counting stays in Redis.
 func TestRedisScriptReloadedAfterRestart(t *testing.T) {
 	srv := redistest.Start(t)
-	l, err := New(Config{RedisURL: srv.URL(0) + "?read_timeout=2s&dial_timeout=2s"}, &redisTestLedger{}, slog.New(slog.DiscardHandler))
+	l, err := New(Config{Redis: redisOf(t, srv.URL(0)+"?read_timeout=2s&dial_timeout=2s")}, &redisTestLedger{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +141,9 @@ func TestRedisScriptReloadedAfterRestart(t *testing.T) {
 	}
 }
 
-// --ratelimit-redis URLs that cannot work are refused at start, with a
-// reason, and without the password; Check, which main runs before the data
-// directory is opened, refuses them alike.
+// --ratelimit-redis URLs that cannot work are refused when parsed, before
+// anything dials, with a reason, and without the password; and a Redis
+// Cluster's prefix with braces by Config.Check.
 func TestRedisURLsRefused(t *testing.T) {
 	for _, c := range []struct{ url, prefix, want string }{
 		{"http://:hunter2@127.0.0.1:6379/0", "", `scheme "http"`},
@@ -155,13 +155,12 @@ func TestRedisURLsRefused(t *testing.T) {
 		{"redis+cluster://:hunter2@127.0.0.1:7000?addr=127.0.0.1:7001", "pet{store}", "no braces"},
 		{"redis+cluster://:hunter2@127.0.0.1:7000?nonsense=1", "", "unexpected option: nonsense"},
 	} {
-		cfg := Config{RedisURL: c.url, Prefix: c.prefix}
-		_, err := New(cfg, &redisTestLedger{}, slog.New(slog.DiscardHandler))
+		redis, err := ParseRedis(c.url)
+		if err == nil {
+			err = Config{Redis: redis, Prefix: c.prefix}.Check()
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: %v; want an error saying %q, without the password", c.url, err, c.want)
-		}
-		if checked := cfg.Check(); checked == nil || checked.Error() != err.Error() {
-			t.Errorf("%s: Check says %v, New %v", c.url, checked, err)
 		}
 	}
 }

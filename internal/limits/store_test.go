@@ -77,7 +77,7 @@ var suitePrefixes atomic.Int64
 
 func newSuiteCase(t *testing.T, d storeDriver, start time.Time) *suiteCase {
 	clock := newTestClock(start)
-	cfg := Config{RedisURL: d.url, AnonymousPerMinute: 2, GuestPerMinute: 3, Now: clock.now,
+	cfg := Config{Redis: redisOf(t, d.url), AnonymousPerMinute: 2, GuestPerMinute: 3, Now: clock.now,
 		Prefix: fmt.Sprintf("suite-%d-%d", time.Now().UnixNano(), suitePrefixes.Add(1))}
 	return &suiteCase{t: t, d: d, cfg: cfg, ledger: &suiteLedger{}, clock: clock}
 }

@@ -10,9 +10,12 @@ package pbsettings
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"net/mail"
+	"net/url"
 	"os"
 	"strings"
+	"unicode"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/cron"
@@ -48,6 +51,9 @@ type S3 struct {
 	ForcePathStyle bool
 }
 
+// DefaultSMTPPort is --smtp-port's default, the submission port.
+const DefaultSMTPPort = 587
+
 // Variables holding secrets, read directly (a flag would show them in the
 // process list).
 const (
@@ -72,7 +78,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 
 	fs.StringVar(&c.SMTPHost, "smtp-host", "",
 		"send PocketBase's mails (superusers' password resets, alerts) through this SMTP server, saved at each start; none: the dashboard's setting")
-	fs.IntVar(&c.SMTPPort, "smtp-port", 587, "the SMTP server's port")
+	fs.IntVar(&c.SMTPPort, "smtp-port", DefaultSMTPPort, "the SMTP server's port")
 	fs.StringVar(&c.SMTPUsername, "smtp-username", "", "the SMTP user")
 	fs.StringVar(&c.SMTPPasswordFile, "smtp-password-file", "",
 		"a file holding the SMTP user's password (or the variable "+SMTPPasswordVar+")")
@@ -99,9 +105,33 @@ func (c *Config) Load() error {
 	if c.BackupsKeep < -1 {
 		return invalid("backups-keep", fmt.Sprint(c.BackupsKeep), fmt.Errorf("a count, 0 for every one"))
 	}
+	if err := needs("backups-s3-bucket", c.BackupsS3.Bucket, map[string]string{"backups-s3-region": c.BackupsS3.Region,
+		"backups-s3-endpoint": c.BackupsS3.Endpoint, "backups-s3-access-key": c.BackupsS3.AccessKey,
+		"backups-s3-secret-file": c.BackupsS3.SecretFile, "backups-s3-force-path-style": given(c.BackupsS3.ForcePathStyle)}); err != nil {
+		return err
+	}
+	if c.BackupsS3.Endpoint != "" {
+		if u, err := url.Parse(c.BackupsS3.Endpoint); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return invalid("backups-s3-endpoint", c.BackupsS3.Endpoint, fmt.Errorf("an http or https URL, e.g. https://s3.eu-central-1.amazonaws.com"))
+		}
+	}
 	if c.BackupsS3.Bucket != "" && (c.BackupsS3.Endpoint == "" || c.BackupsS3.Region == "" || c.BackupsS3.AccessKey == "" || c.BackupsS3.Secret == "") {
 		return invalid("backups-s3-bucket", c.BackupsS3.Bucket,
 			fmt.Errorf("S3 needs --backups-s3-region, --backups-s3-endpoint, --backups-s3-access-key and the secret (--backups-s3-secret-file or %s) too", S3SecretVar))
+	}
+	smtpPort := ""
+	if c.SMTPPort != DefaultSMTPPort {
+		smtpPort = fmt.Sprint(c.SMTPPort)
+	}
+	if err := needs("smtp-host", c.SMTPHost, map[string]string{"smtp-port": smtpPort, "smtp-username": c.SMTPUsername,
+		"smtp-password-file": c.SMTPPasswordFile, "smtp-tls": given(c.SMTPTLS)}); err != nil {
+		return err
+	}
+	if c.SMTPHost != "" && !isHost(c.SMTPHost) {
+		return invalid("smtp-host", c.SMTPHost, fmt.Errorf("a host name or IP address, without a port (--smtp-port)"))
+	}
+	if strings.ContainsFunc(c.SenderName, unicode.IsControl) {
+		return invalid("smtp-sender-name", c.SenderName, fmt.Errorf("a name on one line, without control characters"))
 	}
 	if c.SMTPHost != "" && (c.SMTPPort < 1 || c.SMTPPort > 65535) {
 		return invalid("smtp-port", fmt.Sprint(c.SMTPPort), fmt.Errorf("a port, 1 to 65535"))
@@ -112,6 +142,44 @@ func (c *Config) Load() error {
 		}
 	}
 	return nil
+}
+
+// needs refuses a flag of given (a flag's name: its value, empty when not
+// given) when the flag that declares the setting, declaring, is not set:
+// the value would be ignored.
+func needs(declaring, value string, given map[string]string) error {
+	if value != "" {
+		return nil
+	}
+	for flag, v := range given {
+		if v != "" {
+			return invalid(flag, v, fmt.Errorf("it declares nothing without --%s", declaring))
+		}
+	}
+	return nil
+}
+
+// given is a boolean flag's value as needs takes it.
+func given(b bool) string {
+	if b {
+		return "true"
+	}
+	return ""
+}
+
+// isHost reports whether s is an IP address or a DNS name.
+func isHost(s string) bool {
+	if net.ParseIP(s) != nil {
+		return true
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || strings.ContainsFunc(label, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-')
+		}) {
+			return false
+		}
+	}
+	return len(s) <= 253
 }
 
 // secret is the value of file, or else of the variable name.

@@ -3,39 +3,61 @@ package proxytrust
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/pocketbase/pocketbase/core"
 )
 
-// ApplyHeaders saves headers (--trusted-proxy-headers: comma-separated
-// header names, X-Forwarded-For), when set, as PocketBase's trusted proxy
-// headers: a flag or variable declares them for every start, where the
-// dashboard's setting lasts until changed. It warns when proxyAddresses
-// (--proxy-addresses) names proxies and no header is trusted: every client
-// behind them would then count as the proxy's one address.
-func ApplyHeaders(app core.App, headers, proxyAddresses string, log *slog.Logger) error {
-	if headers != "" {
-		var names []string
-		for h := range strings.SplitSeq(headers, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				names = append(names, h)
-			}
-		}
+// ApplyHeaders saves headers (--trusted-proxy-headers, X-Forwarded-For),
+// when there are any, as PocketBase's trusted proxy headers: a flag or
+// variable declares them for every start, where the dashboard's setting
+// lasts until changed. It warns when proxies (--proxy-addresses) are named
+// and no header is trusted: every client behind them would then count as
+// the proxy's one address.
+func ApplyHeaders(app core.App, headers []string, proxies Proxies, log *slog.Logger) error {
+	if len(headers) > 0 {
 		settings := app.Settings()
-		if !slices.Equal(settings.TrustedProxy.Headers, names) {
-			settings.TrustedProxy.Headers = names
+		if !slices.Equal(settings.TrustedProxy.Headers, headers) {
+			settings.TrustedProxy.Headers = slices.Clone(headers)
 			if err := app.Save(settings); err != nil {
 				return fmt.Errorf("--trusted-proxy-headers: %w", err)
 			}
-			log.Info("Trusted proxy headers set from --trusted-proxy-headers", "headers", names)
+			log.Info("Trusted proxy headers set from --trusted-proxy-headers", "headers", headers)
 		}
 	}
-	if proxyAddresses != "" && len(app.Settings().TrustedProxy.Headers) == 0 {
+	if len(proxies) > 0 && len(app.Settings().TrustedProxy.Headers) == 0 {
 		log.Warn("--proxy-addresses names proxies but no header gives the client's address (--trusted-proxy-headers, or the dashboard's "+
 			"Settings, Application, User IP proxy headers): every client behind them counts as the proxy's address in the rate limits",
-			"proxyAddresses", proxyAddresses)
+			"proxyAddresses", []netip.Prefix(proxies))
 	}
 	return nil
+}
+
+// ParseHeaders reads --trusted-proxy-headers: header names, comma-separated
+// (X-Forwarded-For); an empty list is none.
+func ParseHeaders(list string) ([]string, error) {
+	var names []string
+	for h := range strings.SplitSeq(list, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if !isToken(h) {
+			return nil, fmt.Errorf("%q is not a header name (X-Forwarded-For)", h)
+		}
+		names = append(names, h)
+	}
+	return names, nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110), what a header's
+// name is made of.
+func isToken(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -158,9 +158,6 @@ func Start(app core.App, cfg Config) (*Logger, error) {
 	if mode == "" {
 		mode = Bounded
 	}
-	if _, err := ParseMode(string(mode)); err != nil {
-		return nil, err
-	}
 	aux, ok := app.AuxNonconcurrentDB().(*dbx.DB)
 	if !ok {
 		return nil, fmt.Errorf("the app's log database is a %T, not a *dbx.DB", app.AuxNonconcurrentDB())

@@ -32,6 +32,7 @@ import (
 	"petstore/internal/audit"
 	"petstore/internal/database"
 	"petstore/internal/limits"
+	"petstore/internal/options"
 	"petstore/internal/pets"
 	"petstore/internal/requestlog"
 	"petstore/internal/usage"
@@ -56,8 +57,8 @@ type Server struct {
 type Config struct {
 	Dir        string // data directory; a fresh temporary one when empty
 	Limits     limits.Config
-	Server     hooks.ServerConfig
-	Now        func() time.Time // the service's clock (hooks.Options.Now); time.Now when nil
+	Server     options.Server
+	Now        func() time.Time // the service's clock (options.Options.Now); time.Now when nil
 	RequestLog requestlog.Mode
 	PublicURL  string // serve --public-url
 	// AuditRetention is how long the audit trail keeps a record (serve
@@ -77,7 +78,7 @@ type Config struct {
 	MetricsAddr string
 	// AllowBackupRestore is serve --allow-backup-restore.
 	AllowBackupRestore bool
-	// Console receives the service's console log (hooks.Options.Console);
+	// Console receives the service's console log (options.Options.Console);
 	// nil: none.
 	Console slog.Handler
 	// AccessLog logs one console line per /v1 request (serve --access-log).
@@ -117,8 +118,12 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	if err := app.RunAllMigrations(); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
-	service := hooks.Register(app, hooks.Options{Limits: cfg.Limits, Server: cfg.Server,
-		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: cfg.PublicURL, AuditRetention: cfg.AuditRetention,
+	publicURL, err := api.ParseBaseURL(cfg.PublicURL)
+	if err != nil {
+		t.Fatalf("--public-url: %v", err)
+	}
+	service := hooks.Register(app, options.Options{Limits: cfg.Limits, Server: cfg.Server,
+		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: publicURL, AuditRetention: cfg.AuditRetention,
 		MetricsAddr: cfg.MetricsAddr, WebhooksAllowPrivate: cfg.WebhooksAllowPrivate, AllowBackupRestore: cfg.AllowBackupRestore,
 		Console: cfg.Console, AccessLog: cfg.AccessLog})
 
@@ -476,4 +481,14 @@ func (s *Server) HoldWriteLock(t testing.TB) *sql.Conn {
 		t.Fatal(err)
 	}
 	return conn
+}
+
+// Redis is the --ratelimit-redis of url, for Config.Limits.
+func Redis(t testing.TB, url string) *limits.Redis {
+	t.Helper()
+	r, err := limits.ParseRedis(url)
+	if err != nil {
+		t.Fatalf("--ratelimit-redis: %v", err)
+	}
+	return r
 }

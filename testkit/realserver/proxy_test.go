@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/hooks"
+	"petstore/internal/options"
 	"petstore/testkit/redistest"
 )
 
@@ -334,7 +334,7 @@ func TestComposeGraceOutlastsTheStop(t *testing.T) {
 	}
 	grace := setting("compose.yaml", `^\s+stop_grace_period: (\S+)$`, "10s")
 	drain := setting(".env", `^PETSTORE_DRAIN_DELAY=(\S+)$`, "0s")
-	shutdown := setting(".env", `^PETSTORE_SHUTDOWN_TIMEOUT=(\S+)$`, hooks.DefaultShutdownTimeout.String())
+	shutdown := setting(".env", `^PETSTORE_SHUTDOWN_TIMEOUT=(\S+)$`, options.DefaultShutdownTimeout.String())
 	if grace < drain+shutdown+5*time.Second {
 		t.Errorf("stop_grace_period %v, under the drain %v plus the shutdown %v plus 5 s", grace, drain, shutdown)
 	}

@@ -7,12 +7,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
 
+	"petstore/hooks"
 	"petstore/internal/pets"
 	"petstore/internal/usage"
 	"petstore/testkit/contract"
@@ -128,4 +131,36 @@ func waitRefused(t *testing.T, addr string) {
 		return
 	}
 	t.Fatal("new connections are still accepted 30 s after SIGTERM")
+}
+
+// TestSIGTERMStopsInTheListedOrder stops the binary with SIGTERM: its debug
+// log says "Stopping" of each step and part of ours in the order of
+// hooks.StopOrder, leaving out only what this process has nothing of.
+func TestSIGTERMStopsInTheListedOrder(t *testing.T) {
+	p := start(t, t.TempDir(), "--log-format", "json", "--log-level", "debug", "--metrics-addr", freeAddr(t))
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	for line := range strings.Lines(p.Output()) {
+		var event struct{ Msg, Step, Part string }
+		if json.Unmarshal([]byte(line), &event) == nil && event.Msg == "Stopping" {
+			logged = append(logged, event.Step+event.Part)
+		}
+	}
+	absent := map[string]bool{
+		"cluster handover": true, "cluster node": true, // a cluster node's
+		"declared settings": true, "connection bounds": true, // nothing to stop
+		// PocketBase's own, which log nothing of ours.
+		"PocketBase's server": true, "PocketBase's log writer": true, "PocketBase's settings watcher": true,
+	}
+	var want []string
+	for _, name := range hooks.StopOrder() {
+		if !absent[name] {
+			want = append(want, name)
+		}
+	}
+	if !slices.Equal(logged, want) {
+		t.Errorf("stopped in the order %q,\nwant %q", logged, want)
+	}
 }

@@ -1,18 +1,24 @@
-package main
+package options
 
 import (
+	"fmt"
 	"io"
+	"net"
+	"strconv"
+	"time"
 
 	"github.com/spf13/pflag"
 
-	"petstore/hooks"
+	"petstore/internal/api"
 	"petstore/internal/audit"
 	"petstore/internal/banner"
+	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
 	"petstore/internal/datadir"
 	"petstore/internal/envflag"
 	"petstore/internal/limits"
 	"petstore/internal/logging"
+	"petstore/internal/proxytrust"
 	"petstore/internal/requestlog"
 	"petstore/internal/webhooks"
 )
@@ -20,25 +26,28 @@ import (
 // defaultHTTPAddr is PocketBase's serve --http without --https.
 const defaultHTTPAddr = "127.0.0.1:8090"
 
-// flagValues are what petstore's flags hold while cobra parses the command
-// line; options makes the service's Options of them once it has.
-type flagValues struct {
+// Flags are what petstore's flags hold while cobra parses the command
+// line: the values pflag types itself (durations, counts, switches) in
+// place in opts, the others as given. Parse makes the Options of them.
+type Flags struct {
 	root, serve *pflag.FlagSet
 	self        banner.Invocation
+	pocketBase  []string // PocketBase's global flags, whose variables it reads itself
 
-	opts       hooks.Options
-	startup    datadir.StartupConfig
-	logFormat  string
-	logLevel   string
-	requestLog string
+	opts    Options
+	startup datadir.StartupConfig
+	cluster cluster.Flags
+	// The values Parse parses, as given.
+	logFormat, logLevel, requestLog, publicURL, metricsAddr, redis, trustedProxyHeaders, proxyAddresses string
 }
 
-// bindFlags binds every flag petstore adds: those on root apply to every
+// Bind binds every flag petstore adds: those on root apply to every
 // command, those on serve to serve alone. Each part's flags are a group
-// here, setting its field of hooks.Options; a new part adds its group, and
-// its checks to Options.Check. Every flag has a variable (envflag).
-func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
-	f := &flagValues{root: root, serve: serve, self: self}
+// here, setting its field of Options; a new part adds its group, and its
+// parse to Parse. Every flag has a variable (envflag), except pocketBase,
+// PocketBase's global flags, whose variables the app reads when it is made.
+func Bind(root, serve *pflag.FlagSet, self banner.Invocation, pocketBase ...string) *Flags {
+	f := &Flags{root: root, serve: serve, self: self, pocketBase: pocketBase}
 	o := &f.opts
 
 	// The console.
@@ -52,9 +61,9 @@ func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
 		"serve: how long PRAGMA quick_check of data.db may take at start (a damaged database is refused); 0 skips the check")
 
 	// Where clients and Prometheus reach the service.
-	serve.StringVar(&o.MetricsAddr, "metrics-addr", "",
+	serve.StringVar(&f.metricsAddr, "metrics-addr", "",
 		"serve Prometheus metrics at GET /metrics on this address (127.0.0.1:9090), a listener of its own; none by default")
-	serve.StringVar(&o.PublicURL, "public-url", "",
+	serve.StringVar(&f.publicURL, "public-url", "",
 		"the base URL clients use, ending in /v1, when a reverse proxy is in front (https://shop.example.org/api/v1): Link, Location and the served documents name it")
 
 	// Webhooks.
@@ -69,7 +78,7 @@ func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
 	o.Settings.AddFlags(serve)
 
 	// Rate limits.
-	root.StringVar(&o.Limits.RedisURL, "ratelimit-redis", "",
+	root.StringVar(&f.redis, "ratelimit-redis", "",
 		"keep rate-limit counters in this Redis, shared by several instances (redis://HOST:PORT/DB; Sentinel: redis://SENTINEL:26379/DB?master_name=NAME&addr=SENTINEL2:26379; Redis Cluster: redis+cluster://NODE:6379?addr=NODE2:6379; rediss:// and rediss+cluster:// with TLS, tls_ca_file=PEM for a CA of your own)")
 	root.StringVar(&o.Limits.Prefix, "ratelimit-prefix", limits.DefaultPrefix,
 		"prefix of the rate-limit counters, to let several deployments share one Redis")
@@ -79,23 +88,23 @@ func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
 		"requests per minute outside /v1 without signing in (the pages, the dashboard's files, PocketBase's API), per client network")
 
 	// The public listener.
-	root.DurationVar(&o.Server.ReadHeaderTimeout, "read-header-timeout", hooks.DefaultReadHeaderTimeout,
+	root.DurationVar(&o.Server.ReadHeaderTimeout, "read-header-timeout", DefaultReadHeaderTimeout,
 		"close connections whose request headers take longer than this to arrive")
-	root.DurationVar(&o.Server.BodyTimeout, "body-timeout", hooks.DefaultBodyTimeout,
+	root.DurationVar(&o.Server.BodyTimeout, "body-timeout", DefaultBodyTimeout,
 		"close a connection whose request body has not all arrived this long after its headers")
-	root.DurationVar(&o.Server.IdleTimeout, "idle-timeout", hooks.DefaultIdleTimeout,
+	root.DurationVar(&o.Server.IdleTimeout, "idle-timeout", DefaultIdleTimeout,
 		"close keep-alive connections that wait longer than this for their next request")
 	root.IntVar(&o.Server.MaxConnsPerAddress, "max-conns-per-address", connlimit.DefaultPerAddress,
 		"connections one client network (an IPv4 address, an IPv6 /64) may hold open; more are closed at once")
 	root.IntVar(&o.Server.MaxConnsPerNetwork, "max-conns-per-network", 0,
 		"connections the clients of one wider network (an IPv4 /24, an IPv6 /48) may hold open together; more are closed at once (0: an eighth of --max-conns)")
-	root.StringVar(&o.Server.TrustedProxyHeaders, "trusted-proxy-headers", "",
+	root.StringVar(&f.trustedProxyHeaders, "trusted-proxy-headers", "",
 		"the headers that give the client's address behind the proxies, comma-separated (X-Forwarded-For): set as PocketBase's trusted proxy headers at each start; none: the dashboard's setting")
-	root.StringVar(&o.Server.ProxyAddresses, "proxy-addresses", "",
+	root.StringVar(&f.proxyAddresses, "proxy-addresses", "",
 		"the reverse proxies' addresses or networks, comma-separated (127.0.0.1,10.0.0.0/8): --max-conns-per-address does not bound them, and the trusted proxy headers are believed from them alone")
 	root.IntVar(&o.Server.MaxConns, "max-conns", 0,
 		"connections open in all; more are closed at once (0: 3/4 of the open files limit, at most 10000)")
-	root.DurationVar(&o.Server.ShutdownTimeout, "shutdown-timeout", hooks.DefaultShutdownTimeout,
+	root.DurationVar(&o.Server.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout,
 		"on SIGTERM, how long requests in flight may take to finish")
 
 	// What the service records.
@@ -106,40 +115,89 @@ func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
 	root.DurationVar(&o.WebhooksRetention, "webhooks-retention", webhooks.DefaultRetention,
 		"how long webhook delivery attempts, and events delivered or failed, are kept (0: forever)")
 	root.BoolVar(&o.AccessLog, "access-log", false, "log one console line per /v1 request")
-	root.DurationVar(&o.SlowRequest, "slow-request", hooks.DefaultSlowRequest,
+	root.DurationVar(&o.SlowRequest, "slow-request", DefaultSlowRequest,
 		"log /v1 requests that take longer than this as warnings (0: never)")
 	root.DurationVar(&o.Server.DrainDelay, "drain-delay", 0,
 		"on SIGTERM, how long to keep serving while /readyz answers 503, before the listener closes")
 
 	// Cluster mode.
-	o.Cluster.AddFlags(serve)
+	f.cluster.AddFlags(serve)
 
 	envflag.Document(root)
 	envflag.Document(serve)
 	return f
 }
 
-// options sets each flag the command line left unset from its variable,
-// and returns the checked options of a command (serve when serving). The
-// console and the banner write to stderr and stdout.
-func (f *flagValues) options(serving bool, stdout, stderr io.Writer) (hooks.Options, error) {
+// Parse sets each flag the command line left unset from its variable, and
+// returns the options of a command (serve when serving), every value
+// parsed and checked; its error names the flag (and its variable) of the
+// first value refused. It dials nothing: a Redis that does not answer is
+// serve's to report. The console and the banner write to stderr and stdout.
+func (f *Flags) Parse(serving bool, stdout, stderr io.Writer) (Options, error) {
 	// A variable sets the flag's value, not its default: --help never
 	// prints a Redis password.
 	for _, fs := range []*pflag.FlagSet{f.root, f.serve} {
-		if err := envflag.Apply(fs, appFlags...); err != nil {
-			return hooks.Options{}, err
+		if err := envflag.Apply(fs, f.pocketBase...); err != nil {
+			return Options{}, err
 		}
 	}
 	opts := f.opts
 	opts.Installer, opts.Self = stdout, f.self
 	var err error
 	if opts.Console, err = logging.Console(stderr, f.logFormat, f.logLevel); err != nil {
-		return hooks.Options{}, err
+		return Options{}, err
 	}
 	if f.logFormat != logging.JSON {
 		opts.Banner = stdout // in JSON, the start event carries the addresses
 	}
-	opts.RequestLog = requestlog.Mode(f.requestLog)
+	if opts.RequestLog, err = requestlog.ParseMode(f.requestLog); err != nil {
+		return Options{}, invalid("request-log", f.requestLog, err)
+	}
+	if opts.PublicURL, err = api.ParseBaseURL(f.publicURL); err != nil {
+		return Options{}, invalid("public-url", f.publicURL, fmt.Errorf("%w; e.g. https://shop.example.org/api/v1", err))
+	}
+	if f.metricsAddr != "" {
+		if err := checkListenAddr(f.metricsAddr); err != nil {
+			return Options{}, invalid("metrics-addr", f.metricsAddr, err)
+		}
+		opts.MetricsAddr = f.metricsAddr
+	}
+	if f.redis != "" {
+		// Never the value: it may hold a password.
+		if opts.Limits.Redis, err = limits.ParseRedis(f.redis); err != nil {
+			return Options{}, fmt.Errorf("invalid --ratelimit-redis (or %s): %w", envflag.Name("ratelimit-redis"), err)
+		}
+	}
+	if err := opts.Limits.Check(); err != nil {
+		return Options{}, err
+	}
+	if opts.Server.TrustedProxyHeaders, err = proxytrust.ParseHeaders(f.trustedProxyHeaders); err != nil {
+		return Options{}, invalid("trusted-proxy-headers", f.trustedProxyHeaders, err)
+	}
+	if opts.Server.ProxyAddresses, err = connlimit.ParseAddresses(f.proxyAddresses); err != nil {
+		return Options{}, invalid("proxy-addresses", f.proxyAddresses, err)
+	}
+	for _, bound := range []struct {
+		flag string
+		n    int
+	}{{"max-conns", opts.Server.MaxConns}, {"max-conns-per-address", opts.Server.MaxConnsPerAddress}, {"max-conns-per-network", opts.Server.MaxConnsPerNetwork}} {
+		if bound.n < 0 {
+			return Options{}, invalid(bound.flag, strconv.Itoa(bound.n), fmt.Errorf("a bound is positive, or 0 for the default"))
+		}
+	}
+	for _, d := range []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"read-header-timeout", opts.Server.ReadHeaderTimeout}, {"idle-timeout", opts.Server.IdleTimeout}, {"body-timeout", opts.Server.BodyTimeout},
+		{"shutdown-timeout", opts.Server.ShutdownTimeout}, {"drain-delay", opts.Server.DrainDelay},
+		{"slow-request", opts.SlowRequest}, {"audit-retention", opts.AuditRetention}, {"webhooks-retention", opts.WebhooksRetention},
+		{"lock-timeout", f.startup.LockTimeout}, {"quick-check", f.startup.QuickCheck},
+	} {
+		if d.d < 0 {
+			return Options{}, invalid(d.flag, d.d.String(), fmt.Errorf("a duration is 0 or more"))
+		}
+	}
 	opts.HTTPS = f.serve.Lookup("https").Value.String() != ""
 	opts.HTTPAddr = f.serve.Lookup("http").Value.String()
 	if opts.HTTPAddr == "" {
@@ -147,12 +205,36 @@ func (f *flagValues) options(serving bool, stdout, stderr io.Writer) (hooks.Opti
 	}
 	if serving {
 		if err := opts.Settings.Load(); err != nil {
-			return hooks.Options{}, err
+			return Options{}, err
 		}
+	}
+	if opts.Cluster, err = f.cluster.Config(opts.HTTPAddr); err != nil {
+		return Options{}, err
+	}
+	if opts.Cluster.Enabled() && opts.HTTPS {
+		return Options{}, fmt.Errorf("--https is not supported in cluster mode: put a TLS proxy in front of the nodes")
 	}
 	startup := f.startup
 	startup.Serving = serving
 	startup.Cluster = serving && opts.Cluster.Enabled()
 	opts.Startup = &startup
-	return opts, opts.Check()
+	return opts, nil
+}
+
+// checkListenAddr checks an address to listen on: HOST:PORT, the host
+// empty for every interface.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("HOST:PORT, e.g. 127.0.0.1:9090")
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("its port is not a number from 0 to 65535")
+	}
+	return nil
+}
+
+// invalid is the error of a flag's value, naming the flag and its variable.
+func invalid(flag, value string, err error) error {
+	return fmt.Errorf("invalid --%s (or %s) %q: %w", flag, envflag.Name(flag), value, err)
 }
