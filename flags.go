@@ -13,6 +13,7 @@ import (
 	"petstore/internal/envflag"
 	"petstore/internal/limits"
 	"petstore/internal/logging"
+	"petstore/internal/realtime"
 	"petstore/internal/requestlog"
 	"petstore/internal/webhooks"
 )
@@ -89,6 +90,8 @@ func bindFlags(root, serve *pflag.FlagSet, self banner.Invocation) *flagValues {
 		"connections one client network (an IPv4 address, an IPv6 /64) may hold open; more are closed at once")
 	root.IntVar(&o.Server.MaxConnsPerNetwork, "max-conns-per-network", 0,
 		"connections the clients of one wider network (an IPv4 /24, an IPv6 /48) may hold open together; more are closed at once (0: an eighth of --max-conns)")
+	root.IntVar(&o.Server.MaxRealtimePerNetwork, "max-realtime-per-network", realtime.DefaultPerNetwork,
+		"realtime streams (/api/realtime) the clients of one wider network (an IPv4 /24, an IPv6 /48) may hold open together; more are refused with 429")
 	root.StringVar(&o.Server.TrustedProxyHeaders, "trusted-proxy-headers", "",
 		"the headers that give the client's address behind the proxies, comma-separated (X-Forwarded-For): set as PocketBase's trusted proxy headers at each start; none: the dashboard's setting")
 	root.StringVar(&o.Server.ProxyAddresses, "proxy-addresses", "",

@@ -107,7 +107,7 @@ func (o Options) Check() error {
 		return invalid("proxy-addresses", o.Server.ProxyAddresses, err)
 	}
 	for flag, n := range map[string]int{"max-conns": o.Server.MaxConns, "max-conns-per-address": o.Server.MaxConnsPerAddress,
-		"max-conns-per-network": o.Server.MaxConnsPerNetwork} {
+		"max-conns-per-network": o.Server.MaxConnsPerNetwork, "max-realtime-per-network": o.Server.MaxRealtimePerNetwork} {
 		if n < 0 {
 			return invalid(flag, fmt.Sprint(n), fmt.Errorf("a bound is positive, or 0 for the default"))
 		}

@@ -34,6 +34,7 @@ import (
 	"petstore/internal/metrics"
 	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
+	"petstore/internal/realtime"
 	"petstore/internal/realtimeauth"
 	"petstore/internal/requestid"
 	"petstore/internal/staff"
@@ -93,6 +94,7 @@ func Register(app core.App, opts Options) *Service {
 	}
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
+	realtime.Bind(app, opts.Server.MaxRealtimePerNetwork)
 	pets.Bind(app)
 	categories.Bind(app)
 	apikeys.Bind(app)
