@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pocketbase/pocketbase/apis"
+	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/subscriptions"
 )
 
@@ -22,6 +24,7 @@ type client struct {
 
 	mu        sync.RWMutex
 	byName    map[string]map[string]subscriptions.SubscriptionOptions // topic name → topic → options
+	superuser bool                                                    // the auth its subscriptions are indexed under
 	discarded bool
 }
 
@@ -51,53 +54,62 @@ func matches(topic, prefix string) bool {
 }
 
 // Subscriptions is the client's subscriptions matching any of prefixes,
-// all of them without a prefix, as PocketBase's client answers.
+// all of them without a prefix, as PocketBase's client answers. It
+// allocates nothing when none matches: PocketBase's broadcast asks every
+// client.
 func (c *client) Subscriptions(prefixes ...string) map[string]subscriptions.SubscriptionOptions {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var result map[string]subscriptions.SubscriptionOptions
-	add := func(topic string, options subscriptions.SubscriptionOptions) {
+	for _, prefix := range prefixes {
+		// "NAME?" with no other "?" matches exactly the topics named NAME.
+		if name, ok := strings.CutSuffix(prefix, "?"); ok && !strings.Contains(name, "?") {
+			result = addAll(result, c.byName[name], "")
+			continue
+		}
+		for _, topics := range c.byName {
+			result = addAll(result, topics, prefix)
+		}
+	}
+	if len(prefixes) == 0 {
+		for _, topics := range c.byName {
+			result = addAll(result, topics, "")
+		}
+	}
+	return result
+}
+
+// addAll adds to result the topics that match prefix (all of them for "").
+func addAll(result, topics map[string]subscriptions.SubscriptionOptions, prefix string) map[string]subscriptions.SubscriptionOptions {
+	for topic, options := range topics {
+		if prefix != "" && !matches(topic, prefix) {
+			continue
+		}
 		if result == nil {
 			result = map[string]subscriptions.SubscriptionOptions{}
 		}
 		result[topic] = options
-	}
-	if len(prefixes) == 0 {
-		for _, topics := range c.byName {
-			for topic, options := range topics {
-				add(topic, options)
-			}
-		}
-		return result
-	}
-	for _, prefix := range prefixes {
-		// "NAME?" with no other "?" matches exactly the topics named NAME.
-		if name, ok := strings.CutSuffix(prefix, "?"); ok && !strings.Contains(name, "?") {
-			for topic, options := range c.byName[name] {
-				add(topic, options)
-			}
-			continue
-		}
-		for _, topics := range c.byName {
-			for topic, options := range topics {
-				if matches(topic, prefix) {
-					add(topic, options)
-				}
-			}
-		}
 	}
 	return result
 }
 
 // Subscribe adds subs to the client's subscriptions, their options read by
 // PocketBase's own client (the embedded one, emptied again at once), and
-// counts them in the collections' index. A discarded client subscribes to
-// nothing.
+// indexes them under the client's auth, which PocketBase sets before: a
+// guest's subscription counts for a collection only where its rules let
+// others than superusers read. A discarded client subscribes to nothing.
 func (c *client) Subscribe(subs ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.discarded {
 		return
+	}
+	auth, _ := c.Get(apis.RealtimeClientAuthKey).(*core.Record)
+	if superuser := auth != nil && auth.IsSuperuser(); superuser != c.superuser {
+		all := c.topics()
+		c.clients.count(c.superuser, all, -1)
+		c.superuser = superuser
+		c.clients.count(c.superuser, all, 1)
 	}
 	c.DefaultClient.Subscribe(subs...)
 	parsed := c.DefaultClient.Subscriptions()
@@ -115,7 +127,16 @@ func (c *client) Subscribe(subs ...string) {
 		}
 		topics[topic] = options
 	}
-	c.clients.count(added, 1)
+	c.clients.count(c.superuser, added, 1)
+}
+
+// topics is every topic the client subscribes to.
+func (c *client) topics() []string {
+	var all []string
+	for _, topics := range c.byName {
+		all = slices.AppendSeq(all, maps.Keys(topics))
+	}
+	return all
 }
 
 // Unsubscribe removes subs from the client's subscriptions, all of them
@@ -129,9 +150,7 @@ func (c *client) Unsubscribe(subs ...string) {
 func (c *client) unsubscribe(subs ...string) {
 	var removed []string
 	if len(subs) == 0 {
-		for _, topics := range c.byName {
-			removed = slices.AppendSeq(removed, maps.Keys(topics))
-		}
+		removed = c.topics()
 		clear(c.byName)
 	}
 	for _, topic := range subs {
@@ -144,7 +163,7 @@ func (c *client) unsubscribe(subs ...string) {
 			delete(c.byName, name)
 		}
 	}
-	c.clients.count(removed, -1)
+	c.clients.count(c.superuser, removed, -1)
 }
 
 // HasSubscription reports whether the client subscribes to sub.

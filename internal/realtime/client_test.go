@@ -4,8 +4,10 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/subscriptions"
+	"github.com/pocketbase/pocketbase/tools/types"
 )
 
 var topics = []string{
@@ -18,7 +20,7 @@ var topics = []string{
 // ("NAME?") and any other, with what PocketBase's own client answers, the
 // options read alike.
 func TestClientMatchesPocketBases(t *testing.T) {
-	cs := &Clients{byNetwork: map[string]int{}, byCollection: map[string]int{}}
+	cs := &Clients{byNetwork: map[string]int{}, byCollection: map[indexKey]int{}}
 	ours, theirs := cs.wrap(subscriptions.NewDefaultClient()), subscriptions.NewDefaultClient()
 	ours.Subscribe(topics...)
 	theirs.Subscribe(topics...)
@@ -62,13 +64,19 @@ func equal(a, b map[string]subscriptions.SubscriptionOptions) bool {
 
 // Subscribed follows the clients' subscriptions by collection, name or id,
 // through Subscribe, Unsubscribe and Discard; a subscription after Discard
-// counts nothing. A client of another kind is asked itself.
+// counts nothing. A guest's subscriptions count only while the collection's
+// list or view rule lets others than superusers read; a client that signs
+// in as a superuser has its subscriptions counted as a superuser's. A
+// client of another kind is asked itself.
 func TestSubscribedFollowsTheClients(t *testing.T) {
 	app := core.NewBaseApp(core.BaseAppConfig{})
 	cs := Bind(app, 0)
 	pets := core.NewBaseCollection("pets")
 	pets.Id = "pbc_pets"
-	register := func(c subscriptions.Client) subscriptions.Client {
+	superuser := core.NewRecord(core.NewAuthCollection(core.CollectionNameSuperusers))
+	register := func(auth *core.Record) subscriptions.Client {
+		c := cs.wrap(subscriptions.NewDefaultClient())
+		c.Set(apis.RealtimeClientAuthKey, auth)
 		app.SubscriptionsBroker().Register(c)
 		return c
 	}
@@ -79,8 +87,7 @@ func TestSubscribedFollowsTheClients(t *testing.T) {
 		}
 	}
 	expect("no client", false)
-	a := register(cs.wrap(subscriptions.NewDefaultClient()))
-	b := register(cs.wrap(subscriptions.NewDefaultClient()))
+	a, b := register(superuser), register(superuser)
 	a.Subscribe("petsitters/*", "api_keys/*")
 	expect("other collections", false)
 	for _, topic := range []string{"pets/*", "pets", "pets/100000000000001?x=1", "pbc_pets/*", "pbc_pets?options={}"} {
@@ -97,11 +104,24 @@ func TestSubscribedFollowsTheClients(t *testing.T) {
 	expect("the last discarded", false)
 	a.Subscribe("pets/*")
 	expect("a subscription after Discard", false)
-	if cs.live != 1 || len(cs.byCollection) != 0 {
-		t.Errorf("live %d, index %v; want 1 client and no subscription", cs.live, cs.byCollection)
+
+	guest := register(nil)
+	guest.Subscribe("pets/*", "pets/100000000000001")
+	expect("a guest, pets for superusers only", false)
+	pets.ViewRule = types.Pointer("")
+	expect("a guest, pets' records public", true)
+	pets.ViewRule = nil
+	guest.Set(apis.RealtimeClientAuthKey, superuser)
+	guest.Subscribe("pets/*")
+	expect("the guest signed in as a superuser", true)
+	guest.Unsubscribe()
+	expect("the superuser unsubscribed", false)
+	if cs.live != 2 || len(cs.byCollection) != 0 {
+		t.Errorf("live %d, index %v; want 2 clients and no subscription", cs.live, cs.byCollection)
 	}
 
-	foreign := register(subscriptions.NewDefaultClient())
+	foreign := subscriptions.NewDefaultClient()
+	app.SubscriptionsBroker().Register(foreign)
 	expect("a client of another kind without subscriptions", false)
 	foreign.Subscribe("pets/*")
 	expect("a client of another kind subscribed", true)

@@ -47,8 +47,16 @@ type Clients struct {
 
 	mu           sync.Mutex
 	byNetwork    map[string]int
-	byCollection map[string]int // by a topic's collection (name or id): subscriptions
-	live         int            // clients of this package's kind, not yet discarded
+	byCollection map[indexKey]int // subscriptions
+	live         int              // clients of this package's kind, not yet discarded
+}
+
+// indexKey is what the index counts subscriptions by: the collection a
+// topic names (its name or id), and whether its client subscribed as a
+// superuser.
+type indexKey struct {
+	collection string
+	superuser  bool
 }
 
 // Bind bounds app's realtime clients: perNetwork streams per network (0:
@@ -59,7 +67,7 @@ func Bind(app core.App, perNetwork int) *Clients {
 	if perNetwork <= 0 {
 		perNetwork = DefaultPerNetwork
 	}
-	cs := &Clients{perNetwork: perNetwork, byNetwork: map[string]int{}, byCollection: map[string]int{}}
+	cs := &Clients{perNetwork: perNetwork, byNetwork: map[string]int{}, byCollection: map[indexKey]int{}}
 	app.Store().Set(storeKey, cs)
 	app.OnRealtimeConnectRequest().Bind(&hook.Handler[*core.RealtimeConnectRequestEvent]{
 		Id: "petstoreRealtimeClients",
@@ -151,27 +159,44 @@ func (cs *Clients) gone() {
 	cs.live--
 }
 
-// count adds delta to the index once for each of topics.
-func (cs *Clients) count(topics []string, delta int) {
+// count adds delta to the index once for each of topics, subscribed as a
+// superuser or not.
+func (cs *Clients) count(superuser bool, topics []string, delta int) {
 	if len(topics) == 0 {
 		return
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	for _, topic := range topics {
-		key := collectionOf(topic)
+		key := indexKey{collectionOf(topic), superuser}
 		if cs.byCollection[key] += delta; cs.byCollection[key] <= 0 {
 			delete(cs.byCollection, key)
 		}
 	}
 }
 
+// subscribed reports whether the index holds a subscription to
+// collection that may be heard: a superuser's, or, where the collection's
+// list or view rule lets others than superusers read, anybody's.
+// PocketBase sends nothing to others under a rule of superusers only.
+// A client whose superuser auth PocketBase has since removed is still
+// counted as a superuser's: the broadcast then checks it for nothing.
+func (cs *Clients) subscribed(collection *core.Collection) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	count := func(superuser bool) int {
+		return cs.byCollection[indexKey{collection.Name, superuser}] + cs.byCollection[indexKey{collection.Id, superuser}]
+	}
+	return count(true) > 0 || (collection.ListRule != nil || collection.ViewRule != nil) && count(false) > 0
+}
+
 // Subscribed reports whether a realtime client of app subscribes to a
-// topic of collection: the collection ("NAME/*", or the older "NAME") or
-// one of its records ("NAME/ID"), by its name or id, with or without
-// options. PocketBase's broadcast matches among these. With the clients
-// bound by Bind, it is a look-up; clients of another kind (registered by a
-// self-hoster's code) are asked one by one.
+// topic of collection that it may hear: the collection ("NAME/*", or the
+// older "NAME") or one of its records ("NAME/ID"), by its name or id, with
+// or without options; PocketBase's broadcast matches among these. With the
+// clients bound by Bind, it is a look-up, and a guest's subscription to a
+// collection that only superusers may read is not counted; clients of
+// another kind (registered by a self-hoster's code) are asked one by one.
 func Subscribed(app core.App, collection *core.Collection) bool {
 	broker := app.SubscriptionsBroker()
 	total := broker.TotalClients()
@@ -180,13 +205,15 @@ func Subscribed(app core.App, collection *core.Collection) bool {
 	}
 	cs, _ := app.Store().Get(storeKey).(*Clients)
 	if cs != nil {
+		if cs.subscribed(collection) {
+			return true
+		}
 		cs.mu.Lock()
-		found := cs.byCollection[collection.Name] > 0 || cs.byCollection[collection.Id] > 0
 		// A client is counted live before PocketBase registers it.
 		foreign := total > cs.live
 		cs.mu.Unlock()
-		if found || !foreign {
-			return found
+		if !foreign {
+			return false
 		}
 	}
 	prefixes := []string{collection.Name + "/", collection.Name + "?", collection.Id + "/", collection.Id + "?"}
