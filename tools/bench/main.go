@@ -697,8 +697,12 @@ func printGoals(medians map[string]float64, results map[string][]result) {
 		}
 	}
 	if rs, ok := results[floodTarget]; ok {
-		growth := int64(median(rs, func(r result) float64 { return float64(r.rss - r.rssBefore) }))
-		goal("server RSS growth under createFlood", megabytes(growth), "<= "+megabytes(maxFloodRSSGrowth), growth <= maxFloodRSSGrowth)
+		// The highest: the first flood grows the heap that later ones reuse.
+		var growth int64
+		for _, r := range rs {
+			growth = max(growth, r.rss-r.rssBefore)
+		}
+		goal("server RSS growth under createFlood, highest", megabytes(growth), "<= "+megabytes(maxFloodRSSGrowth), growth <= maxFloodRSSGrowth)
 	}
 	var highest int64
 	var after string
