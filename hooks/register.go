@@ -35,6 +35,7 @@ import (
 	"petstore/internal/options"
 	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
+	"petstore/internal/realtime"
 	"petstore/internal/realtimeauth"
 	"petstore/internal/requestid"
 	"petstore/internal/staff"
@@ -97,6 +98,7 @@ func Register(app core.App, opts options.Options) *Service {
 	}
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
+	realtime.Bind(app, opts.Server.MaxRealtimePerNetwork)
 	pets.Bind(app)
 	categories.Bind(app)
 	apikeys.Bind(app)

@@ -19,6 +19,7 @@ import (
 	"petstore/internal/limits"
 	"petstore/internal/logging"
 	"petstore/internal/proxytrust"
+	"petstore/internal/realtime"
 	"petstore/internal/requestlog"
 	"petstore/internal/webhooks"
 )
@@ -98,6 +99,8 @@ func Bind(root, serve *pflag.FlagSet, self banner.Invocation, pocketBase ...stri
 		"connections one client network (an IPv4 address, an IPv6 /64) may hold open; more are closed at once")
 	root.IntVar(&o.Server.MaxConnsPerNetwork, "max-conns-per-network", 0,
 		"connections the clients of one wider network (an IPv4 /24, an IPv6 /48) may hold open together; more are closed at once (0: an eighth of --max-conns)")
+	root.IntVar(&o.Server.MaxRealtimePerNetwork, "max-realtime-per-network", realtime.DefaultPerNetwork,
+		"realtime streams (/api/realtime) the clients of one wider network (an IPv4 /24, an IPv6 /48) may hold open together; more are refused with 429")
 	root.StringVar(&f.trustedProxyHeaders, "trusted-proxy-headers", "",
 		"the headers that give the client's address behind the proxies, comma-separated (X-Forwarded-For): set as PocketBase's trusted proxy headers at each start; none: the dashboard's setting")
 	root.StringVar(&f.proxyAddresses, "proxy-addresses", "",
@@ -180,7 +183,8 @@ func (f *Flags) Parse(serving bool, stdout, stderr io.Writer) (Options, error) {
 	for _, bound := range []struct {
 		flag string
 		n    int
-	}{{"max-conns", opts.Server.MaxConns}, {"max-conns-per-address", opts.Server.MaxConnsPerAddress}, {"max-conns-per-network", opts.Server.MaxConnsPerNetwork}} {
+	}{{"max-conns", opts.Server.MaxConns}, {"max-conns-per-address", opts.Server.MaxConnsPerAddress}, {"max-conns-per-network", opts.Server.MaxConnsPerNetwork},
+		{"max-realtime-per-network", opts.Server.MaxRealtimePerNetwork}} {
 		if bound.n < 0 {
 			return Options{}, invalid(bound.flag, strconv.Itoa(bound.n), fmt.Errorf("a bound is positive, or 0 for the default"))
 		}

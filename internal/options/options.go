@@ -111,6 +111,10 @@ type Server struct {
 	// listener; 0: an eighth of MaxConns (connlimit.DefaultPerNetwork).
 	// ProxyAddresses are not bound by it.
 	MaxConnsPerNetwork int
+	// MaxRealtimePerNetwork bounds the realtime streams (/api/realtime)
+	// the clients of one wider network hold open together; 0:
+	// realtime.DefaultPerNetwork.
+	MaxRealtimePerNetwork int
 	// TrustedProxyHeaders, when any, replace PocketBase's trusted client
 	// address headers (Settings, Application, User IP proxy headers) at
 	// each start: X-Forwarded-For.

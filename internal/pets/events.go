@@ -9,6 +9,8 @@ import (
 
 	"github.com/pocketbase/pocketbase/apis"
 	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/realtime"
 )
 
 // Events tells PocketBase of the pets /v1 creates, after their commit,
@@ -85,26 +87,16 @@ func (p *Events) heard() bool {
 	return now.model > p.own.model || now.record > p.own.record || p.subscribed()
 }
 
-// subscribed reports whether a realtime client subscribes to a pets topic:
-// the collection ("pets/*", or the older "pets") or one pet ("pets/ID"),
-// by the collection's name or id. PocketBase's broadcast matches the same
-// prefixes.
+// subscribed reports whether a realtime client subscribes to a pets topic.
 func (p *Events) subscribed() bool {
-	broker := p.app.SubscriptionsBroker()
-	if broker.TotalClients() == 0 {
+	if p.app.SubscriptionsBroker().TotalClients() == 0 {
 		return false
 	}
 	collection, err := p.app.FindCachedCollectionByNameOrId(Collection)
 	if err != nil {
 		return true // let the broadcast decide, and log
 	}
-	prefixes := []string{collection.Name + "/", collection.Name + "?", collection.Id + "/", collection.Id + "?"}
-	for _, client := range broker.Clients() {
-		if len(client.Subscriptions(prefixes...)) > 0 {
-			return true
-		}
-	}
-	return false
+	return realtime.Subscribed(p.app, collection)
 }
 
 // announce fires the after-create hooks for one row. The pet is stored and

@@ -25,6 +25,7 @@ type Event struct {
 type Realtime struct {
 	id     string
 	s      *Server
+	header []string   // set on the stream's request and the subscriptions'
 	Events chan Event // closed when the stream ends
 	close  func()
 }
@@ -33,19 +34,37 @@ type Realtime struct {
 // Close.
 func (s *Server) ConnectRealtime(t *testing.T) *Realtime {
 	t.Helper()
+	c, r := s.OpenRealtime(t)
+	if c == nil {
+		t.Fatalf("GET /api/realtime: %d %s", r.StatusCode, r.Body)
+	}
+	return c
+}
+
+// OpenRealtime is ConnectRealtime with header's fields (name, value, ...)
+// on the stream's request and on the client's subscriptions; an answer
+// that is not a stream is returned instead.
+func (s *Server) OpenRealtime(t *testing.T, header ...string) (*Realtime, *Response) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/realtime", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET /api/realtime: %v", err)
 	}
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("GET /api/realtime: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		defer cancel()
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return nil, &Response{Response: resp, Body: body}
 	}
-	c := &Realtime{s: s, Events: make(chan Event, 64)}
+	c := &Realtime{s: s, header: header, Events: make(chan Event, 64)}
 	var once sync.Once
 	c.close = func() { once.Do(func() { cancel(); resp.Body.Close() }) }
 	t.Cleanup(c.close)
@@ -59,7 +78,7 @@ func (s *Server) ConnectRealtime(t *testing.T) *Realtime {
 		t.Fatalf("first realtime event %q %s, want PB_CONNECT with a clientId", connect.Name, connect.Data)
 	}
 	c.id = hello.ClientID
-	return c
+	return c, nil
 }
 
 // ID is the client's id, which a subscription request names.
@@ -94,6 +113,14 @@ func readSSE(body io.Reader, events chan<- Event) {
 // (none when empty).
 func (c *Realtime) Subscribe(t *testing.T, token string, topics ...string) {
 	t.Helper()
+	if r := c.TrySubscribe(t, token, topics...); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("POST /api/realtime: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+// TrySubscribe is Subscribe that returns the answer.
+func (c *Realtime) TrySubscribe(t *testing.T, token string, topics ...string) *Response {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"clientId": c.id, "subscriptions": topics})
 	req, err := http.NewRequest(http.MethodPost, c.s.URL+"/api/realtime", bytes.NewReader(body))
 	if err != nil {
@@ -103,9 +130,10 @@ func (c *Realtime) Subscribe(t *testing.T, token string, topics ...string) {
 	if token != "" {
 		req.Header.Set("Authorization", token)
 	}
-	if r := c.s.Send(t, req); r.StatusCode != http.StatusNoContent {
-		t.Fatalf("POST /api/realtime: %d %s", r.StatusCode, r.Body)
+	for i := 0; i+1 < len(c.header); i += 2 {
+		req.Header.Set(c.header[i], c.header[i+1])
 	}
+	return c.s.Send(t, req)
 }
 
 // Next is the client's next event.

@@ -269,7 +269,8 @@ func TestProxyConnectionsAreNotBoundPerAddress(t *testing.T) {
 	}
 }
 
-// serve refuses a --proxy-addresses that is not a list of addresses.
+// serve refuses a --proxy-addresses that is not a list of addresses, and
+// a negative bound.
 func TestServeRefusesBadConnectionBounds(t *testing.T) {
 	dir := t.TempDir()
 	for _, tt := range []struct {
@@ -279,6 +280,7 @@ func TestServeRefusesBadConnectionBounds(t *testing.T) {
 		{[]string{"--proxy-addresses", "127.0.0.1,proxy.example.org"}, `invalid --proxy-addresses (or PETSTORE_PROXY_ADDRESSES) "127.0.0.1,proxy.example.org": "proxy.example.org" is neither an IP address nor a network`},
 		{[]string{"--max-conns", "-1"}, "a bound is positive, or 0 for the default"},
 		{[]string{"--max-conns-per-network", "-1"}, "invalid --max-conns-per-network"},
+		{[]string{"--max-realtime-per-network", "-1"}, "invalid --max-realtime-per-network"},
 		{[]string{"--body-timeout", "-1s"}, "invalid --body-timeout"},
 	} {
 		_, stderr, err := realserver.Run(bin, dir, append([]string{"serve", "--http", "127.0.0.1:0"}, tt.args...)...)

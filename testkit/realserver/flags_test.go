@@ -61,6 +61,7 @@ var badFlags = []badFlag{
 	{flag: "idle-timeout", value: "5"},
 	{flag: "max-conns-per-address", value: "-1"},
 	{flag: "max-conns-per-network", value: "-1"},
+	{flag: "max-realtime-per-network", value: "-1"},
 	{flag: "trusted-proxy-headers", value: "X Forwarded For"},
 	{flag: "proxy-addresses", value: "10.0.0.0/33"},
 	{flag: "max-conns", value: "-1"},

@@ -42,7 +42,9 @@
 //
 // The createSub target is createPet while a superuser subscribes to pets
 // over PocketBase's realtime API; it fails unless the subscriber hears
-// every create (realtime.go). The createHook target is createPet while a
+// every create (realtime.go). The createFlood target is createPet while 100
+// guests' realtime streams from one address subscribe to all they may
+// (flood.go): its median against createPet's, and the server's RSS growth. The createHook target is createPet while a
 // webhook endpoint on loopback subscribes to pet.created (webhook.go).
 package main
 
@@ -129,7 +131,7 @@ func main() {
 
 // The targets, in the order each round runs them.
 var targetNames = []string{"health", "listPets", bareTarget, "pbList", "getPet", "pbView", "createPet", leaderTarget, syncTarget,
-	realtimeTarget, webhookTarget, "pbCreate", healthMixedTarget, "mixedReads", "mixed", openLoopTarget, leaderMixedTarget, redisTarget}
+	realtimeTarget, floodTarget, webhookTarget, "pbCreate", healthMixedTarget, "mixedReads", "mixed", openLoopTarget, leaderMixedTarget, redisTarget}
 
 // The servers run with --metrics-addr, as a self-hoster with Prometheus
 // runs them, but for bareTarget's. Each target but these two runs on the
@@ -339,6 +341,21 @@ func run(cfg config) error {
 	// measure runs a target; what it returns undoes the target's setup
 	// (the webhook endpoint), after its CPU time is read.
 	results := map[string][]result{}
+	// setUp prepares a target's run before its CPU time is read and its
+	// profile starts (the flood's streams, whose subscriptions' parsing is
+	// the flood's cost, not the creates'); what it returns undoes it.
+	var flooding *flood
+	setUp := func(name string) (func(), error) {
+		if name != floodTarget {
+			return func() {}, nil
+		}
+		f, err := openFlood(serverOf(name).URL, serverOf(name).RSS)
+		flooding = f
+		if err != nil {
+			return nil, err
+		}
+		return f.close, nil
+	}
 	measure := func(name string, d time.Duration) (result, func(), error) {
 		t, server := targets[name], serverOf(name)
 		noop := func() {}
@@ -364,6 +381,11 @@ func run(cfg config) error {
 			r, err := measureRealtime(tmp, server.URL, token, t, cfg.conns, cfg.threads, d)
 			return r, noop, err
 		}
+		if name == floodTarget {
+			r, err := runWrk(tmp, server.URL, t, cfg.conns, cfg.threads, d)
+			r.rssBefore = flooding.rssBefore
+			return r, noop, err
+		}
 		if name == webhookTarget {
 			return measureWebhook(tmp, server.URL, token, t, cfg.conns, cfg.threads, d)
 		}
@@ -375,8 +397,13 @@ func run(cfg config) error {
 			if name == openLoopTarget {
 				continue
 			}
+			tearDown, err := setUp(name)
+			if err != nil {
+				return err
+			}
 			_, undo, err := measure(name, cfg.warmup)
 			undo()
+			tearDown()
 			if err != nil {
 				return err
 			}
@@ -389,6 +416,10 @@ func run(cfg config) error {
 				if err := waitIdle(s.PID()); err != nil {
 					return err
 				}
+			}
+			tearDown, err := setUp(name)
+			if err != nil {
+				return err
 			}
 			var profile func() error
 			if profiled(name) && round == 0 {
@@ -408,15 +439,20 @@ func run(cfg config) error {
 			r, undo, err := measure(name, cfg.duration)
 			if err != nil {
 				undo()
+				tearDown()
 				return fmt.Errorf("%s: %w\n%s", name, err, server.Output())
 			}
 			after, err := cpuTime(server.PID())
 			undo()
 			if err != nil {
+				tearDown()
 				return err
 			}
 			r.serverCPU = after - before
-			if r.rss, err = server.RSS(); err != nil {
+			// Read before the set-up is undone: the flood's streams count.
+			r.rss, err = server.RSS()
+			tearDown()
+			if err != nil {
 				return err
 			}
 			if r.errors() > 0 {
@@ -502,6 +538,7 @@ func newTargets(key, token string, ids []string) map[string]target {
 		{name: "pbView", method: http.MethodGet, paths: pbGet, headers: pb},
 		{name: "createPet", method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
 		{name: realtimeTarget, method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
+		{name: floodTarget, method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
 		{name: webhookTarget, method: http.MethodPost, paths: []string{"/v1/pets"}, headers: v1JSON, body: body},
 		{name: "pbCreate", method: http.MethodPost, paths: []string{"/api/collections/pets/records"}, headers: pbJSON, body: body},
 		{name: healthMixedTarget, mix: &mix{ops: []op{{name: "health", weight: 1, method: http.MethodGet, paths: []string{"/api/health"}, want: http.StatusOK}}}},
@@ -608,6 +645,13 @@ func printGoals(medians map[string]float64, results map[string][]result) {
 		}
 		return median(rs, func(r result) float64 { return float64(r.P99US) }), true
 	}
+	p50 := func(name string) (float64, bool) {
+		rs, ok := results[name]
+		if !ok {
+			return 0, false
+		}
+		return median(rs, func(r result) float64 { return float64(r.P50US) }), true
+	}
 	if mixed, ok := p99("mixed"); ok {
 		if health, ok := p99(healthMixedTarget); ok {
 			got := mixed / health
@@ -645,6 +689,20 @@ func printGoals(medians map[string]float64, results map[string][]result) {
 			}
 			goal(g.what, fmt.Sprintf("%.2fx", got), fmt.Sprintf("<= %.2fx", g.goal), got <= g.goal)
 		}
+	}
+	if plain, ok := p50("createPet"); ok {
+		if flood, ok := p50(floodTarget); ok {
+			got := flood / plain
+			goal("createFlood p50 / createPet p50", fmt.Sprintf("%.2fx", got), fmt.Sprintf("<= %.2fx", maxFloodP50), got <= maxFloodP50)
+		}
+	}
+	if rs, ok := results[floodTarget]; ok {
+		// The highest: the first flood grows the heap that later ones reuse.
+		var growth int64
+		for _, r := range rs {
+			growth = max(growth, r.rss-r.rssBefore)
+		}
+		goal("server RSS growth under createFlood, highest", megabytes(growth), "<= "+megabytes(maxFloodRSSGrowth), growth <= maxFloodRSSGrowth)
 	}
 	var highest int64
 	var after string

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -50,6 +52,42 @@ type petsSubscriber struct {
 // subscribePets connects to /api/realtime as the JS SDK does (GET, read
 // PB_CONNECT's clientId, POST the subscriptions with the token).
 func subscribePets(baseURL, token string) (*petsSubscriber, error) {
+	st, err := openStream(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &petsSubscriber{close: st.close}
+	status, err := st.subscribe(baseURL, token, []string{"pets/*"})
+	if err == nil && status != http.StatusNoContent {
+		err = fmt.Errorf("realtime subscribe: status %d", status)
+	}
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	go func() {
+		for st.lines.Scan() {
+			if strings.HasPrefix(st.lines.Text(), "data:") && strings.Contains(st.lines.Text(), `"action":"create"`) {
+				s.creates.Add(1)
+			}
+		}
+	}()
+	return s, nil
+}
+
+// stream is an open realtime stream, read up to its PB_CONNECT.
+type stream struct {
+	clientID string
+	lines    *bufio.Scanner // the rest of the stream
+	close    func()
+}
+
+// errRefused is openStream's error when the server answers with a status
+// other than the stream's.
+var errRefused = errors.New("realtime stream refused")
+
+// openStream connects to /api/realtime and reads PB_CONNECT's clientId.
+func openStream(baseURL string) (*stream, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/api/realtime", nil)
 	if err != nil {
@@ -61,45 +99,44 @@ func subscribePets(baseURL, token string) (*petsSubscriber, error) {
 		cancel()
 		return nil, err
 	}
-	s := &petsSubscriber{close: func() { cancel(); resp.Body.Close() }}
-	lines := bufio.NewScanner(resp.Body)
-	clientID := ""
-	for clientID == "" && lines.Scan() {
-		if data, ok := strings.CutPrefix(lines.Text(), "data:"); ok {
+	st := &stream{lines: bufio.NewScanner(resp.Body), close: func() { cancel(); resp.Body.Close() }}
+	if resp.StatusCode != http.StatusOK {
+		st.close()
+		return nil, fmt.Errorf("%w: status %d", errRefused, resp.StatusCode)
+	}
+	for st.clientID == "" && st.lines.Scan() {
+		if data, ok := strings.CutPrefix(st.lines.Text(), "data:"); ok {
 			var connect struct {
 				ClientID string `json:"clientId"`
 			}
 			if err := json.Unmarshal([]byte(data), &connect); err != nil {
-				s.close()
+				st.close()
 				return nil, fmt.Errorf("realtime PB_CONNECT %q: %w", data, err)
 			}
-			clientID = connect.ClientID
+			st.clientID = connect.ClientID
 		}
 	}
-	if clientID == "" {
-		s.close()
-		return nil, fmt.Errorf("realtime: no PB_CONNECT (%d): %v", resp.StatusCode, lines.Err())
+	if st.clientID == "" {
+		st.close()
+		return nil, fmt.Errorf("realtime: no PB_CONNECT: %v", st.lines.Err())
 	}
-	body, _ := json.Marshal(map[string]any{"clientId": clientID, "subscriptions": []string{"pets/*"}})
-	sreq, _ := http.NewRequest(http.MethodPost, baseURL+"/api/realtime", bytes.NewReader(body))
-	sreq.Header.Set("Content-Type", "application/json")
-	sreq.Header.Set("Authorization", token)
-	sresp, err := http.DefaultClient.Do(sreq)
+	return st, nil
+}
+
+// subscribe sets the stream's subscriptions with token's credential (none
+// when empty), and returns the answer's status.
+func (st *stream) subscribe(baseURL, token string, topics []string) (int, error) {
+	body, _ := json.Marshal(map[string]any{"clientId": st.clientID, "subscriptions": topics})
+	req, _ := http.NewRequest(http.MethodPost, baseURL+"/api/realtime", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.close()
-		return nil, err
+		return 0, err
 	}
-	sresp.Body.Close()
-	if sresp.StatusCode != http.StatusNoContent {
-		s.close()
-		return nil, fmt.Errorf("realtime subscribe: status %d", sresp.StatusCode)
-	}
-	go func() {
-		for lines.Scan() {
-			if strings.HasPrefix(lines.Text(), "data:") && strings.Contains(lines.Text(), `"action":"create"`) {
-				s.creates.Add(1)
-			}
-		}
-	}()
-	return s, nil
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }

@@ -40,6 +40,7 @@ type result struct {
 
 	serverCPU time.Duration       // the server's CPU time during the run
 	rss       int64               // the server's RSS right after the run
+	rssBefore int64               // the flood's: the server's RSS before it opened
 	ops       map[string]opResult // a mixed target's figures per operation
 	rate      int                 // the open loop's rate (req/s)
 }
