@@ -3,12 +3,13 @@ package realtime_test
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
-	"petstore/hooks"
 	"petstore/internal/apikeys"
+	"petstore/internal/options"
 	"petstore/internal/pets"
 	"petstore/internal/realtime"
 	"petstore/testkit/apptest"
@@ -131,8 +132,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // Behind a proxy, streams are counted by the network of the address it
 // forwards: an IPv4 /24, an IPv6 /48, as the connection bounds count.
 func TestRealtimeStreamsAreCountedByNetwork(t *testing.T) {
-	s := apptest.StartWith(t, apptest.Config{Server: hooks.ServerConfig{
-		TrustedProxyHeaders: "X-Forwarded-For", ProxyAddresses: "127.0.0.1", MaxRealtimePerNetwork: 2}})
+	s := apptest.StartWith(t, apptest.Config{Server: options.Server{TrustedProxyHeaders: []string{"X-Forwarded-For"},
+		ProxyAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, MaxRealtimePerNetwork: 2}})
 	for _, c := range []struct {
 		from   string
 		opened bool
