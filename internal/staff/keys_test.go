@@ -467,7 +467,7 @@ func TestBadInput(t *testing.T) {
 		{"empty name", "POST", "/keys", map[string]any{"plan": "free", "name": ""}, 400, "A name is required", ""},
 		{"blank name", "POST", "/keys", map[string]any{"plan": "free", "name": " \t "}, 400, "A name is required", ""},
 		{"long name", "POST", "/keys", map[string]any{"plan": "free", "name": strings.Repeat("n", 101)}, 400, "A name has at most 100", ""},
-		{"NUL in name", "POST", "/keys", map[string]any{"plan": "free", "name": "a\x00b"}, 400, "control or text-direction characters (it holds U+0000)", ""},
+		{"NUL in name", "POST", "/keys", map[string]any{"plan": "free", "name": "a\x00b"}, 400, "control, text-direction or invisible characters (it holds U+0000)", ""},
 		{"ESC in name", "POST", "/keys", map[string]any{"plan": "free", "name": "\x1b[31mred"}, 400, "(it holds U+001B)", ""},
 		{"RLO in name", "POST", "/keys", map[string]any{"plan": "free", "name": "shop\u202egnp.exe"}, 400, "(it holds U+202E)", ""},
 		{"newline in name", "POST", "/keys", map[string]any{"plan": "free", "name": "two\nlines"}, 400, "(it holds U+000A)", ""},
