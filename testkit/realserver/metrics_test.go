@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"petstore/internal/audit"
+	"petstore/internal/usage"
 )
 
 // TestMetricsCountEveryAnswer sends a known mix of /v1 requests to the
@@ -272,9 +273,9 @@ func labelsOf(m *dto.Metric) string {
 
 // TestDataVersionIsReadAfterCommitsOnly: with nothing committed, /v1's
 // requests take the data version from SQLite's WAL index header and read
-// nothing (petstore_data_version_reads_total stands still but for the usage
-// history's commit, at most one in 5 s); after a create, the next request
-// reads it.
+// nothing (petstore_data_version_reads_total stands still but for the
+// service's own commits: the usage history's, one per flush, and the key's
+// last use); after a create, the next request reads it.
 func TestDataVersionIsReadAfterCommitsOnly(t *testing.T) {
 	dir := t.TempDir()
 	key, _ := createKey(t, dir, "--plan", "business")
@@ -298,10 +299,16 @@ func TestDataVersionIsReadAfterCommitsOnly(t *testing.T) {
 		}
 	}
 	list(1)
-	before := reads()
+	before, began := reads(), time.Now()
 	list(200)
-	if n := reads() - before; n > 2 {
-		t.Fatalf("200 requests with no create read the data version %v times, want at most 2", n)
+	// The service's own writers commit meanwhile, and each commit is read
+	// once: the usage counts, flushed every usage.DefaultFlushEvery while
+	// requests come, and the key's last use, once a minute. On a slow
+	// machine the 200 requests span several flushes.
+	flushes := int(time.Since(began)/usage.DefaultFlushEvery) + 1
+	if n, most := reads()-before, float64(2+flushes); n > most {
+		t.Fatalf("200 requests with no create read the data version %v times, want at most %v (2, and one per usage flush in %s)",
+			n, most, time.Since(began).Round(time.Millisecond))
 	}
 	before = reads()
 	if resp, body, err := p.Exchange(ctx, http.MethodPost, "/v1/pets", key, []byte(`{"name":"Rex","categoryId":1}`), "Content-Type", "application/json"); err != nil || resp.StatusCode != http.StatusCreated {
