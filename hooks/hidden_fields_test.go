@@ -3,6 +3,7 @@ package hooks_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -133,4 +134,49 @@ func TestHiddenFieldsCannotBeSearched(t *testing.T) {
 		"name": "names", "type": "view", "viewQuery": "SELECT id, name FROM pets"}); r.StatusCode != http.StatusOK {
 		t.Errorf("a view of pets' names: %d %s", r.StatusCode, r.Body)
 	}
+
+	// Nor does a view that takes a collection with hidden fields by
+	// position, nor a rule that names one (a guest's requests answered or
+	// refused by `@collection.webhook_endpoints.secret >= @request.query.g`
+	// read the secret out, six characters in 36 requests), through the
+	// collections API or an import.
+	notes := map[string]any{"name": "notes", "type": "base", "fields": []any{map[string]any{"name": "text", "type": "text"}}}
+	for _, c := range []struct {
+		what       string
+		collection map[string]any
+		want       string
+	}{
+		{"a view of every column", map[string]any{"name": "leak", "type": "view",
+			"viewQuery": "SELECT * FROM webhook_endpoints"}, "collection webhook_endpoints has hidden fields"},
+		{"a view taking columns by position", map[string]any{"name": "leak", "type": "view",
+			"viewQuery": "SELECT id, url, url AS a, url AS b FROM pets_with_categories UNION ALL SELECT * FROM WEBHOOK_ENDPOINTS"}, "collection webhook_endpoints has hidden fields"},
+		{"a rule naming the secret", merged(notes, map[string]any{"listRule": "@collection.webhook_endpoints.secret >= @request.query.g"}), `secret\" is a hidden field: no collection rule`},
+		{"a rule naming a key's hash", merged(notes, map[string]any{"viewRule": "@collection.api_keys.key_hash:lower ~ @request.query.g"}), `key_hash\" is a hidden field: no collection rule`},
+	} {
+		r := s.Do(t, http.MethodPost, "/api/collections", superuser, c.collection)
+		if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), c.want) {
+			t.Errorf("%s: %d %s, want 400 saying %q", c.what, r.StatusCode, r.Body, c.want)
+		}
+		r = s.Do(t, http.MethodPut, "/api/collections/import", superuser, map[string]any{"collections": []any{c.collection}})
+		if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), c.want) {
+			t.Errorf("%s, imported: %d %s, want 400 saying %q", c.what, r.StatusCode, r.Body, c.want)
+		}
+	}
+	if r := s.Do(t, http.MethodPost, "/api/collections", superuser, notes); r.StatusCode != http.StatusOK {
+		t.Fatalf("a collection of notes: %d %s", r.StatusCode, r.Body)
+	}
+	r = s.Do(t, http.MethodPatch, "/api/collections/notes", superuser, map[string]any{"listRule": "@collection.webhook_endpoints.secret >= @request.query.g"})
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), "hidden field") {
+		t.Errorf("a rule naming the secret, as a change: %d %s, want 400", r.StatusCode, r.Body)
+	}
+	if r := s.Do(t, http.MethodPatch, "/api/collections/notes", superuser, map[string]any{"listRule": "text != ''"}); r.StatusCode != http.StatusOK {
+		t.Errorf("a rule naming no hidden field: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+// merged is a copy of base with more's members set.
+func merged(base, more map[string]any) map[string]any {
+	m := maps.Clone(base)
+	maps.Copy(m, more)
+	return m
 }

@@ -4,8 +4,11 @@
 // none, and a binary search of such filters reads a webhook's secret or a
 // key's hash out one character at a time. Here a filter or sort that names
 // a hidden field of any collection is refused, for everyone, on the records
-// API's list and view and on realtime subscriptions; and so is a view
-// collection whose query names one, which would show it unhidden.
+// API's list and view and on realtime subscriptions; so is a collection
+// rule that names one (a guest's request answered or refused by the rule
+// would read it out as a filter does); and so is a view collection whose
+// query names one, or names a collection that has one (`SELECT *`, or a
+// UNION that takes its columns by position, would show it unhidden).
 package hiddenfields
 
 import (
@@ -57,16 +60,30 @@ func Bind(app core.App) {
 		}
 		return e.Next()
 	})
-	checkView := func(e *core.CollectionRequestEvent) error {
+	checkCollection := func(e *core.CollectionRequestEvent) error {
+		viewQuery := ""
 		if e.Collection.IsView() {
-			if err := checkViewQuery(e.App, e.Collection.ViewQuery); err != nil {
+			viewQuery = e.Collection.ViewQuery
+		}
+		if err := checkSchema(e.App, collectionRules(e.Collection), viewQuery); err != nil {
+			return e.BadRequestError(err.Error(), nil)
+		}
+		return e.Next()
+	}
+	app.OnCollectionCreateRequest().BindFunc(checkCollection)
+	app.OnCollectionUpdateRequest().BindFunc(checkCollection)
+	app.OnCollectionsImportRequest().BindFunc(func(e *core.CollectionsImportRequestEvent) error {
+		for _, data := range e.CollectionsData {
+			var rules []string
+			for _, name := range ruleNames {
+				rules = append(rules, cast.ToString(data[name]))
+			}
+			if err := checkSchema(e.App, rules, cast.ToString(data["viewQuery"])); err != nil {
 				return e.BadRequestError(err.Error(), nil)
 			}
 		}
 		return e.Next()
-	}
-	app.OnCollectionCreateRequest().BindFunc(checkView)
-	app.OnCollectionUpdateRequest().BindFunc(checkView)
+	})
 	app.OnRealtimeSubscribeRequest().BindFunc(func(e *core.RealtimeSubscribeRequestEvent) error {
 		for _, s := range e.Subscriptions {
 			if err := checkQuery(e.App, subscriptionQuery(s)); err != nil {
@@ -147,6 +164,52 @@ func subscriptionQuery(subscription string) url.Values {
 	return q
 }
 
+// ruleNames are a collection's rules as the collections API and an import
+// name them.
+var ruleNames = []string{"listRule", "viewRule", "createRule", "updateRule", "deleteRule", "authRule", "manageRule"}
+
+// collectionRules are c's rules, each a filter ("" where none).
+func collectionRules(c *core.Collection) []string {
+	var rules []string
+	for _, r := range []*string{c.ListRule, c.ViewRule, c.CreateRule, c.UpdateRule, c.DeleteRule, c.AuthRule, c.ManageRule} {
+		if r != nil {
+			rules = append(rules, *r)
+		}
+	}
+	return rules
+}
+
+// checkSchema is an error naming the hidden field that one of a
+// collection's rules names, or that its view query reads, if any.
+func checkSchema(app core.App, rules []string, viewQuery string) error {
+	hidden, err := hiddenNames(app)
+	if err != nil {
+		return err
+	}
+	for _, rule := range rules {
+		if name, ok := namesHidden(hidden, appendIdentifiers(nil, rule)); ok {
+			return fmt.Errorf("%q is a hidden field: no collection rule names it, so that no request answered by the rule can read it out", name)
+		}
+	}
+	if viewQuery != "" {
+		return checkViewQuery(app, hidden, viewQuery)
+	}
+	return nil
+}
+
+// namesHidden is the hidden field that one of identifiers names, through a
+// relation or @collection too.
+func namesHidden(hidden, identifiers []string) (string, bool) {
+	for _, id := range identifiers {
+		for _, part := range strings.FieldsFunc(id, func(r rune) bool { return r == '.' || r == ':' }) {
+			if slices.Contains(hidden, part) {
+				return part, true
+			}
+		}
+	}
+	return "", false
+}
+
 // checkQuery is an error naming the hidden field that q's filter or sort
 // names, if any.
 func checkQuery(app core.App, q url.Values) error {
@@ -163,30 +226,33 @@ func checkQuery(app core.App, q url.Values) error {
 	for _, term := range strings.Split(sort, ",") {
 		identifiers = appendIdentifiers(identifiers, strings.TrimLeft(strings.TrimSpace(term), "+-"))
 	}
-	for _, id := range identifiers {
-		for _, part := range strings.FieldsFunc(id, func(r rune) bool { return r == '.' || r == ':' }) {
-			if slices.Contains(hidden, part) {
-				return fmt.Errorf("%q is a hidden field: nobody filters or sorts by it, superusers included, "+
-					"so that no search can read it out", part)
-			}
-		}
+	if name, ok := namesHidden(hidden, identifiers); ok {
+		return fmt.Errorf("%q is a hidden field: nobody filters or sorts by it, superusers included, "+
+			"so that no search can read it out", name)
 	}
 	return nil
 }
 
 // checkViewQuery is an error naming the hidden field that a view
-// collection's query names as a word, if any.
-func checkViewQuery(app core.App, query string) error {
-	hidden, err := hiddenNames(app)
-	if err != nil {
-		return err
-	}
+// collection's query names as a word, or the collection with hidden fields
+// it names, if any.
+func checkViewQuery(app core.App, hidden []string, query string) error {
 	words := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool {
 		return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
 	})
 	for _, name := range hidden {
 		if slices.Contains(words, strings.ToLower(name)) {
 			return fmt.Errorf("%q is a hidden field: no view collection reads it, so that no view shows it", name)
+		}
+	}
+	collections, err := app.FindAllCollections()
+	if err != nil {
+		return err
+	}
+	for _, c := range collections {
+		if slices.Contains(words, strings.ToLower(c.Name)) && slices.ContainsFunc(c.Fields, core.Field.GetHidden) {
+			return fmt.Errorf("the collection %s has hidden fields: no view collection reads it, so that no view shows them "+
+				"(a SELECT * or a UNION takes its columns by position); name another collection", c.Name)
 		}
 	}
 	return nil
