@@ -106,6 +106,7 @@ func Register(app core.App, opts options.Options) *Service {
 	hiddenfields.Bind(app)
 	backup.Bind(app, opts.AllowBackupRestore, held, s.log)
 	opts.Settings.Guard(app)
+	proxytrust.GuardHeaders(app, opts.Server.TrustedProxyHeaders)
 	audit.Bind(app, s.log, opts.AuditRetention, func(action audit.Action) {
 		if s.audits != nil {
 			s.audits(string(action))

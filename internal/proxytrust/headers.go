@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/envflag"
 )
 
 // ApplyHeaders saves headers (--trusted-proxy-headers, X-Forwarded-For),
@@ -33,6 +35,24 @@ func ApplyHeaders(app core.App, headers []string, proxies Proxies, log *slog.Log
 			"proxyAddresses", []netip.Prefix(proxies))
 	}
 	return nil
+}
+
+// GuardHeaders refuses, when headers are declared (--trusted-proxy-headers),
+// a change of PocketBase's trusted proxy headers through the settings API
+// (the dashboard's Settings, Application, User IP proxy headers): the flag
+// sets them again at each start, so a change there would hold until the
+// next restart and then silently go.
+func GuardHeaders(app core.App, headers []string) {
+	if len(headers) == 0 {
+		return
+	}
+	app.OnSettingsUpdateRequest().BindFunc(func(e *core.SettingsUpdateRequestEvent) error {
+		if !slices.Equal(e.NewSettings.TrustedProxy.Headers, e.OldSettings.TrustedProxy.Headers) {
+			return e.BadRequestError(fmt.Sprintf("This setting is declared by --trusted-proxy-headers (%s) at each start: "+
+				"change it there, then restart petstore.", envflag.Name("trusted-proxy-headers")), nil)
+		}
+		return e.Next()
+	})
 }
 
 // ParseHeaders reads --trusted-proxy-headers: header names, comma-separated

@@ -12,7 +12,8 @@ import (
 )
 
 // TestDeclaredSettings: serve's flags and variables declare the backups'
-// schedule, retention and S3 storage, the SMTP server and the sender; the
+// schedule, retention and S3 storage, the SMTP server and the sender, the
+// trusted proxy headers; the
 // settings API (the dashboard) shows them without their secrets and refuses
 // to change them, naming the flag, while an undeclared setting stays the
 // dashboard's; no line of the run holds a secret; a second start with the
@@ -29,7 +30,8 @@ func TestDeclaredSettings(t *testing.T) {
 		"--backups-s3-bucket", "petstore-backups", "--backups-s3-region", "eu-central-1",
 		"--backups-s3-endpoint", "https://s3.example.org", "--backups-s3-access-key", "AKIDPLANTED",
 		"--smtp-host", "smtp.example.org", "--smtp-port", "2525", "--smtp-username", "shop",
-		"--smtp-password-file", passwordFile, "--smtp-sender-address", "shop@example.org"}
+		"--smtp-password-file", passwordFile, "--smtp-sender-address", "shop@example.org",
+		"--trusted-proxy-headers", "X-Forwarded-For", "--proxy-addresses", "127.0.0.1"}
 	dir, p := serveBinary(t, args...)
 	token := superuserToken(t, p)
 
@@ -48,9 +50,10 @@ func TestDeclaredSettings(t *testing.T) {
 	}
 
 	for change, flag := range map[string]string{
-		`{"smtp":{"host":"mail.example.net"}}`: "--smtp-* (PETSTORE_SMTP_*)",
-		`{"backups":{"cron":"0 1 * * *"}}`:     "--backups-cron (PETSTORE_BACKUPS_CRON)",
-		`{"meta":{"senderName":"Other"}}`:      "--smtp-sender-name (PETSTORE_SMTP_SENDER_NAME)",
+		`{"smtp":{"host":"mail.example.net"}}`:       "--smtp-* (PETSTORE_SMTP_*)",
+		`{"backups":{"cron":"0 1 * * *"}}`:           "--backups-cron (PETSTORE_BACKUPS_CRON)",
+		`{"meta":{"senderName":"Other"}}`:            "--smtp-sender-name (PETSTORE_SMTP_SENDER_NAME)",
+		`{"trustedProxy":{"headers":["X-Real-IP"]}}`: "--trusted-proxy-headers (PETSTORE_TRUSTED_PROXY_HEADERS)",
 	} {
 		status, body, err := p.Do(context.Background(), http.MethodPatch, "/api/settings", token, []byte(change))
 		if err != nil || status != http.StatusBadRequest || !strings.Contains(string(body), flag) {
