@@ -1,11 +1,9 @@
 package realserver_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -15,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pocketbase/pocketbase/core"
-
+	"petstore/testkit/backupzip"
 	"petstore/testkit/realserver"
 )
 
@@ -46,10 +43,11 @@ func TestRestoreCannotRewriteTheTrail(t *testing.T) {
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("download: %d %v", status, err)
 	}
-	forged := forgeBackup(t, taken,
+	forged := backupzip.Forge(t, taken, []string{
 		"DELETE FROM audit_log WHERE action = 'key.revoked'",
 		"UPDATE audit_log SET actor = 'forged', actor_email = 'someone@example.com' WHERE action = 'key.created'",
-		"UPDATE api_keys SET revoked = ''")
+		"UPDATE api_keys SET revoked = ''",
+	})
 
 	before := trail(t, staff)
 	var multipartBody bytes.Buffer
@@ -163,68 +161,4 @@ func trailOrNil(staff func(method, path string, body []byte, contentType string)
 		return nil
 	}
 	return page.Items
-}
-
-// forgeBackup is backup with the statements run on its data.db.
-func forgeBackup(t *testing.T, backup []byte, statements ...string) []byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(backup), int64(len(backup)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	zw := zip.NewWriter(&out)
-	for _, f := range zr.File {
-		if strings.HasPrefix(f.Name, "data.db-") {
-			continue // the edited data.db holds everything
-		}
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		content, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Name == "data.db" {
-			content = editDB(t, content, statements)
-		}
-		w, err := zw.Create(f.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(content)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
-}
-
-// editDB is the SQLite database db with the statements run on it.
-func editDB(t *testing.T, db []byte, statements []string) []byte {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "data.db")
-	if err := os.WriteFile(path, db, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := core.DefaultDBConnect(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range statements {
-		if _, err := conn.NewQuery(s).Execute(); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	if _, err := conn.NewQuery("PRAGMA wal_checkpoint(TRUNCATE)").Execute(); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-	edited, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return edited
 }
