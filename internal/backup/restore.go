@@ -140,7 +140,7 @@ func prepare(ctx context.Context, path, temp string, fixed []fixedcollections.Co
 	if err := datadir.QuickCheck(ctx, db); err != nil {
 		return "", nil, fmt.Errorf("the backup's %s fails PRAGMA quick_check: %w; nothing was changed", database.DataFile, err)
 	}
-	if err := checkSchema(ctx, db, temp, fixed); err != nil {
+	if err := checkSchema(ctx, dir, temp, fixed); err != nil {
 		return "", nil, err
 	}
 	return dir, leftOut, nil

@@ -52,6 +52,7 @@ func TestRestoreRefusesADoctoredBackup(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		statements []string
+		aux        []string // run on auxiliary.db
 		entries    []backupzip.Entry
 		refused    []string // in the answer and the trail's details
 		alongside  bool     // what refused goes with more (the indexes of a renamed table)
@@ -89,6 +90,11 @@ func TestRestoreRefusesADoctoredBackup(t *testing.T) {
 			refused:    []string{`view "hashes": neither`},
 		},
 		{
+			name:    "logs trigger",
+			aux:     []string{"CREATE TRIGGER quiet_logs BEFORE INSERT ON _logs BEGIN SELECT RAISE(IGNORE); END"},
+			refused: []string{`auxiliary.db's trigger "quiet_logs" on _logs: neither`},
+		},
+		{
 			name:    "follower's mark",
 			entries: []backupzip.Entry{{Name: "data.db-follow", Mode: 0o600, Content: []byte(`{"cluster":"c","term":1}`)}},
 			refused: []string{"data.db-follow: a cluster follower's mark"},
@@ -101,7 +107,7 @@ func TestRestoreRefusesADoctoredBackup(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			name := strings.ReplaceAll(strings.ReplaceAll(c.name, " ", "_"), "'", "") + ".zip"
-			if r := upload(t, s, superuser, name, backupzip.Forge(t, taken, c.statements, c.entries...)); r.StatusCode != http.StatusNoContent {
+			if r := upload(t, s, superuser, name, backupzip.ForgeDatabases(t, taken, map[string][]string{"data.db": c.statements, "auxiliary.db": c.aux}, c.entries...)); r.StatusCode != http.StatusNoContent {
 				t.Fatalf("upload: %d %s", r.StatusCode, r.Body)
 			}
 			r := s.Do(t, http.MethodPost, "/api/backups/"+name+"/restore", superuser, nil)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
@@ -14,6 +15,7 @@ import (
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 
+	"petstore/internal/database"
 	"petstore/internal/datadir"
 	"petstore/internal/fixedcollections"
 )
@@ -50,11 +52,12 @@ type schemaObject struct {
 	display string
 }
 
-// checkSchema checks the schema of the database at dbPath, a backup's
-// data.db, with a reference made in a directory under temp; fixed are the
-// collections the service relies on. It returns a *SchemaError naming
-// what it refuses.
-func checkSchema(ctx context.Context, dbPath, temp string, fixed []fixedcollections.Collection) error {
+// checkSchema checks the schemas of the databases of a backup extracted
+// in dir, data.db and auxiliary.db (PocketBase's logs), with a reference
+// made in a directory under temp; fixed are the collections the service
+// relies on. It returns a *SchemaError naming what it refuses.
+func checkSchema(ctx context.Context, dir, temp string, fixed []fixedcollections.Collection) error {
+	dbPath := filepath.Join(dir, database.DataFile)
 	known := datadir.KnownMigrations()
 	state, err := datadir.Inspect(ctx, dbPath, known)
 	if err != nil {
@@ -75,12 +78,12 @@ func checkSchema(ctx context.Context, dbPath, temp string, fixed []fixedcollecti
 	}
 	applied := slices.DeleteFunc(known, func(file string) bool { return slices.Contains(state.Pending, file) })
 
-	dir, err := os.MkdirTemp(temp, "pb_restore_reference_")
+	refDir, err := os.MkdirTemp(temp, "pb_restore_reference_")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	ref, err := reference(dir, applied, collections, fixed)
+	defer os.RemoveAll(refDir)
+	ref, err := reference(refDir, applied, collections, fixed)
 	if err != nil {
 		return err
 	}
@@ -101,28 +104,53 @@ func checkSchema(ctx context.Context, dbPath, temp string, fixed []fixedcollecti
 		}
 	}
 
-	objects, err := readSchema(db)
+	differ, err := compareSchemas(db, ref.DB(), "")
 	if err != nil {
 		return err
 	}
-	refObjects, err := readSchema(ref.DB())
-	if err != nil {
-		return err
-	}
-	for key, o := range objects {
-		want, ok := refObjects[key]
-		switch {
-		case !ok:
-			refused = append(refused, o.display+": neither petstore's migrations nor PocketBase make it")
-		case !sameObject(o, want):
-			refused = append(refused, o.display+": its definition differs from the one petstore's migrations and PocketBase make")
+	refused = append(refused, differ...)
+	auxPath := filepath.Join(dir, auxiliaryFile)
+	if _, err := os.Stat(auxPath); err == nil {
+		aux, err := core.DefaultDBConnect(auxPath)
+		if err != nil {
+			return err
 		}
+		defer aux.Close()
+		differ, err := compareSchemas(aux, ref.AuxDB(), auxiliaryFile+"'s ")
+		if err != nil {
+			return err
+		}
+		refused = append(refused, differ...)
 	}
 	if len(refused) > 0 {
 		slices.Sort(refused)
 		return &SchemaError{Refused: refused}
 	}
 	return nil
+}
+
+// compareSchemas names each object of db's schema that ref's has not, or
+// defines otherwise, each name after prefix.
+func compareSchemas(db, ref dbx.Builder, prefix string) ([]string, error) {
+	objects, err := readSchema(db)
+	if err != nil {
+		return nil, err
+	}
+	refObjects, err := readSchema(ref)
+	if err != nil {
+		return nil, err
+	}
+	var differ []string
+	for key, o := range objects {
+		want, ok := refObjects[key]
+		switch {
+		case !ok:
+			differ = append(differ, prefix+o.display+": neither petstore's migrations nor PocketBase make it")
+		case !sameObject(o, want):
+			differ = append(differ, prefix+o.display+": its definition differs from the one petstore's migrations and PocketBase make")
+		}
+	}
+	return differ, nil
 }
 
 // reference makes, in dir, the database that the migrations named applied

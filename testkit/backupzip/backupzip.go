@@ -28,6 +28,13 @@ type Entry struct {
 // extra added.
 func Forge(t testing.TB, backup []byte, statements []string, extra ...Entry) []byte {
 	t.Helper()
+	return ForgeDatabases(t, backup, map[string][]string{"data.db": statements}, extra...)
+}
+
+// ForgeDatabases is backup with statements run on each database they name
+// (data.db, auxiliary.db) and the entries extra added.
+func ForgeDatabases(t testing.TB, backup []byte, statements map[string][]string, extra ...Entry) []byte {
+	t.Helper()
 	zr, err := zip.NewReader(bytes.NewReader(backup), int64(len(backup)))
 	if err != nil {
 		t.Fatal(err)
@@ -35,8 +42,8 @@ func Forge(t testing.TB, backup []byte, statements []string, extra ...Entry) []b
 	var out bytes.Buffer
 	zw := zip.NewWriter(&out)
 	for _, f := range zr.File {
-		if strings.HasPrefix(f.Name, "data.db-") {
-			continue // the edited data.db holds everything
+		if strings.HasPrefix(f.Name, "data.db-") || strings.HasPrefix(f.Name, "auxiliary.db-") {
+			continue // each database holds everything
 		}
 		rc, err := f.Open()
 		if err != nil {
@@ -47,8 +54,8 @@ func Forge(t testing.TB, backup []byte, statements []string, extra ...Entry) []b
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.Name == "data.db" && len(statements) > 0 {
-			content = editDB(t, content, statements)
+		if len(statements[f.Name]) > 0 {
+			content = editDB(t, content, statements[f.Name])
 		}
 		w, err := zw.Create(f.Name)
 		if err != nil {
