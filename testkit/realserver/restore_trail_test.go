@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -48,7 +49,7 @@ func TestRestoreCannotRewriteTheTrail(t *testing.T) {
 		"DELETE FROM audit_log WHERE action = 'key.revoked'",
 		"UPDATE audit_log SET actor = 'forged', actor_email = 'someone@example.com' WHERE action = 'key.created'",
 		"UPDATE api_keys SET revoked = ''",
-	})
+	}, backupzip.Entry{Name: "storage/brought/run", Mode: fs.ModeSetuid | 0o755, Content: []byte("#!/bin/sh\n")})
 
 	upload := func(name string, zip []byte) {
 		t.Helper()
@@ -127,6 +128,12 @@ func TestRestoreCannotRewriteTheTrail(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "petstore_restore_trail")); !os.IsNotExist(err) {
 		t.Errorf("the trail kept for the restore is still there: %v", err)
+	}
+	// The zip's modes are not restored.
+	if info, err := os.Stat(filepath.Join(dir, "storage", "brought", "run")); err != nil {
+		t.Error(err)
+	} else if info.Mode() != 0o600 {
+		t.Errorf("the zip's setuid file restored as %v, want -rw-------", info.Mode())
 	}
 }
 
