@@ -54,7 +54,7 @@ func main() {
 	serve := cmd.NewServeCommand(app, false)
 	keys := commands.NewKeysCommand(app)
 	healthcheck, versionCmd := newHealthcheckCommand(), newVersionCommand()
-	backups := backup.NewCommand(app)
+	backups := backup.NewCommand(app, hooks.FixedCollections())
 	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, commands.NewCategoriesCommand(app), backups.Command,
 		healthcheck.Command, versionCmd)
 	// None opens the data directory's databases: they run without the

@@ -61,6 +61,13 @@ type Service struct {
 // Err is the error that stopped `serve` from starting, if any.
 func (s *Service) Err() error { return s.err }
 
+// FixedCollections are the collections the service relies on as their
+// migrations make them: no API changes them (fixedcollections), and no
+// restore brings them changed (backup).
+func FixedCollections() []fixedcollections.Collection {
+	return append(append(apikeys.Fixed(), audit.Fixed(), pets.Fixed(), categories.Fixed()), webhooks.Fixed()...)
+}
+
 // Register binds everything petstore adds to app, configured by opts.
 func Register(app core.App, opts options.Options) *Service {
 	s := &Service{log: logging.New(app, opts.Console), outbox: webhooks.NewOutbox(app)}
@@ -102,9 +109,10 @@ func Register(app core.App, opts options.Options) *Service {
 	pets.Bind(app)
 	categories.Bind(app)
 	apikeys.Bind(app)
-	fixedcollections.Bind(app, append(append(apikeys.Fixed(), audit.Fixed(), pets.Fixed(), categories.Fixed()), webhooks.Fixed()...)...)
+	fixed := FixedCollections()
+	fixedcollections.Bind(app, fixed...)
 	hiddenfields.Bind(app)
-	backup.Bind(app, opts.AllowBackupRestore, held, s.log)
+	backup.Bind(app, opts.AllowBackupRestore, fixed, held, s.log)
 	opts.Settings.Guard(app)
 	proxytrust.GuardHeaders(app, opts.Server.TrustedProxyHeaders)
 	audit.Bind(app, s.log, opts.AuditRetention, func(action audit.Action) {

@@ -67,6 +67,9 @@ const (
 	BackupUploaded   Action = "backup.uploaded"
 	BackupRestored   Action = "backup.restored" // written after the restore, into the restored trail
 	BackupDeleted    Action = "backup.deleted"
+	// A restore through the API refused, before anything changed: the
+	// details add what it refused ({"refused": [...]}).
+	BackupRestoreRefused Action = "backup.restore_refused"
 )
 
 // The actions on webhook endpoints. A secret roll's details hold until when
@@ -105,7 +108,7 @@ const (
 var Actions = []Action{
 	KeyCreated, KeyRolled, KeyRevoked, KeyExpiryChanged, KeyBanLifted, KeyBanned, KeyScopesChanged, KeyQuotaChanged,
 	PlanChanged,
-	BackupCreated, BackupDownloaded, BackupUploaded, BackupRestored, BackupDeleted,
+	BackupCreated, BackupDownloaded, BackupUploaded, BackupRestored, BackupDeleted, BackupRestoreRefused,
 	WebhookCreated, WebhookChanged, WebhookDeleted, WebhookSecretRolled, WebhookPaused, WebhookEventResent, WebhookTestSent,
 	CategoryCreated, CategoryRenamed, CategoryDeleted,
 	ClusterPromoted, ClusterSteppedDown,

@@ -42,6 +42,9 @@ type Restore struct {
 	Backup    string    `json:"backup"`
 	By        Actor     `json:"by"`
 	Requested time.Time `json:"requested"`
+	// LeftOut are the backup's top-level entries the restore did not
+	// take (a running process's locks and -shm, folders of its own).
+	LeftOut []string `json:"leftOut,omitempty"`
 }
 
 // MarkRestore notes r in the data directory's temporary directory, which

@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"petstore/internal/audit"
+	"petstore/internal/fixedcollections"
 )
 
 // Command is the `backup` command tree.
@@ -20,16 +22,17 @@ type Command struct {
 	Restore *cobra.Command
 }
 
-// NewCommand returns `backup create|list|restore`, working on app's --dir.
-// Its errors are the command's: main prints them and exits 1.
-func NewCommand(app core.App) *Command {
+// NewCommand returns `backup create|list|restore`, working on app's --dir;
+// a restore checks the backup's fixed collections against their
+// migrations'. Its errors are the command's: main prints them and exits 1.
+func NewCommand(app core.App, fixed []fixedcollections.Collection) *Command {
 	c := &Command{Command: &cobra.Command{
 		Use:   "backup",
 		Short: "Make, list and restore backups of the data directory (zips, as the dashboard's)",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}}
-	c.Restore = restoreCommand(app)
+	c.Restore = restoreCommand(app, fixed)
 	c.AddCommand(createCommand(app), listCommand(app), c.Restore)
 	return c
 }
@@ -90,20 +93,25 @@ func listCommand(app core.App) *cobra.Command {
 	}
 }
 
-func restoreCommand(app core.App) *cobra.Command {
+func restoreCommand(app core.App, fixed []fixedcollections.Collection) *cobra.Command {
 	return &cobra.Command{
 		Use:   "restore BACKUP",
 		Short: "Replace the data of a stopped data directory with a backup (a name in its backups, or a zip's path)",
 		Long: "Replace the data of --dir, which no petstore process may have open, with the backup: the name of a zip in " +
-			"--dir's backups, or the path of one (with a /: ./backup.zip in the working directory). The data it replaces is " +
-			"kept until the next start, which carries its audit trail across and writes backup.restored.",
+			"--dir's backups, or the path of one (with a /: ./backup.zip in the working directory). The backup is refused, and " +
+			"nothing changed, when its data.db holds a table, index, view or trigger that petstore's migrations and PocketBase " +
+			"do not make, a fixed collection changed, or a file only a running node writes (data.db-follow). The data it " +
+			"replaces is kept until the next start, which carries its audit trail across and writes backup.restored.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			done, err := Restore(context.Background(), app.DataDir(), Source(app.DataDir(), args[0]), audit.CLI)
+			done, err := Restore(context.Background(), app.DataDir(), Source(app.DataDir(), args[0]), audit.CLI, fixed)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Restored %s into %s.\n", done.Backup, app.DataDir())
+			if len(done.LeftOut) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "Left out of the backup (not part of a data directory's data): %s.\n", strings.Join(done.LeftOut, ", "))
+			}
 			if done.Replaced != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "The data it replaced is in %s until the next start, which carries its audit trail across.\n", done.Replaced)
 			}

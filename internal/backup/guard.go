@@ -1,10 +1,14 @@
 package backup
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,7 +16,9 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
+	"github.com/pocketbase/pocketbase/tools/osutils"
 	"github.com/pocketbase/pocketbase/tools/router"
+	"github.com/pocketbase/pocketbase/tools/security"
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
@@ -56,22 +62,33 @@ const autoBackupPrefix = "@auto_pb_backup_"
 // says were revoked.
 type backupGuard struct {
 	allowRestore bool
+	fixed        []fixedcollections.Collection
 	held         *datadir.HeldUse // the process's use lock; nil: none held
 	log          *slog.Logger
 	// creating is who asked for the backup the API is creating: the API
 	// creates one at a time, in the request.
 	creating   atomic.Pointer[audit.Actor]
 	createLock sync.Mutex
-	restoring  sync.Map // backup name → the audit.Actor who asked for its restore
+	restoring  sync.Map // backup name → its pendingRestore
+}
+
+// pendingRestore is a restore the API has answered and PocketBase is
+// about to run: who asked, and the backup prepared (extracted and checked)
+// in the request.
+type pendingRestore struct {
+	by       audit.Actor
+	prepared string
+	leftOut  []string
 }
 
 // Bind binds the guard of PocketBase's backups API and its restores:
 // uploads and restores through the API only when allowRestore says so
-// (serve --allow-backup-restore), and restores only while no other process
-// has the data directory open: held, the process's own use lock, is made
-// exclusive for the restore.
-func Bind(app core.App, allowRestore bool, held *datadir.HeldUse, log *slog.Logger) {
-	g := &backupGuard{allowRestore: allowRestore, held: held, log: log}
+// (serve --allow-backup-restore), restores only while no other process
+// has the data directory open (held, the process's own use lock, is made
+// exclusive for the restore), and only of a backup that prepare finds fit,
+// its fixed collections as their migrations make them.
+func Bind(app core.App, allowRestore bool, fixed []fixedcollections.Collection, held *datadir.HeldUse, log *slog.Logger) {
+	g := &backupGuard{allowRestore: allowRestore, fixed: fixed, held: held, log: log}
 	app.OnServe().BindFunc(func(se *core.ServeEvent) error {
 		if err := g.carryTrail(se.App); err != nil {
 			return err
@@ -119,13 +136,23 @@ func (g *backupGuard) guard(e *core.RequestEvent) error {
 			return err
 		}
 		by := audit.ActorOf(e)
-		g.restoring.Store(key, by)
-		g.log.Warn("Backup restore requested: the service restarts with the backup's data", "backup", key, "actor", by.ID, "actorEmail", by.Email)
-		err := e.Next()
-		if err != nil {
-			g.restoring.Delete(key)
+		if ok, err := g.exists(e.App, key); err != nil || !ok {
+			return e.Next() // PocketBase's answer
 		}
-		return err
+		// Prepared now, so that a refusal is the answer, with its reasons.
+		prepared, leftOut, err := g.prepare(e.Request.Context(), e.App, key)
+		if err != nil {
+			g.refused(e.App, key, by, err)
+			return e.BadRequestError("The backup "+key+" is not restored: "+err.Error(), nil)
+		}
+		g.restoring.Store(key, pendingRestore{by: by, prepared: prepared, leftOut: leftOut})
+		g.log.Warn("Backup restore requested: the service restarts with the backup's data", "backup", key, "actor", by.ID, "actorEmail", by.Email)
+		if err := e.Next(); err != nil {
+			g.restoring.Delete(key)
+			os.RemoveAll(prepared)
+			return err
+		}
+		return nil
 	case backupUploadPattern:
 		if !g.allowRestore {
 			return e.ForbiddenError(errBackupRestoreOff, nil)
@@ -178,12 +205,17 @@ func (g *backupGuard) created(e *core.BackupEvent) error {
 	return nil
 }
 
-// restore notes the restore about to happen for the next start, which
-// carries the trail across it (carryTrail).
+// restore replaces PocketBase's restore: it puts in place the backup
+// prepared (in the request, else now), never the zip as PocketBase would
+// extract it, notes the restore for the next start, which carries the trail
+// across it (carryTrail), and restarts the process.
 func (g *backupGuard) restore(e *core.BackupEvent) error {
-	by := audit.System
+	p := pendingRestore{by: audit.System}
 	if v, ok := g.restoring.LoadAndDelete(e.Name); ok {
-		by = v.(audit.Actor)
+		p = v.(pendingRestore)
+	}
+	if p.prepared != "" {
+		defer os.RemoveAll(p.prepared)
 	}
 	// Held exclusively until the process is replaced: a process that
 	// starts meanwhile waits for the restored data.
@@ -191,14 +223,118 @@ func (g *backupGuard) restore(e *core.BackupEvent) error {
 		g.log.Warn("Backup restore refused", "backup", e.Name, "error", err.Error())
 		return err
 	}
-	err := audit.MarkRestore(e.App.DataDir(), audit.Restore{Backup: e.Name, By: by, Requested: time.Now().UTC()})
-	if err != nil {
-		err = fmt.Errorf("could not note the restore for the audit trail: %w", err)
-	} else {
-		err = e.Next() // on success, the process is replaced and Next does not return
+	err := func() error {
+		if p.prepared == "" {
+			var err error
+			if p.prepared, p.leftOut, err = g.prepare(e.Context, e.App, e.Name); err != nil {
+				g.refused(e.App, e.Name, p.by, err)
+				return err
+			}
+			defer os.RemoveAll(p.prepared)
+		}
+		note := audit.Restore{Backup: e.Name, By: p.by, Requested: time.Now().UTC(), LeftOut: p.leftOut}
+		if err := audit.MarkRestore(e.App.DataDir(), note); err != nil {
+			return fmt.Errorf("could not note the restore for the audit trail: %w", err)
+		}
+		err := replace(e.App, p.prepared) // on success, the process is replaced and replace does not return
 		audit.UnmarkRestore(e.App.DataDir())
-	}
+		return err
+	}()
 	return errors.Join(err, g.held.Shared())
+}
+
+// replace moves app's data to the temporary directory, where the next start
+// finds it (audit.KeepTrailOfRestore), and the data in prepared in its
+// place, while holding both databases' write locks, as PocketBase's restore
+// does; then it restarts the process. If the restart fails, the data is
+// put back.
+func replace(app core.App, prepared string) error {
+	old := filepath.Join(app.DataDir(), core.LocalTempDirName, "old_pb_data_"+security.PseudorandomString(8))
+	swap := func(from, to string) error {
+		return app.RunInTransaction(func(tx core.App) error {
+			return tx.AuxRunInTransaction(func(tx core.App) error {
+				if err := osutils.MoveDirContent(tx.DataDir(), from, keptInPlace...); err != nil {
+					return fmt.Errorf("move the data directory's content to %s: %w", from, err)
+				}
+				if err := osutils.MoveDirContent(to, tx.DataDir(), keptInPlace...); err != nil {
+					return errors.Join(fmt.Errorf("move %s into the data directory: %w", to, err), osutils.MoveDirContent(from, tx.DataDir()))
+				}
+				return nil
+			})
+		})
+	}
+	if err := swap(old, prepared); err != nil {
+		return err
+	}
+	if err := app.Restart(); err != nil {
+		return errors.Join(fmt.Errorf("restart the process with the restored data: %w", err), swap(prepared, old))
+	}
+	return nil
+}
+
+// exists tells whether app's backups hold name.
+func (g *backupGuard) exists(app core.App, name string) (bool, error) {
+	fsys, err := app.NewBackupsFilesystem()
+	if err != nil {
+		return false, err
+	}
+	defer fsys.Close()
+	return fsys.Exists(name)
+}
+
+// prepare fetches the backup name from app's backups (pb_data/backups, or
+// S3) and prepares it for its restore (prepare).
+func (g *backupGuard) prepare(ctx context.Context, app core.App, name string) (string, []string, error) {
+	temp := filepath.Join(app.DataDir(), core.LocalTempDirName)
+	zip := filepath.Join(app.DataDir(), core.LocalBackupsDirName, filepath.Base(name))
+	if app.Settings().Backups.S3.Enabled {
+		if err := os.MkdirAll(temp, datadir.DirMode); err != nil {
+			return "", nil, err
+		}
+		fetched, err := os.CreateTemp(temp, "pb_restore_zip")
+		if err != nil {
+			return "", nil, err
+		}
+		defer os.Remove(fetched.Name())
+		err = func() error {
+			fsys, err := app.NewBackupsFilesystem()
+			if err != nil {
+				return err
+			}
+			defer fsys.Close()
+			fsys.SetContext(ctx)
+			r, err := fsys.GetReader(name)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			_, err = io.Copy(fetched, r)
+			return err
+		}()
+		if err := errors.Join(err, fetched.Close()); err != nil {
+			return "", nil, fmt.Errorf("fetch the backup %s: %w", name, err)
+		}
+		zip = fetched.Name()
+	}
+	return prepare(ctx, zip, temp, g.fixed)
+}
+
+// refused audits, and logs, the refusal of the restore of the backup name
+// that by asked for: why, each object or entry refused named.
+func (g *backupGuard) refused(app core.App, name string, by audit.Actor, why error) {
+	reasons := []string{why.Error()}
+	var schema *SchemaError
+	var entries *RefusedEntriesError
+	switch {
+	case errors.As(why, &schema):
+		reasons = schema.Refused
+	case errors.As(why, &entries):
+		reasons = entries.Entries
+	}
+	g.log.Warn("Backup restore refused", "backup", name, "error", why.Error())
+	if err := audit.Write(app, audit.Entry{Action: audit.BackupRestoreRefused, By: by, Details: map[string]any{"backup": name, "refused": reasons}}); err != nil {
+		g.log.Error("Could not audit "+string(audit.BackupRestoreRefused), "backup", name, "error", err)
+	}
 }
 
 // exclusive makes the process's use lock exclusive: a BadRequestError
@@ -228,9 +364,13 @@ func (g *backupGuard) carryTrail(app core.App) error {
 		}
 		// Counts, not ids: the details are bounded, and each key revoked
 		// again has its key.revoked record in the trail.
-		return audit.Write(tx, audit.Entry{Action: audit.BackupRestored, By: carried.By, Details: map[string]any{
+		details := map[string]any{
 			"backup": carried.Backup, "requested": carried.Requested, "carried": carried.Records, "revokedAgain": len(revoked),
-		}})
+		}
+		if len(carried.LeftOut) > 0 {
+			details["leftOut"] = carried.LeftOut
+		}
+		return audit.Write(tx, audit.Entry{Action: audit.BackupRestored, By: carried.By, Details: details})
 	})
 	if err != nil {
 		return fmt.Errorf("could not carry the audit trail from before the backup restore into the restored database: %w; "+

@@ -185,7 +185,7 @@ func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger,
 	}
 	defer lock.Release()
 
-	known := knownMigrations()
+	known := KnownMigrations()
 	state, err := Inspect(ctx, dbPath, known)
 	if err != nil {
 		return err
@@ -264,9 +264,9 @@ func quickCheck(ctx context.Context, dbPath string, timeout time.Duration, log *
 	return fmt.Errorf("PRAGMA quick_check of %s: %w", dbPath, err)
 }
 
-// knownMigrations names every migration of this binary, PocketBase's and
+// KnownMigrations names every migration of this binary, PocketBase's and
 // petstore's, in the order they apply.
-func knownMigrations() []string {
+func KnownMigrations() []string {
 	var files []string
 	for _, list := range []core.MigrationsList{core.SystemMigrations, core.AppMigrations} {
 		for _, m := range list.Items() {

@@ -155,9 +155,26 @@ func sameCollection(current *core.Collection, imported map[string]any) bool {
 	if err := json.Unmarshal(raw, read); err != nil {
 		return false
 	}
-	a, errA := comparable(current)
-	b, errB := comparable(read)
-	return errA == nil && errB == nil && bytes.Equal(a, b)
+	return Same(current, read)
+}
+
+// Same tells whether a and b are one collection as stored: id, name, type,
+// fields, rules, indexes and options, their dates aside.
+func Same(a, b *core.Collection) bool {
+	rawA, errA := comparable(a)
+	rawB, errB := comparable(b)
+	return errA == nil && errB == nil && bytes.Equal(rawA, rawB)
+}
+
+// In is f as found among collections: by the id its migration gave it, or
+// by its name as PocketBase compares names; nil if it is not there.
+func (f Collection) In(collections []*core.Collection) *core.Collection {
+	for _, c := range collections {
+		if c.Id == f.id() || sameName(c.Name, f.Name) {
+			return c
+		}
+	}
+	return nil
 }
 
 // comparable is c's JSON without its created and updated dates.
