@@ -53,11 +53,7 @@ func runNodeProcess(endpoints string) {
 	}
 	url := "http://" + ln.Addr().String()
 	cfg := cluster.Config{Endpoints: strings.Split(endpoints, ","), Name: "test", NodeName: "paused", AdvertiseURL: url, TTL: testTTL}
-	node, err = cluster.New(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)), cluster.Options{OnElected: func(int64) { _ = node.Serving(context.Background()) }})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	node = cluster.New(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)), cluster.Options{OnElected: func(int64) { _ = node.Serving(context.Background()) }})
 	go func() { _ = node.Run(context.Background()) }()
 	fmt.Println(url)
 	_ = server.Serve(ln)
