@@ -79,7 +79,7 @@ func TestConfigRefusesBadValuesNamingTheFlag(t *testing.T) {
 		{func(f *cluster.Flags) { f.Etcd, f.EtcdCert, f.EtcdKey = "https://127.0.0.1:2379", secret, secret }, "--cluster-etcd-cert"},
 		{func(f *cluster.Flags) { f.EtcdUser = "petstore" }, "--cluster-etcd-user \"petstore\" needs its password"},
 		{func(f *cluster.Flags) { f.EtcdPasswordFile = password }, "--cluster-etcd-password-file is the password of --cluster-etcd-user"},
-		{func(f *cluster.Flags) { f.EtcdUser, f.EtcdPasswordFile = "petstore", password + ".missing" }, "--cluster-etcd-password-file"},
+		{func(f *cluster.Flags) { f.EtcdUser, f.EtcdPasswordFile = "petstore", password+".missing" }, "--cluster-etcd-password-file"},
 	} {
 		f := good()
 		tc.change(&f)

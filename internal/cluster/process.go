@@ -60,7 +60,7 @@ func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger, trust ClientT
 		return nil, err
 	}
 	if cfg.Secret == nil {
-		log.Warn("Cluster: the nodes are not authenticated (--cluster-insecure-peers): whoever can write to etcd can send every follower's requests, "+
+		log.Warn("Cluster: the nodes are not authenticated (--cluster-insecure-peers): whoever can write to etcd can send every follower's requests, " +
 			"API keys and passwords included, to an address of theirs, and whoever reaches the leader can pass for a node; give every node --cluster-secret-file")
 	}
 	p.listener = &handoffListener{TCPListener: ln.(*net.TCPListener)}
