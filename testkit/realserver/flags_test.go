@@ -84,7 +84,7 @@ var badFlags = []badFlag{
 	{flag: "cluster-etcd-ca", value: "/no/such/ca.pem", with: clusterTLS},
 	{flag: "cluster-etcd-cert", value: "/no/such/cert.pem", with: clusterTLS}, // without its key
 	{flag: "cluster-etcd-key", value: "/no/such/key.pem", with: clusterTLS},   // without its certificate
-	{flag: "cluster-etcd-user", value: "petstore", with: clusterMode},          // without its password
+	{flag: "cluster-etcd-user", value: "petstore", with: clusterMode},         // without its password
 	{flag: "cluster-etcd-password-file", value: "/no/such/password", with: append([]string{"--cluster-etcd-user", "petstore"}, clusterMode...)},
 	{flag: "cluster-secret-file", value: "/no/such/secret", with: clusterMode[:4]},
 	{flag: "cluster-insecure-peers", value: "maybe", with: clusterMode[:4]},
