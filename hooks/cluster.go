@@ -25,7 +25,7 @@ func (p *serviceParts) startCluster() (func() error, error) {
 	if p.opts.Console != nil {
 		log = slog.New(p.opts.Console)
 	}
-	process, err := cluster.Start(cfg, p.opts.HTTPAddr, p.app.DataDir(), log, proxytrust.Proxies(p.opts.Server.ProxyAddresses).Has)
+	process, err := cluster.Start(cfg, p.opts.HTTPAddr, p.app.DataDir(), log, proxytrust.Clients{Proxies: p.opts.Server.ProxyAddresses, Headers: p.opts.Server.TrustedProxyHeaders})
 	if err != nil {
 		return nil, err
 	}

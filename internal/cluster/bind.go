@@ -11,6 +11,8 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/audit"
+	"petstore/internal/proxytrust"
+	"petstore/internal/requestid"
 )
 
 // handoverTimeout bounds the handover: shipping the last transactions and
@@ -23,7 +25,7 @@ const handoverTimeout = 5 * time.Second
 // handoverPriority among the OnTerminate handlers (before the server's
 // drain: writes stop at once).
 func (p *Process) Bind(se *core.ServeEvent, handoverPriority int, log *slog.Logger) {
-	se.Router.Bind(api.Fence(p.Node.MayWrite, p.gate.Handler))
+	se.Router.Bind(p.peers(), api.Fence(p.Node.MayWrite, p.gate.Handler))
 	se.App.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
 		Id:       "petstoreClusterHandover",
 		Priority: handoverPriority,
@@ -48,6 +50,42 @@ func (p *Process) Bind(se *core.ServeEvent, handoverPriority int, log *slog.Logg
 			return te.Next()
 		},
 	})
+}
+
+// peersID is the id of the middleware that checks forwarded requests.
+const peersID = "petstoreClusterPeers"
+
+// peers checks every request that names a forwarding node, before anything
+// reads its client's address or request id (internal/proxytrust,
+// internal/requestid): with the cluster's secret, one whose MAC does not
+// verify (VerifyForward) is refused with 503 not_leader, and one that
+// verifies is served as its forwarding node decided: its peer is the
+// client's address, its id the forwarding node's, and no header of the
+// trusted proxy headers names another address. Without the secret
+// (--cluster-insecure-peers) it changes nothing: the followers' headers
+// count as any proxy's (--proxy-addresses).
+func (p *Process) peers() *hook.Handler[*core.RequestEvent] {
+	return &hook.Handler[*core.RequestEvent]{
+		Id:       peersID,
+		Priority: proxytrust.Priority - 1,
+		Func: func(e *core.RequestEvent) error {
+			f, named, err := p.Node.VerifyForward(e.Request, time.Now())
+			switch {
+			case !named:
+				return e.Next()
+			case err != nil:
+				p.Node.refuseForward(err)
+				notLeader(e.Response, "This node does not take forwarded requests that do not prove a node of the cluster sent them; the server log says why.")
+				return nil
+			}
+			f.asClient(e.Request)
+			for _, h := range e.App.Settings().TrustedProxy.Headers {
+				e.Request.Header.Del(h)
+			}
+			e.Request = e.Request.WithContext(requestid.NewContext(e.Request.Context(), f.RequestID))
+			return e.Next()
+		},
+	}
 }
 
 // Acknowledge is the pets writer's acknowledgement of a create, once its

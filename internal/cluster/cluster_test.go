@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,9 +25,19 @@ import (
 const testTTL = 2 * time.Second
 
 func TestConfigRefusesBadValuesNamingTheFlag(t *testing.T) {
+	secret := secretFile(t, testSecret)
 	good := func() cluster.Flags {
 		return cluster.Flags{Etcd: "http://127.0.0.1:2379,http://127.0.0.1:2380", Name: "petstore", NodeName: "a",
-			AdvertiseURL: "http://127.0.0.1:8090", ReplicaURL: "file:///var/lib/petstore-replica", TTL: 5 * time.Second}
+			AdvertiseURL: "http://127.0.0.1:8090", ReplicaURL: "file:///var/lib/petstore-replica", TTL: 5 * time.Second, SecretFile: secret}
+	}
+	short := secretFile(t, strings.Repeat("s", cluster.MinSecret-1))
+	open := secretFile(t, testSecret)
+	if err := os.Chmod(open, 0o604); err != nil {
+		t.Fatal(err)
+	}
+	password := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(password, []byte("from the file\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	c, err := good().Config("127.0.0.1:8090")
 	if err != nil {
@@ -55,6 +67,19 @@ func TestConfigRefusesBadValuesNamingTheFlag(t *testing.T) {
 		{func(f *cluster.Flags) { f.TTL = time.Second }, "--cluster-ttl"},
 		{func(f *cluster.Flags) { f.TTL = 61 * time.Second }, "--cluster-ttl"},
 		{func(f *cluster.Flags) { f.TTL = 2500 * time.Millisecond }, "--cluster-ttl"},
+		{func(f *cluster.Flags) { f.SecretFile = "" }, "--cluster-secret-file is needed"},
+		{func(f *cluster.Flags) { f.SecretFile = short }, "--cluster-secret-file " + short + " holds 31 bytes"},
+		{func(f *cluster.Flags) { f.SecretFile = open }, "--cluster-secret-file " + open + " is open to every user"},
+		{func(f *cluster.Flags) { f.SecretFile = open + ".missing" }, "--cluster-secret-file"},
+		{func(f *cluster.Flags) { f.InsecurePeers = true }, "--cluster-secret-file and --cluster-insecure-peers"},
+		{func(f *cluster.Flags) { f.EtcdCA = "/nowhere/ca.pem" }, "--cluster-etcd: \"http://127.0.0.1:2379\" is not https://"},
+		{func(f *cluster.Flags) { f.Etcd, f.EtcdCA = "https://127.0.0.1:2379", "/nowhere/ca.pem" }, "--cluster-etcd-ca"},
+		{func(f *cluster.Flags) { f.Etcd, f.EtcdCA = "https://127.0.0.1:2379", secret }, "--cluster-etcd-ca " + secret + " holds no PEM certificate"},
+		{func(f *cluster.Flags) { f.Etcd, f.EtcdCert = "https://127.0.0.1:2379", "/nowhere/cert.pem" }, "--cluster-etcd-cert and --cluster-etcd-key go together"},
+		{func(f *cluster.Flags) { f.Etcd, f.EtcdCert, f.EtcdKey = "https://127.0.0.1:2379", secret, secret }, "--cluster-etcd-cert"},
+		{func(f *cluster.Flags) { f.EtcdUser = "petstore" }, "--cluster-etcd-user \"petstore\" needs its password"},
+		{func(f *cluster.Flags) { f.EtcdPasswordFile = password }, "--cluster-etcd-password-file is the password of --cluster-etcd-user"},
+		{func(f *cluster.Flags) { f.EtcdUser, f.EtcdPasswordFile = "petstore", password+".missing" }, "--cluster-etcd-password-file"},
 	} {
 		f := good()
 		tc.change(&f)
@@ -62,6 +87,27 @@ func TestConfigRefusesBadValuesNamingTheFlag(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), tc.flag) {
 			t.Errorf("%+v: error %v, want one naming %s", f, err, tc.flag)
 		}
+	}
+
+	// The secret, and the password from its file or else its variable;
+	// --cluster-insecure-peers runs without a secret.
+	if c.Secret == nil || string(c.Secret) != testSecret || c.User != "" || c.Password != "" || c.TLS != nil {
+		t.Errorf("a good configuration's secret %q, user %q, TLS %v", c.Secret, c.User, c.TLS)
+	}
+	f := good()
+	f.EtcdUser, f.EtcdPasswordFile = "petstore", password
+	t.Setenv(cluster.EtcdPasswordVar, "from the variable")
+	if c, err := f.Config("127.0.0.1:8090"); err != nil || c.User != "petstore" || c.Password != "from the file" {
+		t.Errorf("--cluster-etcd-password-file: user %q password %q, %v", c.User, c.Password, err)
+	}
+	f.EtcdPasswordFile = ""
+	if c, err := f.Config("127.0.0.1:8090"); err != nil || c.Password != "from the variable" {
+		t.Errorf("%s: password %q, %v", cluster.EtcdPasswordVar, c.Password, err)
+	}
+	f = good()
+	f.SecretFile, f.InsecurePeers = "", true
+	if c, err := f.Config("127.0.0.1:8090"); err != nil || c.Secret != nil {
+		t.Errorf("--cluster-insecure-peers: secret %q, %v", c.Secret, err)
 	}
 
 	// Without --cluster-etcd, only --cluster-sync is refused.
@@ -73,7 +119,7 @@ func TestConfigRefusesBadValuesNamingTheFlag(t *testing.T) {
 	}
 
 	// --advertise-url defaults to --http when it names a reachable host.
-	f := good()
+	f = good()
 	f.AdvertiseURL = ""
 	if c, err := f.Config("10.0.0.7:8090"); err != nil || c.AdvertiseURL != "http://10.0.0.7:8090" {
 		t.Errorf("--http 10.0.0.7:8090 without --advertise-url: %q, %v", c.AdvertiseURL, err)
@@ -87,7 +133,8 @@ func TestConfigRefusesBadValuesNamingTheFlag(t *testing.T) {
 
 // testNode is a node with the HTTP server its --advertise-url names: its
 // gate while it does not serve, and a stand-in for the service once it
-// leads, which answers POST with 201 only while the fence is open.
+// leads, which answers POST with 201 only while the fence is open, and
+// refuses a forwarded request that is not authenticated with 403.
 type testNode struct {
 	*cluster.Node
 	name   string
@@ -97,12 +144,42 @@ type testNode struct {
 	logs   *syncBuffer
 }
 
+// testSecret is the test nodes' --cluster-secret-file's content.
+const testSecret = "a test cluster's secret, 32 bytes and more"
+
+// secretFile is a --cluster-secret-file holding secret.
+func secretFile(t *testing.T, secret string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// nodeFlags are the flags of a test node named name of the cluster "test",
+// holding testSecret, whose URL is url.
+func nodeFlags(t *testing.T, etcd *etcdtest.Cluster, name, url string) cluster.Flags {
+	return cluster.Flags{Etcd: strings.Join(etcd.Endpoints(), ","), Name: "test", NodeName: name,
+		AdvertiseURL: url, ReplicaURL: "file:///unused", TTL: testTTL, SecretFile: secretFile(t, testSecret)}
+}
+
 func startNode(t *testing.T, etcd *etcdtest.Cluster, name string, opts cluster.Options) *testNode {
+	t.Helper()
+	return startNodeWith(t, etcd, name, nil, opts)
+}
+
+// startNodeWith starts a node whose flags change changes (nil: none).
+func startNodeWith(t *testing.T, etcd *etcdtest.Cluster, name string, change func(*cluster.Flags), opts cluster.Options) *testNode {
 	t.Helper()
 	tn := &testNode{name: name, done: make(chan error, 1), logs: &syncBuffer{}}
 	tn.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tn.Status().Role != cluster.Leader {
 			tn.Gate(nil).ServeHTTP(w, r)
+			return
+		}
+		if _, named, err := tn.VerifyForward(r, time.Now()); named && err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
 			return
 		}
 		if r.Method == http.MethodPost && !tn.MayWrite() {
@@ -113,8 +190,11 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, name string, opts cluster.O
 		w.WriteHeader(http.StatusCreated)
 	}))
 	t.Cleanup(tn.server.Close)
-	cfg, err := cluster.Flags{Etcd: strings.Join(etcd.Endpoints(), ","), Name: "test", NodeName: name,
-		AdvertiseURL: tn.server.URL, ReplicaURL: "file:///unused", TTL: testTTL}.Config("")
+	flags := nodeFlags(t, etcd, name, tn.server.URL)
+	if change != nil {
+		change(&flags)
+	}
+	cfg, err := flags.Config("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +208,7 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, name string, opts cluster.O
 			t.Logf("%s: %v", name, err)
 		}
 	}
-	node, err := cluster.New(cfg, slog.New(slog.NewTextHandler(tn.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	node := cluster.New(cfg, slog.New(slog.NewTextHandler(tn.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), opts)
 	tn.Node = node
 	ctx, cancel := context.WithCancel(context.Background())
 	tn.cancel = cancel

@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"log/slog"
+	"net/http"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 // LeadingOnAFakeClock is a process whose node leads lease 1, granted for
@@ -15,4 +18,16 @@ func LeadingOnAFakeClock(cfg Config) (p *Process, advance func(time.Duration)) {
 	n.fence.newLease(1, 0, cfg.TTL)
 	n.fence.lead(1)
 	return &Process{Node: n, Data: &Data{}, log: n.log}, clk.advance
+}
+
+// SignForward signs out, a request forwarded at now, as n's gate does.
+func (n *Node) SignForward(out *http.Request, now time.Time) { n.signForward(out, now) }
+
+// LeaderValue is the record n puts under its election key for term.
+func (n *Node) LeaderValue(term int64) string { return n.leaderValue(term) }
+
+// ReadLeader reads an election key holding value, created at revision
+// term, as n's observer does.
+func (n *Node) ReadLeader(value string, term int64) (LeaderInfo, error) {
+	return n.readLeader(&mvccpb.KeyValue{Value: []byte(value), CreateRevision: term})
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -19,36 +20,76 @@ import (
 // back and forth.
 const ForwardedByHeader = "Petstore-Forwarded-By"
 
-// forwardedHeaders are what a proxy says of the client: a trusted proxy's
-// pass to the leader as they are.
-var forwardedHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
+// ClientTrust is what the service believes of the peers that reach it
+// (internal/proxytrust), which the gate believes too.
+type ClientTrust interface {
+	// Has says whether the peer remoteAddr is a reverse proxy
+	// (--proxy-addresses).
+	Has(remoteAddr string) bool
+	// ClientAddr is the address of r's client: its peer's, or from a
+	// proxy, the one its headers name.
+	ClientAddr(r *http.Request) string
+	// ClientHeaders are the headers naming a client's address that a proxy
+	// sets (--trusted-proxy-headers).
+	ClientHeaders() []string
+}
+
+// clientHeaders name a client's address, or its request, to a service
+// behind a proxy: a client's own never pass the gate.
+var clientHeaders = []string{"X-Real-IP", "Forwarded", requestid.Header}
 
 // Gate answers every request while this node does not serve (a follower, a
 // candidate, or a leader whose fence is closed): /healthz 200, /readyz 503,
 // and everything else forwarded to the leader, or answered 503 with
-// Retry-After: 1 when no leader can be reached. Nothing is ever served from
-// this node's copy of the data.
+// Retry-After: 1 when no leader can be reached, or the leader named in
+// etcd is not authenticated. Nothing is ever served from this node's copy
+// of the data.
 //
-// The forwarded request names its client in X-Forwarded-For (and the host
-// and scheme it reached in X-Forwarded-Host and -Proto): the peer's address,
-// or, when trusted says the peer is a reverse proxy (--proxy-addresses),
-// what that proxy said, so the leader counts the client behind a load
-// balancer that reached a follower. trusted may be nil: no peer is trusted.
-func (n *Node) Gate(trusted func(remoteAddr string) bool) http.Handler {
+// The forwarded request says what this node's own rules decided, and no
+// header of the client's naming an address, a request id or a forwarding
+// node passes: its client's address in Petstore-Forwarded-For and
+// X-Forwarded-For (the peer's, or from a proxy that trust names, the one
+// its headers name), the host and scheme it reached in X-Forwarded-Host and
+// -Proto (a proxy's, as they are), its request id in X-Request-Id (a
+// proxy's, or a new one), and with the cluster's secret, the time and a
+// MAC of all of it (signForward), which the leader checks before it
+// believes any of it. trust may be nil: no peer is a proxy.
+func (n *Node) Gate(trust ClientTrust) http.Handler {
+	fromProxy := func(string) bool { return false }
+	if trust != nil {
+		fromProxy = trust.Has
+	}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(pr.In.Context().Value(leaderURLKey{}).(*url.URL))
-			if trusted != nil && trusted(pr.In.RemoteAddr) && pr.In.Header.Get("X-Forwarded-For") != "" {
-				for _, h := range forwardedHeaders {
-					if v := pr.In.Header.Values(h); len(v) > 0 {
-						pr.Out.Header[h] = v
-					}
-				}
-			} else {
-				pr.SetXForwarded()
+			in, out := pr.In, pr.Out
+			pr.SetURL(in.Context().Value(leaderURLKey{}).(*url.URL))
+			out.Host = in.Host
+			client, _, err := net.SplitHostPort(in.RemoteAddr)
+			if err != nil {
+				client = in.RemoteAddr
 			}
-			pr.Out.Host = pr.In.Host
-			pr.Out.Header.Set(ForwardedByHeader, n.cfg.NodeName)
+			host, proto := in.Host, "http"
+			if in.TLS != nil {
+				proto = "https"
+			}
+			drop := append(append([]string{}, forwardedHeaders...), clientHeaders...)
+			if trust != nil {
+				client = trust.ClientAddr(in)
+				drop = append(drop, trust.ClientHeaders()...)
+				if trust.Has(in.RemoteAddr) {
+					host, proto = cmp.Or(in.Header.Get("X-Forwarded-Host"), host), cmp.Or(in.Header.Get("X-Forwarded-Proto"), proto)
+				}
+			}
+			for _, h := range drop {
+				out.Header.Del(h)
+			}
+			out.Header.Set("X-Forwarded-For", client)
+			out.Header.Set("X-Forwarded-Host", host)
+			out.Header.Set("X-Forwarded-Proto", proto)
+			out.Header.Set(requestid.Header, requestid.Decide(in, fromProxy))
+			out.Header.Set(ForwardedByHeader, n.cfg.NodeName)
+			out.Header.Set(ForwardedForHeader, client)
+			n.signForward(out, time.Now())
 		},
 		// Realtime (server-sent events) streams pass at once.
 		FlushInterval: -1,
@@ -82,6 +123,8 @@ func (n *Node) Gate(trusted func(remoteAddr string) bool) http.Handler {
 		switch {
 		case r.Header.Get(ForwardedByHeader) != "":
 			notLeader(w, "This node is not the leader yet; retry shortly.")
+		case status.Leader == nil && status.LeaderRefused != "":
+			notLeader(w, "This node is not the leader, and the leader named in etcd does not prove that it belongs to the cluster; the server log says why.")
 		case status.Leader == nil:
 			notLeader(w, "This node is not the leader, and no leader is elected yet; retry shortly.")
 		case status.Leader.Node == n.cfg.NodeName:
@@ -125,6 +168,8 @@ func (n *Node) notReadyMessage() string {
 		return fmt.Sprintf("This node won the election (term %d) and is preparing to serve.", s.Term)
 	case s.EtcdError != "":
 		return "This node cannot reach etcd; it keeps trying. The server log says why."
+	case s.Leader == nil && s.LeaderRefused != "":
+		return "This node refuses the leader named in etcd: it does not prove that it belongs to the cluster. The server log says why."
 	case s.Leader == nil:
 		return "This node is a candidate: no leader is elected yet."
 	default:

@@ -16,7 +16,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -83,6 +83,14 @@ type Status struct {
 	Elections int64       // leader changes this node has seen
 	Lag       Lag         // this node's data behind the leader's, as last published
 	EtcdError string      // why etcd is unreachable; empty while it answers
+	// LeaderRefused says why the leader's record in etcd was refused (not
+	// authenticated: Leader is nil); empty while none is.
+	LeaderRefused string
+	// ForgedRecords counts the leader's records refused, each once.
+	ForgedRecords int64
+	// RefusedForwards counts the forwarded requests this node refused,
+	// as the leader, as not authenticated (VerifyForward).
+	RefusedForwards int64
 }
 
 // Options connect a node to the parts that hold the data.
@@ -106,17 +114,26 @@ type Options struct {
 
 // Node is this process in the cluster.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	opts   Options
-	client *clientv3.Client
-	fence  fence
+	cfg   Config
+	log   *slog.Logger
+	opts  Options
+	fence fence
 
-	mu       sync.Mutex
-	status   Status
-	election *concurrency.Election // while this node holds the election
-	resigned bool                  // Resign was called: never campaign again
-	lease    int64                 // the current session's lease, once granted
+	mu sync.Mutex
+	// client is made by connect, once: Run's goroutines read it without
+	// the lock, as they start after it was made.
+	client *clientv3.Client
+	closed bool // Close was called
+	// refusedRecord is the create and mod revision of the last election
+	// key refused.
+	refusedRecord [2]int64
+	// forwardRefusalLogged is when a refused forwarded request was last
+	// logged: at most one a minute is.
+	forwardRefusalLogged time.Time
+	status               Status
+	election             *concurrency.Election // while this node holds the election
+	resigned             bool                  // Resign was called: never campaign again
+	lease                int64                 // the current session's lease, once granted
 	// etcdAnswers is whether etcd answered the last attempt; nil before
 	// the first.
 	etcdAnswers *bool
@@ -128,25 +145,63 @@ const (
 	maxBackoff = 5 * time.Second
 )
 
-// New makes a node of the cluster cfg describes; it talks to
-// etcd only once Run starts.
-func New(cfg Config, log *slog.Logger, opts Options) (*Node, error) {
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		DialTimeout: cfg.TTL,
-		// Requests fail over to another member when one stops answering.
-		DialKeepAliveTime:    cfg.TTL / 2,
-		DialKeepAliveTimeout: cfg.TTL / 2,
-		Logger:               zap.NewNop(), // this package logs what matters, through log
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cluster mode: %w", err)
-	}
-	n := &Node{cfg: cfg, log: log.With("node", cfg.NodeName), opts: opts, client: client}
+// New makes a node of the cluster cfg describes (parsed); it talks to etcd
+// only once Check or Run starts.
+func New(cfg Config, log *slog.Logger, opts Options) *Node {
+	n := &Node{cfg: cfg, log: log.With("node", cfg.NodeName), opts: opts}
 	n.fence.now = monotonic()
 	n.status.Role = Candidate
 	n.status.EtcdError = "not reached yet"
-	return n, nil
+	return n
+}
+
+// errClosed is connect's error once the node is closed.
+var errClosed = errors.New("the node is closed")
+
+// connect is the node's etcd client, made at the first call that succeeds.
+// With a user, making it signs the user in, which etcd must answer: a node
+// started while etcd does not answer makes it later.
+func (n *Node) connect() (*clientv3.Client, error) {
+	if c, err := n.etcd(); c != nil || err != nil {
+		return c, err
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   n.cfg.Endpoints,
+		DialTimeout: n.cfg.TTL,
+		// Requests fail over to another member when one stops answering.
+		DialKeepAliveTime:    n.cfg.TTL / 2,
+		DialKeepAliveTimeout: n.cfg.TTL / 2,
+		TLS:                  n.cfg.TLS,
+		Username:             n.cfg.User,
+		Password:             n.cfg.Password,
+		Logger:               zap.NewNop(), // this package logs what matters, through log
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to etcd: %w", err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.closed:
+		c.Close()
+		return nil, errClosed
+	case n.client != nil: // made meanwhile by another call
+		c.Close()
+		return n.client, nil
+	}
+	n.client = c
+	return c, nil
+}
+
+// etcd is the node's etcd client; nil before connect made it. Its error
+// says the node is closed.
+func (n *Node) etcd() (*clientv3.Client, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, errClosed
+	}
+	return n.client, nil
 }
 
 // Name is the node's name (--node-name).
@@ -157,12 +212,12 @@ func (n *Node) Name() string { return n.cfg.NodeName }
 func (n *Node) Leave(ctx context.Context) error {
 	n.fence.close()
 	n.mu.Lock()
-	lease := n.lease
+	lease, client := n.lease, n.client
 	n.mu.Unlock()
-	if lease == 0 {
+	if lease == 0 || client == nil {
 		return nil
 	}
-	_, err := n.client.Revoke(ctx, clientv3.LeaseID(lease))
+	_, err := client.Revoke(ctx, clientv3.LeaseID(lease))
 	return err
 }
 
@@ -170,7 +225,14 @@ func (n *Node) Leave(ctx context.Context) error {
 // Resign or Leave, ends within the TTL.
 func (n *Node) Close() error {
 	n.fence.close()
-	return n.client.Close()
+	n.mu.Lock()
+	client := n.client
+	n.closed = true
+	n.mu.Unlock()
+	if client == nil {
+		return nil
+	}
+	return client.Close()
 }
 
 // Status is the node's view of the cluster now.
@@ -300,6 +362,9 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) runSession(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if _, err := n.connect(); err != nil {
+		return err
+	}
 	ttl := int64(n.cfg.TTL / time.Second)
 	grantCtx, grantCancel := context.WithTimeout(ctx, n.cfg.TTL)
 	sentAt := n.fence.now()
@@ -549,7 +614,9 @@ func (n *Node) campaign(ctx context.Context, election *concurrency.Election) err
 	return election.Campaign(ctx, n.leaderValue(0))
 }
 
-// observe follows the election's leader key until ctx ends.
+// observe follows the election's leader key until ctx ends. A record the
+// secret does not authenticate is refused (refuseLeader): this node then
+// knows no leader, and forwards nothing.
 func (n *Node) observe(ctx context.Context, election *concurrency.Election) {
 	for ctx.Err() == nil {
 		for resp := range election.Observe(ctx) {
@@ -557,12 +624,11 @@ func (n *Node) observe(ctx context.Context, election *concurrency.Election) {
 				continue
 			}
 			kv := resp.Kvs[0]
-			var leader LeaderInfo
-			if err := json.Unmarshal(kv.Value, &leader); err != nil {
-				n.log.Error("Cluster: the leader's key holds no leader", "key", string(kv.Key), "error", err.Error())
+			leader, err := n.readLeader(kv)
+			if err != nil {
+				n.refuseLeader(kv, err)
 				continue
 			}
-			leader.Term = kv.CreateRevision
 			n.setLeader(&leader)
 		}
 		select {
@@ -572,9 +638,22 @@ func (n *Node) observe(ctx context.Context, election *concurrency.Election) {
 	}
 }
 
-func (n *Node) leaderValue(term int64) string {
-	b, _ := json.Marshal(LeaderInfo{Node: n.cfg.NodeName, URL: n.cfg.AdvertiseURL, Term: term})
-	return string(b)
+// refuseLeader records that the election key kv holds a record that is not
+// authenticated: no leader is known, and the gate answers 503. Each record
+// is logged and counted once, however often it is observed.
+func (n *Node) refuseLeader(kv *mvccpb.KeyValue, why error) {
+	n.mu.Lock()
+	n.status.Leader = nil
+	n.status.LeaderRefused = why.Error()
+	seen := n.refusedRecord == [2]int64{kv.CreateRevision, kv.ModRevision}
+	if !seen {
+		n.refusedRecord = [2]int64{kv.CreateRevision, kv.ModRevision}
+		n.status.ForgedRecords++
+	}
+	n.mu.Unlock()
+	if !seen {
+		n.log.Error("Cluster: refusing the leader named in etcd; forwarding nothing", "key", string(kv.Key), "reason", why.Error())
+	}
 }
 
 func (n *Node) prefix(suffix string) string { return "/" + n.cfg.Name + "/" + suffix }
@@ -584,6 +663,7 @@ func (n *Node) setLeader(leader *LeaderInfo) {
 	n.mu.Lock()
 	previous := n.status.Leader
 	n.status.Leader = leader
+	n.status.LeaderRefused = ""
 	changed := previous == nil || previous.Term != leader.Term
 	if changed {
 		n.status.Elections++

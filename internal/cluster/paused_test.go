@@ -52,12 +52,8 @@ func runNodeProcess(endpoints string) {
 		os.Exit(1)
 	}
 	url := "http://" + ln.Addr().String()
-	cfg := cluster.Config{Endpoints: strings.Split(endpoints, ","), Name: "test", NodeName: "paused", AdvertiseURL: url, TTL: testTTL}
-	node, err = cluster.New(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)), cluster.Options{OnElected: func(int64) { _ = node.Serving(context.Background()) }})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	cfg := cluster.Config{Endpoints: strings.Split(endpoints, ","), Name: "test", NodeName: "paused", AdvertiseURL: url, TTL: testTTL, Secret: []byte(testSecret)}
+	node = cluster.New(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)), cluster.Options{OnElected: func(int64) { _ = node.Serving(context.Background()) }})
 	go func() { _ = node.Run(context.Background()) }()
 	fmt.Println(url)
 	_ = server.Serve(ln)

@@ -34,29 +34,37 @@ type Process struct {
 }
 
 // Start makes the node of cfg and starts it: the gate on
-// httpAddr, the election, and the following of the data in dataDir.
-// trustedProxy says whether a peer is a reverse proxy whose client headers
-// the gate passes on (Gate); nil: none is.
-func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger, trustedProxy func(remoteAddr string) bool) (p *Process, err error) {
+// httpAddr, the election, and the following of the data in dataDir. It
+// refuses to start when etcd refuses the node (Check). trust is what the
+// gate believes of its peers (Gate); nil: no peer is a proxy.
+func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger, trust ClientTrust) (p *Process, err error) {
 	ln, err := net.Listen("tcp", httpAddr)
 	if err != nil {
 		return nil, err
 	}
 	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), gateDone: make(chan struct{})}
 	p.Data = NewData(cfg.Replica, cfg.Name, dataDir, log)
-	p.Node, err = New(cfg, log, Options{
+	p.Node = New(cfg, log, Options{
 		Eligible:      func() error { return p.Data.Eligible(p.Node.Status().Served) },
 		Lag:           p.Data.Lag,
 		Replica:       p.Data.Replica,
 		OnElected:     func(term int64) { p.elected <- term },
 		OnSteppedDown: func(term int64) { p.restart(term) },
 	})
+	check, cancelCheck := context.WithTimeout(context.Background(), cfg.TTL)
+	err = p.Node.Check(check)
+	cancelCheck()
 	if err != nil {
 		ln.Close()
+		_ = p.Node.Close()
 		return nil, err
 	}
+	if cfg.Secret == nil {
+		log.Warn("Cluster: the nodes are not authenticated (--cluster-insecure-peers): whoever can write to etcd can send every follower's requests, " +
+			"API keys and passwords included, to an address of theirs, and whoever reaches the leader can pass for a node; give every node --cluster-secret-file")
+	}
 	p.listener = &handoffListener{TCPListener: ln.(*net.TCPListener)}
-	p.gate = &http.Server{Handler: p.Node.Gate(trustedProxy), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	p.gate = &http.Server{Handler: p.Node.Gate(trust), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go func() {
 		defer close(p.gateDone)
 		_ = p.gate.Serve(p.listener)

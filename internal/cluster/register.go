@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -162,7 +163,14 @@ func (n *Node) registrationAs(role Role, term int64) string {
 
 // Nodes are the nodes registered in the cluster now, in name order.
 func (n *Node) Nodes(ctx context.Context) ([]Registration, error) {
-	resp, err := n.client.Get(ctx, n.prefix("nodes/"), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	client, err := n.etcd()
+	if client == nil && err == nil {
+		err = errors.New("etcd not reached yet")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read the nodes: %w", err)
+	}
+	resp, err := client.Get(ctx, n.prefix("nodes/"), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: read the nodes: %w", err)
 	}

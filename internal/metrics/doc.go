@@ -49,6 +49,8 @@
 //	petstore_cluster_term                       gauge      the term this node leads (0: it does not)
 //	petstore_cluster_leader_term                gauge      the term of the leader this node knows (0: none)
 //	petstore_cluster_elections_total            counter    leader changes this node has seen
+//	petstore_cluster_forged_records_total       counter    leader records in etcd refused as not authenticated (--cluster-secret-file), each once
+//	petstore_cluster_forwards_refused_total     counter    the leader: requests naming a forwarding node refused as not authenticated
 //	petstore_cluster_lag_seconds                gauge      a follower's copy: age of the oldest transaction not applied
 //	petstore_cluster_lag_transactions           gauge      a follower's copy: transactions not applied
 //	petstore_cluster_replica_up                 gauge      the leader: 1 while its data ships to the replica

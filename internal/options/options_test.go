@@ -37,7 +37,7 @@ func TestParseMakesValues(t *testing.T) {
 	opts, err := parse(t, "--http", "10.0.0.7:8090", "--public-url", "https://shop.example.org/api/v1",
 		"--proxy-addresses", "127.0.0.1, 10.0.0.0/8", "--trusted-proxy-headers", "X-Forwarded-For",
 		"--ratelimit-redis", "redis://:hunter2@127.0.0.1:6379/0", "--metrics-addr", "127.0.0.1:9090",
-		"--cluster-etcd", "http://127.0.0.1:2379,http://127.0.0.1:2380", "--replica-url", "file:///var/lib/replica/", "--drain-delay", "2s")
+		"--cluster-etcd", "http://127.0.0.1:2379,http://127.0.0.1:2380", "--replica-url", "file:///var/lib/replica/", "--cluster-insecure-peers", "--drain-delay", "2s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestParseNamesTheFlag(t *testing.T) {
 		{[]string{"--max-conns", "-1"}, `invalid --max-conns (or PETSTORE_MAX_CONNS) "-1"`},
 		{[]string{"--lock-timeout", "-1s"}, `invalid --lock-timeout (or PETSTORE_LOCK_TIMEOUT) "-1s"`},
 		{[]string{"--cluster-etcd", "http://127.0.0.1:2379", "--replica-url", "file://nas/x"}, `--replica-url: "file://nas/x" names a host`},
-		{[]string{"--cluster-etcd", "http://127.0.0.1:2379", "--replica-url", "file:///r", "--https", "shop.example.org:443"}, "--https is not supported in cluster mode"},
+		{[]string{"--cluster-etcd", "http://127.0.0.1:2379", "--replica-url", "file:///r", "--cluster-insecure-peers", "--https", "shop.example.org:443"}, "--https is not supported in cluster mode"},
 		{[]string{"--smtp-username", "shop"}, `invalid --smtp-username (or PETSTORE_SMTP_USERNAME) "shop": it declares nothing without --smtp-host`},
 	} {
 		_, err := parse(t, tt.args...)

@@ -8,7 +8,9 @@ package proxytrust
 
 import (
 	"net"
+	"net/http"
 	"net/netip"
+	"strings"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
@@ -69,4 +71,47 @@ func (p Proxies) Has(remoteAddr string) bool {
 		}
 	}
 	return false
+}
+
+// Clients are the proxies and the headers naming a client's address that
+// they set: what a cluster node's gate believes of its peers, as the
+// service does.
+type Clients struct {
+	Proxies
+	// Headers are --trusted-proxy-headers; none: X-Forwarded-For.
+	Headers []string
+}
+
+// ClientHeaders are the headers naming a client's address that the
+// proxies set.
+func (c Clients) ClientHeaders() []string {
+	if len(c.Headers) == 0 {
+		return []string{"X-Forwarded-For"}
+	}
+	return c.Headers
+}
+
+// ClientAddr is the address of r's client: r's peer's, or from a proxy, the
+// one the first of its headers that holds one names, as PocketBase reads
+// it: in the header's last line, the rightmost address.
+func (c Clients) ClientAddr(r *http.Request) string {
+	if c.Has(r.RemoteAddr) {
+		for _, h := range c.ClientHeaders() {
+			values := r.Header.Values(h)
+			if len(values) == 0 {
+				continue
+			}
+			addrs := strings.Split(values[len(values)-1], ",")
+			for i := len(addrs) - 1; i >= 0; i-- {
+				if addr, err := netip.ParseAddr(strings.TrimSpace(addrs[i])); err == nil {
+					return addr.String()
+				}
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
@@ -39,17 +40,32 @@ func From(ctx context.Context) string {
 	return id
 }
 
-// Middleware names each request: with the X-Request-Id it carries when
-// fromProxy says its peer is a trusted proxy and the id is valid, else with
-// a new one.
+// NewContext is ctx naming its request id: one decided before the
+// middleware runs (a cluster's leader takes a forwarding node's, once
+// authenticated), which the middleware keeps.
+func NewContext(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, contextKey{}, id)
+}
+
+// Decide is r's id: the X-Request-Id it carries when fromProxy says its peer
+// is a trusted proxy and the id is valid, else a new one.
+func Decide(r *http.Request, fromProxy func(remoteAddr string) bool) string {
+	if id := r.Header.Get(Header); valid(id) && fromProxy(r.RemoteAddr) {
+		return id
+	}
+	return New()
+}
+
+// Middleware names each request: with the id its context names already
+// (NewContext), or as Decide does.
 func Middleware(fromProxy func(remoteAddr string) bool) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       MiddlewareID,
 		Priority: Priority,
 		Func: func(e *core.RequestEvent) error {
-			id := e.Request.Header.Get(Header)
-			if !valid(id) || !fromProxy(e.Request.RemoteAddr) {
-				id = New()
+			id := From(e.Request.Context())
+			if !valid(id) {
+				id = Decide(e.Request, fromProxy)
 			}
 			h := e.Response.Header()
 			h.Set(ResponseHeader, id)

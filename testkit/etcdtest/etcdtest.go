@@ -41,16 +41,20 @@ func Require(t testing.TB) {
 // Cluster is a set of etcd members started by a test.
 type Cluster struct {
 	Members []*Member
+	// Certs are the certificates of a cluster started by StartTLS; nil
+	// for a plain one.
+	Certs *Certs
 }
 
 // Member is one etcd process.
 type Member struct {
 	Name      string
-	ClientURL string // http://127.0.0.1:PORT
+	ClientURL string // http://127.0.0.1:PORT, or https:// (StartTLS)
 	args      []string
 	cmd       *exec.Cmd
 	exited    chan struct{}
 	out       *strings.Builder
+	client    *http.Client // reads /health
 }
 
 // Start runs a cluster of n members on free loopback ports, with the short
@@ -58,12 +62,17 @@ type Member struct {
 // test ends. It returns once the cluster has a leader.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return startWith(t, n, nil)
+}
+
+func startWith(t testing.TB, n int, certs *Certs) *Cluster {
+	t.Helper()
 	Require(t)
 	var lastErr error
 	// A port found free may be taken before etcd binds it: start tries
 	// other ports.
 	for range 3 {
-		c, err := start(t, n)
+		c, err := start(t, n, certs)
 		if err == nil {
 			return c
 		}
@@ -73,20 +82,25 @@ func Start(t testing.TB, n int) *Cluster {
 	return nil
 }
 
-func start(t testing.TB, n int) (*Cluster, error) {
+func start(t testing.TB, n int, certs *Certs) (*Cluster, error) {
 	ports, err := freePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{}
+	c := &Cluster{Certs: certs}
+	scheme, health := "http", http.DefaultClient
+	if certs != nil {
+		scheme = "https"
+		health = &http.Client{Transport: &http.Transport{TLSClientConfig: certs.clientTLS(t)}}
+	}
 	var initial []string
 	for i := range n {
 		initial = append(initial, fmt.Sprintf("e%d=http://127.0.0.1:%d", i, ports[2*i+1]))
 	}
 	for i := range n {
-		client := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i])
+		client := fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i])
 		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])
-		m := &Member{Name: fmt.Sprintf("e%d", i), ClientURL: client, args: []string{
+		m := &Member{Name: fmt.Sprintf("e%d", i), ClientURL: client, client: health, args: []string{
 			"--name", fmt.Sprintf("e%d", i), "--data-dir", t.TempDir(),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
 			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -95,6 +109,10 @@ func start(t testing.TB, n int) (*Cluster, error) {
 			"--heartbeat-interval", "100", "--election-timeout", "1000",
 			"--logger", "zap", "--log-level", "warn",
 		}}
+		if certs != nil {
+			m.args = append(m.args, "--client-cert-auth", "--trusted-ca-file", certs.CA,
+				"--cert-file", certs.ServerCert, "--key-file", certs.ServerKey)
+		}
 		if err := m.run(); err != nil {
 			c.stop()
 			return nil, err
@@ -164,7 +182,7 @@ func (m *Member) healthy() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.ClientURL+"/health", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := m.client.Do(req)
 	if err != nil {
 		return false
 	}

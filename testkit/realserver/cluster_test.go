@@ -45,6 +45,10 @@ func startCluster(t *testing.T, n int, args ...string) *testCluster {
 	t.Helper()
 	etcd := etcdtest.Start(t, 3)
 	replica := "file://" + t.TempDir()
+	secret := filepath.Join(t.TempDir(), "cluster-secret")
+	if err := os.WriteFile(secret, []byte("the test cluster's secret, 32 bytes and more\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c := &testCluster{etcd: etcd}
 	for i := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -55,7 +59,8 @@ func startCluster(t *testing.T, n int, args ...string) *testCluster {
 		ln.Close()
 		node := &clusterNode{name: fmt.Sprintf("n%d", i), dir: t.TempDir(), addr: addr}
 		node.args = []string{"serve", "--http", addr, "--dir", node.dir,
-			"--cluster-etcd", strings.Join(etcd.Endpoints(), ","), "--node-name", node.name, "--replica-url", replica}
+			"--cluster-etcd", strings.Join(etcd.Endpoints(), ","), "--node-name", node.name, "--replica-url", replica,
+			"--cluster-secret-file", secret}
 		node.args = append(node.args, args...)
 		c.nodes = append(c.nodes, node)
 		t.Cleanup(node.kill)

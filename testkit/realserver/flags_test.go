@@ -82,10 +82,21 @@ var badFlags = []badFlag{
 	{flag: "replica-url", value: "file://nas/x", with: []string{"--cluster-etcd", "http://127.0.0.1:1"}},
 	{flag: "cluster-ttl", value: "1s", with: clusterMode},
 	{flag: "cluster-sync", value: "true"}, // without --cluster-etcd
+	{flag: "cluster-etcd-ca", value: "/no/such/ca.pem", with: clusterTLS},
+	{flag: "cluster-etcd-cert", value: "/no/such/cert.pem", with: clusterTLS}, // without its key
+	{flag: "cluster-etcd-key", value: "/no/such/key.pem", with: clusterTLS},   // without its certificate
+	{flag: "cluster-etcd-user", value: "petstore", with: clusterMode},         // without its password
+	{flag: "cluster-etcd-password-file", value: "/no/such/password", with: append([]string{"--cluster-etcd-user", "petstore"}, clusterMode...)},
+	{flag: "cluster-secret-file", value: "/no/such/secret", with: clusterMode[:4]},
+	{flag: "cluster-insecure-peers", value: "maybe", with: clusterMode[:4]},
 }
 
-// clusterMode is a cluster node's flags, valid.
-var clusterMode = []string{"--cluster-etcd", "http://127.0.0.1:1", "--replica-url", "file:///petstore-walk/replica"}
+// clusterMode is a cluster node's flags, valid; its first four are those
+// of a node whose peers are authenticated, but with no secret.
+var clusterMode = []string{"--cluster-etcd", "http://127.0.0.1:1", "--replica-url", "file:///petstore-walk/replica", "--cluster-insecure-peers"}
+
+// clusterTLS is a node's flags, valid, with an https:// etcd.
+var clusterTLS = []string{"--cluster-etcd", "https://127.0.0.1:1", "--replica-url", "file:///petstore-walk/replica", "--cluster-insecure-peers"}
 
 // healthcheckBadFlags are healthcheck's flags, which have no variables.
 var healthcheckBadFlags = []badFlag{

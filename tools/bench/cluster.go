@@ -96,8 +96,13 @@ func startClusters(bin, tmp, dataDir string, start func(dir string, args ...stri
 		return nil, err
 	}
 	replica := "file://" + filepath.Join(tmp, "replica")
+	secret := filepath.Join(tmp, "cluster-secret")
+	if err := os.WriteFile(secret, []byte("the bench clusters' secret, 32 bytes and more"), 0o600); err != nil {
+		return nil, err
+	}
 	node := func(cluster, name string, more ...string) []string {
-		return append([]string{"--cluster-etcd", etcdURL, "--cluster-name", cluster, "--node-name", name, "--replica-url", replica}, more...)
+		return append([]string{"--cluster-etcd", etcdURL, "--cluster-name", cluster, "--node-name", name, "--replica-url", replica,
+			"--cluster-secret-file", secret}, more...)
 	}
 	if c.leader, err = start(leaderDir, node("bench", "leader")...); err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func notLeader(c *checker, prismCLI, bin, tmp, doc string) error {
 	}
 	var output realserver.SyncBuffer
 	node := exec.Command(bin, "serve", "--http", addr, "--dir", filepath.Join(tmp, "node"),
-		"--cluster-etcd", "http://"+etcd, "--replica-url", "file://"+filepath.Join(tmp, "replica"))
+		"--cluster-etcd", "http://"+etcd, "--replica-url", "file://"+filepath.Join(tmp, "replica"), "--cluster-insecure-peers")
 	node.Stdout, node.Stderr = &output, &output
 	if err := node.Start(); err != nil {
 		return err
