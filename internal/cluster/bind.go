@@ -60,8 +60,9 @@ const peersID = "petstoreClusterPeers"
 // internal/requestid): with the cluster's secret, one whose MAC does not
 // verify (VerifyForward) is refused with 503 not_leader, and one that
 // verifies is served as its forwarding node decided: its peer is the
-// client's address, its id the forwarding node's, and no header of the
-// trusted proxy headers names another address. Without the secret
+// client's address, its id the forwarding node's, no header of the
+// trusted proxy headers names another address, and the host and scheme it
+// names (X-Forwarded-Host, -Proto, under the MAC) are believed. Without the secret
 // (--cluster-insecure-peers) it changes nothing: the followers' headers
 // count as any proxy's (--proxy-addresses).
 func (p *Process) peers() *hook.Handler[*core.RequestEvent] {
@@ -82,7 +83,7 @@ func (p *Process) peers() *hook.Handler[*core.RequestEvent] {
 			for _, h := range e.App.Settings().TrustedProxy.Headers {
 				e.Request.Header.Del(h)
 			}
-			e.Request = e.Request.WithContext(requestid.NewContext(e.Request.Context(), f.RequestID))
+			e.Request = proxytrust.Vouch(e.Request.WithContext(requestid.NewContext(e.Request.Context(), f.RequestID)))
 			return e.Next()
 		},
 	}

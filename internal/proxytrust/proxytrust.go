@@ -7,6 +7,7 @@
 package proxytrust
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -33,15 +34,26 @@ type Proxies []netip.Prefix
 // from the proxies alone, as the client-address headers are.
 var forwardedKin = []string{"X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Prefix", "Forwarded"}
 
+type vouchedKey struct{}
+
+// Vouch marks r's forwarded headers as decided by a party the service
+// authenticated, whatever r's peer (a node of the cluster, whose forward's
+// MAC verified, names the client as its peer): Middleware keeps them.
+func Vouch(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), vouchedKey{}, true))
+}
+
+func vouched(r *http.Request) bool { return r.Context().Value(vouchedKey{}) != nil }
+
 // Middleware removes the trusted proxy headers, and their kin, from
-// requests whose peer is not one of p.
+// requests whose peer is not one of p, unless vouched for (Vouch).
 func (p Proxies) Middleware() *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       MiddlewareID,
 		Priority: Priority,
 		Func: func(e *core.RequestEvent) error {
 			headers := e.App.Settings().TrustedProxy.Headers
-			if len(headers) > 0 && !p.Has(e.Request.RemoteAddr) {
+			if len(headers) > 0 && !p.Has(e.Request.RemoteAddr) && !vouched(e.Request) {
 				for _, h := range headers {
 					e.Request.Header.Del(h)
 				}
