@@ -194,6 +194,7 @@ func (p *Process) restart(term int64) {
 		p.log.Error("Cluster: could not ship the last transactions before restarting", "term", term, "error", err.Error())
 	}
 	cancel()
+	p.Node.revokeLease(p.Node.cfg.TTL / 3) // shipped: the next leader need not wait this node's lease out
 	p.log.Warn("Cluster: restarting as a follower", "term", term)
 	exe, err := os.Executable()
 	if err == nil {
