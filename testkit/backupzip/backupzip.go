@@ -39,12 +39,8 @@ func ForgeDatabases(t testing.TB, backup []byte, statements map[string][]string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	zw := zip.NewWriter(&out)
+	contents := map[string][]byte{}
 	for _, f := range zr.File {
-		if strings.HasPrefix(f.Name, "data.db-") || strings.HasPrefix(f.Name, "auxiliary.db-") {
-			continue // each database holds everything
-		}
 		rc, err := f.Open()
 		if err != nil {
 			t.Fatal(err)
@@ -54,8 +50,19 @@ func ForgeDatabases(t testing.TB, backup []byte, statements map[string][]string,
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(statements[f.Name]) > 0 {
-			content = editDB(t, content, statements[f.Name])
+		contents[f.Name] = content
+	}
+	var out bytes.Buffer
+	zw := zip.NewWriter(&out)
+	for _, f := range zr.File {
+		if strings.HasPrefix(f.Name, "data.db-") || strings.HasPrefix(f.Name, "auxiliary.db-") {
+			continue // folded into its database below
+		}
+		content := contents[f.Name]
+		if f.Name == "data.db" || f.Name == "auxiliary.db" {
+			// A backup of a live directory holds each database's WAL
+			// beside it, with what is not checkpointed yet.
+			content = editDB(t, content, contents[f.Name+"-wal"], statements[f.Name])
 		}
 		w, err := zw.Create(f.Name)
 		if err != nil {
@@ -78,12 +85,18 @@ func ForgeDatabases(t testing.TB, backup []byte, statements map[string][]string,
 	return out.Bytes()
 }
 
-// editDB is the SQLite database db with the statements run on it.
-func editDB(t testing.TB, db []byte, statements []string) []byte {
+// editDB is the SQLite database db, with its WAL wal (nil: none) folded
+// in, with the statements run on it.
+func editDB(t testing.TB, db, wal []byte, statements []string) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "data.db")
 	if err := os.WriteFile(path, db, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if wal != nil {
+		if err := os.WriteFile(path+"-wal", wal, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	conn, err := core.DefaultDBConnect(path)
 	if err != nil {
