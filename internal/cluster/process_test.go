@@ -22,7 +22,7 @@ func TestProcessServesTheGateThenHandsItsListenerToTheLeader(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	cfg, err := cluster.Flags{Etcd: strings.Join(etcd.Endpoints(), ","), Name: "test", NodeName: "a",
-		ReplicaURL: "file://" + t.TempDir(), TTL: testTTL}.Config(addr)
+		ReplicaURL: "file://" + t.TempDir(), TTL: testTTL, SecretFile: secretFile(t, testSecret)}.Config(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
