@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,21 +69,33 @@ func Start(t testing.TB, n int) *Cluster {
 func startWith(t testing.TB, n int, certs *Certs) *Cluster {
 	t.Helper()
 	Require(t)
+	dir := t.TempDir()
+	c, err := Launch(dir, n, certs)
+	if err != nil {
+		t.Fatalf("etcd did not start: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// Launch runs a cluster as Start does, for a program that is not a test
+// (tools/chaos): the members' data under dir, certs nil for plain http://.
+// It returns once the cluster has a leader; the caller ends it with Stop.
+func Launch(dir string, n int, certs *Certs) (*Cluster, error) {
 	var lastErr error
-	// A port found free may be taken before etcd binds it: start tries
-	// other ports.
-	for range 3 {
-		c, err := start(t, n, certs)
+	// A port found free may be taken before etcd binds it: Launch tries
+	// other ports, each try in a directory of its own.
+	for try := range 3 {
+		c, err := launch(filepath.Join(dir, fmt.Sprintf("try%d", try)), n, certs)
 		if err == nil {
-			return c
+			return c, nil
 		}
 		lastErr = err
 	}
-	t.Fatalf("etcd did not start: %v", lastErr)
-	return nil
+	return nil, lastErr
 }
 
-func start(t testing.TB, n int, certs *Certs) (*Cluster, error) {
+func launch(dir string, n int, certs *Certs) (*Cluster, error) {
 	ports, err := freePorts(2 * n)
 	if err != nil {
 		return nil, err
@@ -90,8 +103,12 @@ func start(t testing.TB, n int, certs *Certs) (*Cluster, error) {
 	c := &Cluster{Certs: certs}
 	scheme, health := "http", http.DefaultClient
 	if certs != nil {
+		tlsConfig, err := certs.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
 		scheme = "https"
-		health = &http.Client{Transport: &http.Transport{TLSClientConfig: certs.clientTLS(t)}}
+		health = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 	}
 	var initial []string
 	for i := range n {
@@ -100,8 +117,13 @@ func start(t testing.TB, n int, certs *Certs) (*Cluster, error) {
 	for i := range n {
 		client := fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i])
 		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])
+		data := filepath.Join(dir, fmt.Sprintf("e%d", i))
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			c.Stop()
+			return nil, err
+		}
 		m := &Member{Name: fmt.Sprintf("e%d", i), ClientURL: client, client: health, args: []string{
-			"--name", fmt.Sprintf("e%d", i), "--data-dir", t.TempDir(),
+			"--name", fmt.Sprintf("e%d", i), "--data-dir", data,
 			"--listen-client-urls", client, "--advertise-client-urls", client,
 			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
@@ -113,16 +135,15 @@ func start(t testing.TB, n int, certs *Certs) (*Cluster, error) {
 			m.args = append(m.args, "--client-cert-auth", "--trusted-ca-file", certs.CA,
 				"--cert-file", certs.ServerCert, "--key-file", certs.ServerKey)
 		}
-		if err := m.run(); err != nil {
-			c.stop()
+		if err := m.Start(); err != nil {
+			c.Stop()
 			return nil, err
 		}
 		c.Members = append(c.Members, m)
 	}
-	t.Cleanup(c.stop)
 	for _, m := range c.Members {
 		if err := m.waitHealthy(startTimeout); err != nil {
-			c.stop()
+			c.Stop()
 			return nil, err
 		}
 	}
@@ -138,13 +159,16 @@ func (c *Cluster) Endpoints() []string {
 	return urls
 }
 
-func (c *Cluster) stop() {
+// Stop kills every member and waits for each to exit.
+func (c *Cluster) Stop() {
 	for _, m := range c.Members {
 		m.Stop()
 	}
 }
 
-func (m *Member) run() error {
+// Start starts a member that is not running, with its data and ports; it
+// does not wait for the cluster's health, which needs a quorum.
+func (m *Member) Start() error {
 	m.out = &strings.Builder{}
 	cmd := exec.Command("etcd", m.args...)
 	cmd.Stdout, cmd.Stderr = m.out, m.out
@@ -206,11 +230,24 @@ func (m *Member) Stop() {
 	<-m.exited
 }
 
+// Running says whether the member's process runs.
+func (m *Member) Running() bool {
+	if m.cmd == nil {
+		return false
+	}
+	select {
+	case <-m.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // Restart starts a stopped member again with its data and ports; it does not
 // wait for the cluster's health, which needs a quorum.
 func (m *Member) Restart(t testing.TB) {
 	t.Helper()
-	if err := m.run(); err != nil {
+	if err := m.Start(); err != nil {
 		t.Fatalf("etcd %s did not start again: %v", m.Name, err)
 	}
 }

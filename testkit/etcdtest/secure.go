@@ -88,17 +88,25 @@ func MakeCerts(t testing.TB) Certs {
 // certificate.
 func (c Certs) clientTLS(t testing.TB) *tls.Config {
 	t.Helper()
-	pem, err := os.ReadFile(c.CA)
+	cfg, err := c.tlsConfig()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return cfg
+}
+
+func (c Certs) tlsConfig() (*tls.Config, error) {
+	pem, err := os.ReadFile(c.CA)
+	if err != nil {
+		return nil, err
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pem)
 	cert, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // StartTLS runs a cluster as Start does, whose members serve clients over
