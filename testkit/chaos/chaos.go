@@ -60,12 +60,13 @@ type Result struct {
 }
 
 // Figure is, for a kind of fault, the time from a fault to the next 201
-// and the longest time without a 201 until the first after its heal.
+// and the longest time without a 201 that followed it (medians are the
+// lower of the middle two).
 type Figure struct {
 	Kind                Kind
 	Count               int
 	Median, Worst       time.Duration // to the next 201
-	GapMedian, GapWorst time.Duration // without a 201
+	GapMedian, GapWorst time.Duration // the longest time without a 201 (longestGap)
 	Unrecovered         int           // faults never followed by a 201
 }
 
@@ -180,8 +181,8 @@ func figures(faults []*fault) []Figure {
 		if len(times) > 0 {
 			slices.Sort(times)
 			slices.Sort(gaps)
-			fig.Median, fig.Worst = times[len(times)/2], times[len(times)-1]
-			fig.GapMedian, fig.GapWorst = gaps[len(gaps)/2], gaps[len(gaps)-1]
+			fig.Median, fig.Worst = times[(len(times)-1)/2], times[len(times)-1]
+			fig.GapMedian, fig.GapWorst = gaps[(len(gaps)-1)/2], gaps[len(gaps)-1]
 		}
 		out = append(out, fig)
 	}
@@ -210,7 +211,7 @@ func (r *Result) Table() string {
 		fmt.Fprintf(&b, "%-40s %5d %17s %17s %8d\n", f.Kind, f.Count, round(f.Median)+" / "+round(f.Worst),
 			round(f.GapMedian)+" / "+round(f.GapWorst), f.Unrecovered)
 	}
-	b.WriteString("(seconds; next 201: from the fault to the first 201 of a request sent after it; no 201: the longest time without one until the first after the heal)\n")
+	b.WriteString("(seconds; next 201: from the fault to the first 201 of a request sent after it; no 201: the longest time without a 201 from the fault until the next fault, at most 10 s after its heal)\n")
 	if !r.OK() {
 		b.WriteString("\nFAILED:\n")
 		for _, p := range r.Problems {

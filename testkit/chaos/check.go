@@ -111,9 +111,10 @@ func check(r *Result, h *history, faults []*fault, final stored, sync bool) {
 		r.fail("TWO WRITERS: %s", w)
 	}
 
-	r.Porcupine, r.StaleReads = linearizable(h, acks, excluded)
+	r.Porcupine, r.StaleReads = linearizable(h, acks, excluded, final)
 	if r.Porcupine != porcupine.Ok {
-		r.fail("PORCUPINE: the history of creates and reads is %s: %d pets read missing after their 201 (reads not fenced?)", r.Porcupine, len(r.StaleReads))
+		r.fail("PORCUPINE: the history of creates and reads is %s: %d pets stored at the end were read missing after their 201 (a stale read: reads not fenced?); the others are the lost creates above",
+			r.Porcupine, len(r.StaleReads))
 		for _, s := range r.StaleReads[:min(5, len(r.StaleReads))] {
 			r.fail("STALE READ: %s", s)
 		}
@@ -124,7 +125,11 @@ func check(r *Result, h *history, faults []*fault, final stored, sync bool) {
 		times = append(times, c.returned)
 	}
 	slices.SortFunc(times, time.Time.Compare)
-	for _, f := range faults {
+	for i, f := range faults {
+		var next *fault
+		if i+1 < len(faults) {
+			next = faults[i+1]
+		}
 		first, ok := h.firstAckAfter(f.began)
 		f.firstAck = -1
 		if ok {
@@ -132,23 +137,28 @@ func check(r *Result, h *history, faults []*fault, final stored, sync bool) {
 		} else {
 			r.fail("UNAVAILABLE: no 201 after %s (%s) at %s, healed at %s", f.kind, f.target, stamp(f.began), stamp(f.healed))
 		}
-		f.gap = longestGap(times, f)
+		f.gap = longestGap(times, f, next)
 	}
 	r.Faults = figures(faults)
 }
 
-// longestGap is the longest time without a 201 from the fault's start to
-// the first 201 after it was healed (the times are the 201s', in order).
-func longestGap(times []time.Time, f *fault) time.Duration {
+// longestGap is the longest time without a 201 from the fault's start
+// until the next fault, at most 10 s after its heal (times are the 201s',
+// in order).
+func longestGap(times []time.Time, f, next *fault) time.Duration {
+	end := f.healed.Add(10 * time.Second)
+	if next != nil && next.began.Before(end) {
+		end = next.began
+	}
 	i, _ := slices.BinarySearchFunc(times, f.began, time.Time.Compare)
 	gap, last := time.Duration(0), f.began
 	for _, t := range times[i:] {
-		gap, last = max(gap, t.Sub(last)), t
-		if t.After(f.healed) {
-			return gap
+		if t.After(end) {
+			break
 		}
+		gap, last = max(gap, t.Sub(last)), t
 	}
-	return max(gap, time.Since(last)) // none after the heal
+	return max(gap, end.Sub(last))
 }
 
 // lossWindow is the hard loss of the leader whose window holds c's 201,
@@ -261,7 +271,10 @@ var petModel = porcupine.Model{
 // for each acknowledged pet in its range) after a create's 201 found the
 // pet. The pets lost in the documented window are left out: their loss is
 // counted apart. It returns the verdict and the stale reads.
-func linearizable(h *history, acks []*create, excluded map[int64]bool) (porcupine.CheckResult, []string) {
+//
+// Its stale reads are those of pets stored at the end: a lost pet's reads
+// after its loss are counted as its loss.
+func linearizable(h *history, acks []*create, excluded map[int64]bool, final stored) (porcupine.CheckResult, []string) {
 	byID := slices.Clone(acks)
 	slices.SortFunc(byID, func(a, b *create) int { return cmp.Compare(a.id, b.id) })
 	ops := map[int64][]porcupine.Operation{}
@@ -316,6 +329,9 @@ func linearizable(h *history, acks []*create, excluded map[int64]bool) (porcupin
 		}
 		verdict = porcupine.Illegal
 		c := creates[id]
+		if final.names[id] != c.key {
+			continue
+		}
 		for _, rd := range reads {
 			if rd.returns.After(c.returned) && rd.invoked.After(c.returned) && !found(rd, id) {
 				what := "getPet"
