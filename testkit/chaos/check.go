@@ -58,8 +58,47 @@ func readAll(w *workload, n *node) (stored, error) {
 	return s, nil
 }
 
+// unplanned finds the changes of leader no fault explains (a new term
+// claimed first more than 10 s after every fault's heal): each is a fault
+// of kind Unplanned, begun at the old term's last claim, when its leader
+// was last seen leading. They are added to faults, in time order.
+func unplanned(claims []claim, faults []*fault) []*fault {
+	type span struct{ first, last claim }
+	terms := map[int64]*span{}
+	var order []int64
+	for _, c := range claims {
+		s := terms[c.term]
+		if s == nil {
+			terms[c.term] = &span{first: c, last: c}
+			order = append(order, c.term)
+			continue
+		}
+		if c.invoked.After(s.last.invoked) {
+			s.last = c
+		}
+	}
+	slices.Sort(order)
+	all := slices.Clone(faults)
+	for i := 1; i < len(order); i++ {
+		old, next := terms[order[i-1]], terms[order[i]]
+		explained := false
+		for _, f := range faults {
+			if !f.began.After(next.first.returns) && f.healed.Add(10*time.Second).After(old.last.invoked) {
+				explained = true
+			}
+		}
+		if !explained {
+			at := old.last.returns
+			all = append(all, &fault{kind: Unplanned, target: old.last.node, began: at, healed: at})
+		}
+	}
+	slices.SortFunc(all, func(a, b *fault) int { return a.began.Compare(b.began) })
+	return all
+}
+
 // check checks the history against the final state and fills r.
 func check(r *Result, h *history, faults []*fault, final stored, sync bool) {
+	faults = unplanned(h.claims, faults)
 	acks := h.acknowledged()
 	r.Acknowledged = len(acks)
 	for _, c := range h.creates {

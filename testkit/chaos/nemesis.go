@@ -32,18 +32,22 @@ const (
 	FollowerCutEtcd   Kind = "a follower cut from etcd"
 	LeaderCutPeers    Kind = "the leader cut from its peers"
 	ReplicaUnwritable Kind = "the replica unwritable"
+	// Unplanned is a change of leader no fault of the nemesis explains: a
+	// lease not renewed in time on a loaded machine. It is found in the
+	// history, not made.
+	Unplanned Kind = "a failover no fault made"
 )
 
 // Kinds are every fault, in the order the report lists them.
 var Kinds = []Kind{KillLeader, KillFollower, PauseLeader, KillEtcdMember, QuorumLost,
-	DeleteLeaderKey, RewriteKeys, LeaderCutEtcd, FollowerCutEtcd, LeaderCutPeers, ReplicaUnwritable}
+	DeleteLeaderKey, RewriteKeys, LeaderCutEtcd, FollowerCutEtcd, LeaderCutPeers, ReplicaUnwritable, Unplanned}
 
 // hardLoss says whether a fault takes the leader away without a handover,
 // so that what it acknowledged and had not shipped may be lost (the
 // documented window); none may be with --cluster-sync.
 func (k Kind) hardLoss() bool {
 	switch k {
-	case KillLeader, PauseLeader, LeaderCutEtcd, QuorumLost:
+	case KillLeader, PauseLeader, LeaderCutEtcd, QuorumLost, Unplanned:
 		return true
 	}
 	return false
