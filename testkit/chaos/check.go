@@ -182,12 +182,15 @@ func check(r *Result, h *history, faults []*fault, final stored, sync bool) {
 }
 
 // longestGap is the longest time without a 201 from the fault's start
-// until the next fault, at most 10 s after its heal (times are the 201s',
-// in order).
+// until the next fault, at most 10 s after its heal, or the history's end
+// (times are the 201s', in order).
 func longestGap(times []time.Time, f, next *fault) time.Duration {
 	end := f.healed.Add(10 * time.Second)
 	if next != nil && next.began.Before(end) {
 		end = next.began
+	}
+	if n := len(times); n > 0 && times[n-1].Before(end) {
+		end = times[n-1] // the history ends
 	}
 	i, _ := slices.BinarySearchFunc(times, f.began, time.Time.Compare)
 	gap, last := time.Duration(0), f.began
