@@ -127,8 +127,8 @@ func check(r *Result, h *history, faults []*fault, final stored, sync bool) {
 		}
 		r.LostOutside++
 		if r.LostOutside <= 5 {
-			r.fail("LOST: pet %d (key %s) acknowledged by %s at %s (sent %s) is not stored at the end, outside the documented window%s",
-				c.id, c.key, c.node, stamp(c.returned), stamp(c.sent), nearestFault(c.returned, faults))
+			r.fail("LOST: pet %d (key %s) acknowledged through %s at %s (sent %s) is not stored at the end, outside the documented window%s%s",
+				c.id, c.key, c.node, stamp(c.returned), stamp(c.sent), nearestFault(c.returned, faults), nextLoss(c.returned, faults, h.claims))
 		}
 	}
 	if r.LostOutside > 5 {
@@ -217,6 +217,35 @@ func lossWindow(c *create, faults []*fault, sync bool) (*fault, time.Duration) {
 		}
 	}
 	return nil, 0
+}
+
+// nextLoss names the first hard loss of a leader after t, within 10 s, and
+// since when that leader led by its claims: a create acknowledged more than
+// Window before it is lost only if the leader had not shipped it since.
+func nextLoss(t time.Time, faults []*fault, claims []claim) string {
+	for _, f := range faults {
+		if !f.kind.hardLoss() || f.began.Before(t) || f.began.Sub(t) > 10*time.Second {
+			continue
+		}
+		// The target's claims before the fault, the last term's first.
+		var term int64
+		var since time.Time
+		for _, c := range claims {
+			if c.node != f.target || c.returns.After(f.began) {
+				continue
+			}
+			if c.term > term {
+				term, since = c.term, c.returns
+			}
+		}
+		led := ""
+		if term != 0 {
+			led = fmt.Sprintf(", which led term %d from %s (%s before the loss): a leader lost before its term's first snapshot ships loses what it acknowledged since its promotion",
+				term, stamp(since), f.began.Sub(since).Round(time.Millisecond))
+		}
+		return fmt.Sprintf("; %s before %s (%s) at %s%s", f.began.Sub(t).Round(time.Millisecond), f.kind, f.target, stamp(f.began), led)
+	}
+	return ""
 }
 
 func nearestFault(t time.Time, faults []*fault) string {
