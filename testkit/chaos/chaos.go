@@ -89,7 +89,17 @@ func Run(cfg Config) (*Result, error) {
 		cfg.Logf = func(string, ...any) {}
 	}
 	start := time.Now()
-	c, err := startCluster(cfg, cfg.Dir)
+	var c *cluster
+	var err error
+	// A port found free may be taken before a node binds it (another
+	// test's server may even answer on it): the cluster starts again, on
+	// other ports, in a directory of its own.
+	for try := range 3 {
+		if c, err = startCluster(cfg, filepath.Join(cfg.Dir, fmt.Sprintf("try%d", try))); err == nil {
+			break
+		}
+		cfg.Logf("the cluster did not start: %v", err)
+	}
 	if err != nil {
 		return nil, err
 	}

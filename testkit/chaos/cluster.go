@@ -44,6 +44,9 @@ type node struct {
 // with an API key of its own, the others following, caught up.
 func startCluster(cfg Config, dir string) (*cluster, error) {
 	c := &cluster{replica: filepath.Join(dir, "replica")}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	var err error
 	if c.etcd, err = etcdtest.Launch(filepath.Join(dir, "etcd"), 3, nil); err != nil {
 		return nil, err
