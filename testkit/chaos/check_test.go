@@ -133,3 +133,16 @@ func TestAFailoverNoFaultMadeIsAHardLoss(t *testing.T) {
 		t.Errorf("faults %s (the first at %s)", got, faults[0].began)
 	}
 }
+
+func TestTheNemesisMakesEveryKindButUnplanned(t *testing.T) {
+	nm := newNemesis(nil, nil, Config{Seed: 3})
+	made := map[Kind]int{}
+	for range 2 * (len(Kinds) - 1) {
+		made[nm.next()]++
+	}
+	for _, k := range Kinds {
+		if want := 2; k != Unplanned && made[k] != want || k == Unplanned && made[k] != 0 {
+			t.Errorf("%s made %d times in two rounds", k, made[k])
+		}
+	}
+}

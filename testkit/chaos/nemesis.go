@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -82,7 +83,8 @@ func newNemesis(c *cluster, h *history, cfg Config) *nemesis {
 
 func (nm *nemesis) next() Kind {
 	if len(nm.order) == 0 {
-		nm.order = append([]Kind(nil), Kinds...)
+		// Every kind but Unplanned, which is found, not made.
+		nm.order = slices.DeleteFunc(slices.Clone(Kinds), func(k Kind) bool { return k == Unplanned })
 		nm.rng.Shuffle(len(nm.order), func(i, j int) { nm.order[i], nm.order[j] = nm.order[j], nm.order[i] })
 	}
 	k := nm.order[0]
