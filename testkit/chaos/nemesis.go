@@ -210,10 +210,12 @@ func (nm *nemesis) inject(k Kind) (*fault, error) {
 		if k == QuorumLost {
 			hit = []*etcdtest.Member{members[i], members[(i+1)%len(members)]}
 		}
+		var names []string
 		for _, m := range hit {
-			f.target += m.Name + " "
+			names = append(names, m.Name)
 			m.Stop()
 		}
+		f.target = strings.Join(names, " ")
 		time.Sleep(nm.hold(k == QuorumLost))
 		for _, m := range hit {
 			if err := m.Start(); err != nil {
