@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -21,7 +22,9 @@ import (
 	"petstore/internal/pets"
 	"petstore/internal/proxytrust"
 	"petstore/internal/requestlog"
+	"petstore/internal/tracing"
 	"petstore/internal/usage"
+	"petstore/internal/version"
 	"petstore/internal/webhooks"
 )
 
@@ -55,6 +58,7 @@ type serviceParts struct {
 // node deciding whether this process may write) is early and comes first.
 func (p *serviceParts) list() []part {
 	return []part{
+		{name: "tracing", early: true, start: p.startTracing},
 		{name: "cluster node", early: true, start: p.startCluster},
 		{name: "declared settings", start: p.startSettings},
 		{name: "connection bounds", start: p.startConnLimits},
@@ -68,6 +72,17 @@ func (p *serviceParts) list() []part {
 		{name: "metrics listener", start: p.startMetrics},
 		{name: "webhooks deliverer", start: p.startDeliverer},
 	}
+}
+
+// startTracing exports spans as the OTEL_* variables say, from the first
+// part on (a cluster node's forwards), and flushes them after the last
+// part has stopped.
+func (p *serviceParts) startTracing() (func() error, error) {
+	t, err := tracing.Begin(context.Background(), p.opts.Tracing, version.Read().Version)
+	if err != nil {
+		return nil, err
+	}
+	return t.Close, nil
 }
 
 // startConnLimits applies the declared proxy headers, then makes the public

@@ -39,6 +39,7 @@ import (
 	"petstore/internal/realtimeauth"
 	"petstore/internal/requestid"
 	"petstore/internal/staff"
+	"petstore/internal/tracing"
 	"petstore/internal/webhooks"
 	pbpublic "petstore/pb_public"
 )
@@ -151,6 +152,9 @@ func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lif
 		se.Router.Bind(proxies.Middleware())
 	}
 	se.Router.Bind(requestid.Middleware(proxies.Has))
+	if tracing.On() {
+		se.Router.Bind(api.TraceRequests())
+	}
 	// Outside /v1, the bounded request log takes PocketBase's activity
 	// logger's place, and guests are limited per client network; /v1 logs
 	// and limits its own.

@@ -26,7 +26,7 @@ func handleListCategories(reads *categories.Reads, version *dataversion.Watch, c
 		if err != nil {
 			return err
 		}
-		page, err := reads.List(v, limit, after)
+		page, err := reads.List(e.Request.Context(), v, limit, after)
 		if err != nil {
 			return err
 		}

@@ -51,7 +51,7 @@ func identifyKey(keys *apikeys.Finder, version *dataversion.Watch, log *slog.Log
 				if err != nil {
 					return err
 				}
-				k, err := keys.Find(v, key)
+				k, err := keys.Find(e.Request.Context(), v, key)
 				switch {
 				case errors.Is(err, apikeys.ErrInvalid):
 					authErr = errKeyInvalid

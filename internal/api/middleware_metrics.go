@@ -9,13 +9,16 @@ import (
 	"github.com/pocketbase/pocketbase/tools/hook"
 
 	"petstore/internal/requestlog"
+	"petstore/internal/tracing"
 )
 
 // Observer receives /v1's figures (package metrics implements it). Every
 // value it gets is bounded: a route pattern, a standard method, a status, a
 // plan's name, an outcome.
 type Observer interface {
-	ObserveRequest(method, route string, status int, took time.Duration)
+	// traceID, when not "", is the request's trace: the exemplar of its
+	// latency.
+	ObserveRequest(method, route string, status int, took time.Duration, traceID string)
 	ObserveRateLimit(plan, outcome string)
 	// ObserveIdempotency counts a create with an Idempotency-Key by what
 	// became of it: stored, replayed or conflict.
@@ -65,7 +68,7 @@ func observeRequests(o Observer) *hook.Handler[*core.RequestEvent] {
 		Func: func(e *core.RequestEvent) error {
 			started := time.Now()
 			err := e.Next()
-			o.ObserveRequest(methodLabel(e.Request.Method), routeLabel(e.Request.Pattern), e.Status(), time.Since(started))
+			o.ObserveRequest(methodLabel(e.Request.Method), routeLabel(e.Request.Pattern), e.Status(), time.Since(started), tracing.ID(e.Request.Context()))
 			return err
 		},
 	}
@@ -117,7 +120,7 @@ func ObserveSite(o Observer) *hook.Handler[*core.RequestEvent] {
 			}
 			// PocketBase's error handler writes an error after the chain
 			// returns: StatusOf is the status it will send.
-			o.ObserveRequest(methodLabel(e.Request.Method), route, requestlog.StatusOf(e, err), time.Since(started))
+			o.ObserveRequest(methodLabel(e.Request.Method), route, requestlog.StatusOf(e, err), time.Since(started), tracing.ID(e.Request.Context()))
 			return err
 		},
 	}

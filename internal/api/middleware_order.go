@@ -10,6 +10,7 @@ import "github.com/pocketbase/pocketbase/apis"
 //	-100001 the trusted proxy headers removed unless from --proxy-addresses
 //	        (internal/proxytrust; bound only when proxies are named)
 //	-100000 the request's id (internal/requestid)
+//	-99999  the request's span (TraceRequests; router-wide, only while tracing is on)
 //	-99999  PocketBase's www redirect
 //	-2010 observeRequests         (replaces the site's, ObserveSite, bound on the router)
 //	-2001 sentURL                 (catch-all route)

@@ -26,7 +26,7 @@ func handleListPets(reads *pets.Reads, version *dataversion.Watch, petsURL strin
 		if err != nil {
 			return err
 		}
-		page, err := reads.List(v, q)
+		page, err := reads.List(e.Request.Context(), v, q)
 		if err != nil {
 			return err
 		}
@@ -79,7 +79,7 @@ func handleCreatePet(writer *pets.Writer, petsURL string, o Observer) func(*core
 		if derr != nil {
 			return derr
 		}
-		pet, err := writer.Create(np)
+		pet, err := writer.Create(e.Request.Context(), np)
 		if err != nil {
 			return writeFailed(e, err)
 		}
@@ -98,9 +98,9 @@ func createPetOnce(e *core.RequestEvent, writer *pets.Writer, location petLocati
 		outcome idempotency.Outcome
 		bodyErr *Error
 	)
-	err := writer.Run(func(tx *pets.Tx) (err error) {
+	err := writer.Run(e.Request.Context(), func(tx *pets.Tx) (err error) {
 		bodyErr = nil
-		answer, outcome, err = idempotency.Do(tx.App(), scope, idemKey, body, now,
+		answer, outcome, err = idempotency.Do(e.Request.Context(), tx.App(), scope, idemKey, body, now,
 			func(core.App) (idempotency.Answer, error) {
 				np, derr := decodeNewPet(body)
 				if derr != nil {
@@ -174,7 +174,7 @@ func handleGetPet(reads *pets.Reads, version *dataversion.Watch) func(*core.Requ
 		if err != nil {
 			return err
 		}
-		body, err := reads.Get(v, id)
+		body, err := reads.Get(e.Request.Context(), v, id)
 		if errors.Is(err, pets.ErrNotFound) {
 			return petNotFound(id)
 		}

@@ -1,6 +1,7 @@
 package apikeys
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"petstore/internal/audit"
 	"petstore/internal/dataversion"
 	"petstore/internal/rollgrace"
+	"petstore/internal/tracing"
 )
 
 // ErrInvalid means a key is unknown, revoked or expired. Callers do not learn
@@ -143,8 +145,11 @@ func NewFinder(db *sql.DB) (*Finder, error) {
 // the data version the request read when it began (a dataversion.Watch on
 // db's database). The read takes no context: a one-row indexed read is not
 // worth interrupting, and a cancellable context costs database/sql and the
-// driver a goroutine each.
-func (f *Finder) Find(version dataversion.Version, key string) (*Key, error) {
+// driver a goroutine each. ctx carries the request's span, if any: the
+// lookup is a span of it.
+func (f *Finder) Find(ctx context.Context, version dataversion.Version, key string) (_ *Key, err error) {
+	_, span := tracing.Start(ctx, "apikeys.find")
+	defer tracing.End(span, &err, ErrInvalid)
 	if !wellFormed(key) {
 		return nil, ErrInvalid
 	}

@@ -1,6 +1,7 @@
 package categories
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"petstore/internal/dataversion"
 	"petstore/internal/pets"
+	"petstore/internal/tracing"
 )
 
 // Reads is /v1's list of categories, prepared once on the read pool, with
@@ -47,13 +49,15 @@ func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) 
 // List is the page of at most limit categories after the number after (0:
 // from the first), in ascending number order, at version: kept, or read
 // and kept.
-func (r *Reads) List(version dataversion.Version, limit int, after int64) (Page, error) {
+// ctx carries the request's span, if any; a read from SQLite is a span of it.
+func (r *Reads) List(ctx context.Context, version dataversion.Version, limit int, after int64) (Page, error) {
 	key := strconv.FormatInt(after, 10) + "\x00" + strconv.Itoa(limit)
-	return r.pages.Load(version, key, func() (Page, error) { return r.readPage(limit, after) })
+	return r.pages.Load(version, key, func() (Page, error) { return r.readPage(ctx, limit, after) })
 }
 
-func (r *Reads) readPage(limit int, after int64) (Page, error) {
-	var page Page
+func (r *Reads) readPage(ctx context.Context, limit int, after int64) (page Page, err error) {
+	_, span := tracing.Start(ctx, "sqlite.categories.list")
+	defer tracing.End(span, &err)
 	rows, err := r.list.Query(sql.Named("after", after))
 	if err != nil {
 		return page, err

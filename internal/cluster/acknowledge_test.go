@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -44,17 +45,17 @@ func TestACreateCommittedAfterTheFenceClosedIsNotAcknowledged(t *testing.T) {
 			})
 			writer.OnAcknowledge(p.Acknowledge)
 
-			if _, err := writer.Create(pets.NewPet{Name: "InTime", CategoryID: 1}); err != nil {
+			if _, err := writer.Create(context.Background(), pets.NewPet{Name: "InTime", CategoryID: 1}); err != nil {
 				t.Fatalf("a create committed while the fence held: %v", err)
 			}
 			pause.Store(true)
-			if pet, err := writer.Create(pets.NewPet{Name: "Late", CategoryID: 1}); !errors.Is(err, api.ErrNotLeader) {
+			if pet, err := writer.Create(context.Background(), pets.NewPet{Name: "Late", CategoryID: 1}); !errors.Is(err, api.ErrNotLeader) {
 				t.Fatalf("a create whose commit ended after the lease: %+v, error %v; want ErrNotLeader, no 201", pet, err)
 			}
 			if n := s.CountRecords(t, "pets"); n != 2 {
 				t.Errorf("%d pets stored, want both: the late one committed, unanswered", n)
 			}
-			if _, err := writer.Create(pets.NewPet{Name: "Fenced", CategoryID: 1}); !errors.Is(err, api.ErrNotLeader) {
+			if _, err := writer.Create(context.Background(), pets.NewPet{Name: "Fenced", CategoryID: 1}); !errors.Is(err, api.ErrNotLeader) {
 				t.Errorf("a create after the lease: error %v, want ErrNotLeader", err)
 			}
 		})

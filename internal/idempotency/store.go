@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/strictinput"
+	"petstore/internal/tracing"
 )
 
 // Retention is how long an answer is remembered.
@@ -61,13 +63,17 @@ const (
 // An error from do, or from SQLite, rolls back what the request wrote (Do's
 // own transaction, or, in the caller's, its savepoint): nothing is
 // remembered, and a retry carries the request out again.
-func Do(app core.App, scope, key string, body []byte, now time.Time, do func(tx core.App) (Answer, error)) (Answer, Outcome, error) {
+//
+// ctx carries the request's span, if any: Do is a span of it.
+func Do(ctx context.Context, app core.App, scope, key string, body []byte, now time.Time, do func(tx core.App) (Answer, error)) (_ Answer, _ Outcome, err error) {
+	_, span := tracing.Start(ctx, "idempotency.do")
+	defer tracing.End(span, &err)
 	hash, raw := bodyHash(body), sha256.Sum256(body)
 	var (
 		answer  Answer
 		outcome Outcome
 	)
-	err := app.RunInTransaction(func(tx core.App) error {
+	err = app.RunInTransaction(func(tx core.App) error {
 		claimed, err := claim(tx, scope, key, hash[:], now)
 		if err != nil {
 			return err

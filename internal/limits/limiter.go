@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"petstore/internal/clientnet"
+	"petstore/internal/tracing"
 )
 
 // Limiter decides, request by request, whether a caller is within its
@@ -48,7 +49,12 @@ func (l *Limiter) Close() error { return l.store.close() }
 //
 // In Redis, all of that is one script: atomic across instances, one round
 // trip.
-func (l *Limiter) TakeKey(ctx context.Context, key Key) (Decision, error) {
+func (l *Limiter) TakeKey(ctx context.Context, key Key) (_ Decision, err error) {
+	ctx, span := tracing.Start(ctx, "ratelimit.take")
+	defer tracing.End(span, &err)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.Store(l.store.counting()))
+	}
 	now := l.cfg.Now()
 	c, err := l.store.takeKey(ctx, key, now)
 	if err != nil {
@@ -109,7 +115,12 @@ func (l *Limiter) anonymous() addressWindow {
 	return addressWindow{name: "anonymous", limit: l.cfg.AnonymousPerMinute}
 }
 
-func (l *Limiter) address(ctx context.Context, w addressWindow, network string, take bool) (Decision, error) {
+func (l *Limiter) address(ctx context.Context, w addressWindow, network string, take bool) (_ Decision, err error) {
+	ctx, span := tracing.Start(ctx, "ratelimit.take")
+	defer tracing.End(span, &err)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.Store(l.store.counting()))
+	}
 	c, err := l.store.takeAddress(ctx, w, network, take)
 	if err != nil {
 		return Decision{}, err

@@ -9,11 +9,12 @@ import (
 
 // New is the service's one logger: each event goes to the console
 // (stderr, as main configures it) and to PocketBase's logs, which the
-// dashboard shows. A nil console logs to the dashboard only.
+// dashboard shows. A nil console logs to the dashboard only. An event
+// logged with a request's context names its trace (traceId), as Tee does.
 func New(app core.App, console slog.Handler) *slog.Logger {
 	dashboard := dashboardHandler{app: app}
 	if console == nil {
-		return slog.New(dashboard)
+		return slog.New(Tee(dashboard))
 	}
 	return slog.New(Tee(console, dashboard))
 }

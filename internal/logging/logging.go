@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"petstore/internal/tracing"
 )
 
 // Formats of the console.
@@ -37,7 +39,9 @@ func Console(w io.Writer, format, level string) (slog.Handler, error) {
 }
 
 // Tee returns a handler that hands each record to every one of handlers
-// that is enabled for its level.
+// that is enabled for its level. A record logged with a context that
+// carries a span (a request's, while tracing is on) gets its trace id as
+// traceId, by which a trace's viewer finds the request's log lines.
 func Tee(handlers ...slog.Handler) slog.Handler { return tee(handlers) }
 
 type tee []slog.Handler
@@ -52,6 +56,9 @@ func (t tee) Enabled(ctx context.Context, level slog.Level) bool {
 }
 
 func (t tee) Handle(ctx context.Context, r slog.Record) error {
+	if id := tracing.ID(ctx); id != "" {
+		r.AddAttrs(slog.String("traceId", id))
+	}
 	var errs []error
 	for _, h := range t {
 		if h.Enabled(ctx, r.Level) {

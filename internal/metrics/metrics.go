@@ -125,18 +125,25 @@ func New(known Known) *Metrics {
 // Register adds collectors of other parts (gauges read at scrape time).
 func (m *Metrics) Register(cs ...prometheus.Collector) { m.registry.MustRegister(cs...) }
 
-// Handler serves the registry in Prometheus' text format.
+// Handler serves the registry in Prometheus' text format, or in
+// OpenMetrics to a scraper that asks for it, with the latencies' exemplars.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry, EnableOpenMetrics: true})
 }
 
 // ObserveRequest counts one /v1 answer. route is a route pattern, never a
 // path a client chose; method one of the standard methods or _OTHER.
-func (m *Metrics) ObserveRequest(method, route string, status int, took time.Duration) {
+// A request with a trace is the bucket's exemplar (served to scrapers that
+// ask for OpenMetrics, as Prometheus does with exemplar storage on).
+func (m *Metrics) ObserveRequest(method, route string, status int, took time.Duration, traceID string) {
 	labels := requestLabels{method, route, status}
 	o, ok := m.observers.Load(labels)
 	if !ok {
 		o, _ = m.observers.LoadOrStore(labels, m.requests.WithLabelValues(method, route, strconv.Itoa(status)))
+	}
+	if traceID != "" {
+		o.(prometheus.ExemplarObserver).ObserveWithExemplar(took.Seconds(), prometheus.Labels{"trace_id": traceID})
+		return
 	}
 	o.(prometheus.Observer).Observe(took.Seconds())
 }

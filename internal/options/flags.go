@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"petstore/internal/proxytrust"
 	"petstore/internal/realtime"
 	"petstore/internal/requestlog"
+	"petstore/internal/tracing"
 	"petstore/internal/webhooks"
 )
 
@@ -211,6 +213,9 @@ func (f *Flags) Parse(serving bool, stdout, stderr io.Writer) (Options, error) {
 		if err := opts.Settings.Load(); err != nil {
 			return Options{}, err
 		}
+	}
+	if opts.Tracing, err = tracing.ConfigFromEnv(os.Getenv); err != nil {
+		return Options{}, err
 	}
 	if opts.Cluster, err = f.cluster.Config(opts.HTTPAddr); err != nil {
 		return Options{}, err

@@ -19,6 +19,7 @@ import (
 	"petstore/internal/limits"
 	"petstore/internal/pbsettings"
 	"petstore/internal/requestlog"
+	"petstore/internal/tracing"
 )
 
 // Options configure the service. They are a value, complete before the
@@ -77,6 +78,9 @@ type Options struct {
 	// Cluster is cluster mode's configuration (serve --cluster-etcd and the
 	// flags beside it); its zero value is cluster mode off.
 	Cluster cluster.Config
+	// Tracing is what the OTEL_* variables ask of OpenTelemetry's tracing;
+	// its zero value is tracing off.
+	Tracing tracing.Config
 	// Startup guards the bootstrap of the app (datadir.BindStartup); nil
 	// binds no guard, for apps bootstrapped before they are bound.
 	Startup *datadir.StartupConfig

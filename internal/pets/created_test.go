@@ -1,6 +1,7 @@
 package pets_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,7 +76,7 @@ func TestOnCreatedHearsEachCommittedCreateOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = w.Run(func(tx *pets.Tx) error {
+			errs[i] = w.Run(context.Background(), func(tx *pets.Tx) error {
 				inserted[i] = nil
 				inserts := 1
 				switch i {
@@ -160,7 +161,7 @@ func TestOnCreatedHearsARolledBackBatchOnce(t *testing.T) {
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { created[i], errs[i] = w.Create(pets.NewPet{Name: name, CategoryID: 2}) })
+		wg.Go(func() { created[i], errs[i] = w.Create(context.Background(), pets.NewPet{Name: name, CategoryID: 2}) })
 	}
 	waitQueued(t, w, len(names))
 	release()
@@ -189,7 +190,7 @@ func TestOnCreatedHearsARolledBackBatchOnce(t *testing.T) {
 func TestRowRecordIsTheStoredRecord(t *testing.T) {
 	s, w := startWriter(t)
 	heard := hearCreated(w)
-	pet, err := w.Create(pets.NewPet{Name: "Rex", CategoryID: pets.MaxCategoryID, Status: "sold"})
+	pet, err := w.Create(context.Background(), pets.NewPet{Name: "Rex", CategoryID: pets.MaxCategoryID, Status: "sold"})
 	if err != nil {
 		t.Fatal(err)
 	}

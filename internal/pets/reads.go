@@ -1,12 +1,14 @@
 package pets
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"petstore/internal/dataversion"
+	"petstore/internal/tracing"
 )
 
 // ErrNotFound is Get's error for an id that no pet has.
@@ -101,22 +103,25 @@ func PrepareReads(db *sql.DB, encode func(any) ([]byte, error)) (*Reads, error) 
 // come in ascending id order; ids never change, so walking the pages (After
 // the last id seen) visits every pet that existed when the walk began
 // exactly once, even while others are added.
-func (r *Reads) List(version dataversion.Version, q Query) (Page, error) {
+//
+// ctx carries the request's span, if any; a read from SQLite is a span of
+// it. The read itself takes no context (apikeys.Finder.Find says why).
+func (r *Reads) List(ctx context.Context, version dataversion.Version, q Query) (Page, error) {
 	key := q.Status + "\x00" + q.After + "\x00" + strconv.Itoa(q.Limit)
 	read := false
-	page, err := r.pages.Load(version, key, func() (Page, error) { read = true; return r.readPage(q) })
+	page, err := r.pages.Load(version, key, func() (Page, error) { read = true; return r.readPage(ctx, q) })
 	if err != nil || page.Next != "" || read {
 		return page, err
 	}
 	// A last page kept in pages may have missed a pet appended since.
-	return r.lastPages.Load(version, key, func() (Page, error) { return r.readPage(q) })
+	return r.lastPages.Load(version, key, func() (Page, error) { return r.readPage(ctx, q) })
 }
 
-func (r *Reads) readPage(q Query) (Page, error) {
-	var page Page
+func (r *Reads) readPage(ctx context.Context, q Query) (page Page, err error) {
+	_, span := tracing.Start(ctx, "sqlite.pets.list")
+	defer tracing.End(span, &err)
 	after := sql.Named("after", q.After)
 	var rows *sql.Rows
-	var err error
 	if q.Status == "" {
 		rows, err = r.list.Query(after)
 	} else {
@@ -139,8 +144,10 @@ func (r *Reads) readPage(q Query) (Page, error) {
 // Get is the JSON of the pet with id, at version: kept, or read and kept.
 // An absent pet is ErrNotFound, and not kept: a key guessing ids would fill
 // the cache with them.
-func (r *Reads) Get(version dataversion.Version, id string) ([]byte, error) {
-	return r.pets.Load(version, id, func() ([]byte, error) {
+func (r *Reads) Get(ctx context.Context, version dataversion.Version, id string) ([]byte, error) {
+	return r.pets.Load(version, id, func() (_ []byte, err error) {
+		_, span := tracing.Start(ctx, "sqlite.pets.get")
+		defer tracing.End(span, &err, ErrNotFound)
 		pet, _, err := scanPet(r.get.QueryRow(sql.Named("id", id)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, ErrNotFound

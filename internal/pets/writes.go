@@ -1,6 +1,7 @@
 package pets
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/pocketbase/pocketbase/tools/types"
 
 	"petstore/internal/database"
+	"petstore/internal/tracing"
 )
 
 // Writer writes createPet's pets with group commit. One goroutine owns the
@@ -84,6 +86,10 @@ type write struct {
 	err  error
 	rows []Row // what work inserted in its last run
 	done chan struct{}
+	// batch and took are the size and duration of the transaction that
+	// answered it, for its span.
+	batch int
+	took  time.Duration
 }
 
 const (
@@ -209,9 +215,10 @@ func (w *Writer) OnCommitted(committed func(creates int, took time.Duration)) {
 func (w *Writer) OnAcknowledge(acknowledge func() error) { w.acknowledge = acknowledge }
 
 // Create stores np as a new pet. It returns once the pet is committed.
-func (w *Writer) Create(np NewPet) (Pet, error) {
+// ctx carries the request's span, if any; the write is not interrupted.
+func (w *Writer) Create(ctx context.Context, np NewPet) (Pet, error) {
 	var pet Pet
-	err := w.Run(func(tx *Tx) (err error) {
+	err := w.Run(ctx, func(tx *Tx) (err error) {
 		pet, err = tx.Insert(np)
 		return err
 	})
@@ -226,23 +233,35 @@ func (w *Writer) Create(np NewPet) (Pet, error) {
 // fails as a whole, each work is run again in a transaction of its own, so
 // work must leave nothing behind but what it writes through its Tx and the
 // values it sets: it may run more than once, and only the last run counts.
-func (w *Writer) Run(work func(*Tx) error) error {
+// ctx carries the request's span, if any: the wait for the group commit is
+// a span of it, and the acknowledgement another.
+func (w *Writer) Run(ctx context.Context, work func(*Tx) error) error {
+	ctx, span := tracing.Start(ctx, "pets.group_commit")
 	wr := &write{work: work, done: make(chan struct{})}
 	w.mu.RLock()
 	if w.stopped {
 		w.mu.RUnlock()
+		span.End()
 		return ErrStopped
 	}
 	w.queue <- wr
 	w.mu.RUnlock()
 	<-wr.done
+	if span.IsRecording() {
+		span.SetAttributes(tracing.BatchSize(wr.batch), tracing.CommitMillis(wr.took))
+		tracing.Fail(span, wr.err)
+	}
+	span.End()
 	if wr.err != nil {
 		return wr.err
 	}
 	// After this write's transaction has committed.
 	var err error
 	if w.acknowledge != nil {
+		_, ack := tracing.Start(ctx, "cluster.acknowledge")
 		err = w.acknowledge()
+		tracing.Fail(ack, err)
+		ack.End()
 	}
 	if len(wr.rows) > 0 && w.created != nil {
 		w.created(wr.rows)
@@ -354,8 +373,9 @@ func (w *Writer) commit(batch []*write) {
 		}
 		return
 	}
+	took := time.Since(began)
 	if err == nil && w.committed != nil {
-		w.committed(len(batch), time.Since(began))
+		w.committed(len(batch), took)
 	}
 	// The transaction has ended: committed, with every write of batch that
 	// has no error, or failed, without any. Each caller gets its answer.
@@ -363,6 +383,7 @@ func (w *Writer) commit(batch []*write) {
 		if err != nil && wr.err == nil { // a write that failed keeps its own error
 			wr.err = err
 		}
+		wr.batch, wr.took = len(batch), took
 		close(wr.done)
 	}
 }

@@ -40,7 +40,7 @@ func holdWriter(t *testing.T, w *pets.Writer) (release func()) {
 	t.Helper()
 	held, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		err := w.Run(func(*pets.Tx) error {
+		err := w.Run(context.Background(), func(*pets.Tx) error {
 			close(held)
 			<-done
 			return nil
@@ -108,7 +108,7 @@ func TestCreatesThatArriveTogetherShareATransaction(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			o := &outcomes[i]
-			o.err = w.Run(func(tx *pets.Tx) (err error) {
+			o.err = w.Run(context.Background(), func(tx *pets.Tx) (err error) {
 				o.tx = tx.App()
 				o.pet, err = tx.Insert(pets.NewPet{Name: fmt.Sprintf("batch-%d", i), CategoryID: 1})
 				switch {
@@ -179,7 +179,7 @@ func TestARolledBackBatchIsWrittenAgainOneByOne(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			_, errs[i] = w.Create(pets.NewPet{Name: name, CategoryID: 2})
+			_, errs[i] = w.Create(context.Background(), pets.NewPet{Name: name, CategoryID: 2})
 		})
 	}
 	waitQueued(t, w, len(names))
@@ -211,7 +211,7 @@ func TestBatchesAreBounded(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			err := w.Run(func(tx *pets.Tx) error {
+			err := w.Run(context.Background(), func(tx *pets.Tx) error {
 				mu.Lock()
 				transactions[tx.App()]++
 				mu.Unlock()
@@ -254,7 +254,7 @@ func TestCreatesOnTheirWayAreWaitedFor(t *testing.T) {
 	transactions := map[core.App]int{}
 	create := func(name string, done func()) {
 		defer done()
-		err := w.Run(func(tx *pets.Tx) error {
+		err := w.Run(context.Background(), func(tx *pets.Tx) error {
 			mu.Lock()
 			transactions[tx.App()]++
 			mu.Unlock()
@@ -284,7 +284,7 @@ func TestCreatesOnTheirWayAreWaitedFor(t *testing.T) {
 	}
 
 	// Nothing on its way: a create is written at once.
-	if _, err := w.Create(pets.NewPet{Name: "alone", CategoryID: 1}); err != nil {
+	if _, err := w.Create(context.Background(), pets.NewPet{Name: "alone", CategoryID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if waited := time.Since(began); waited > window/2 {
@@ -301,7 +301,7 @@ func TestStopWritesWhatIsQueued(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = w.Create(pets.NewPet{Name: "queued", CategoryID: 1})
+			_, errs[i] = w.Create(context.Background(), pets.NewPet{Name: "queued", CategoryID: 1})
 		})
 	}
 	waitQueued(t, w, n)
@@ -321,7 +321,7 @@ func TestStopWritesWhatIsQueued(t *testing.T) {
 	if got := named(t, s, "queued"); got != n {
 		t.Errorf("%d queued pets stored, want %d", got, n)
 	}
-	if _, err := w.Create(pets.NewPet{Name: "late", CategoryID: 1}); !errors.Is(err, pets.ErrStopped) {
+	if _, err := w.Create(context.Background(), pets.NewPet{Name: "late", CategoryID: 1}); !errors.Is(err, pets.ErrStopped) {
 		t.Errorf("create after Stop: %v, want ErrStopped", err)
 	}
 }
@@ -430,11 +430,11 @@ func TestOnInsertedWritesWithTheCreate(t *testing.T) {
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { _, errs[i] = w.Create(pets.NewPet{Name: name, CategoryID: 1}) })
+		wg.Go(func() { _, errs[i] = w.Create(context.Background(), pets.NewPet{Name: name, CategoryID: 1}) })
 	}
 	waitQueued(t, w, len(names))
 	wg.Go(func() {
-		errs := w.Run(func(*pets.Tx) error { return nil }) // inserts nothing
+		errs := w.Run(context.Background(), func(*pets.Tx) error { return nil }) // inserts nothing
 		if errs != nil {
 			t.Errorf("a work without inserts: %v", errs)
 		}
@@ -475,7 +475,7 @@ func TestCreatesWaitForTheAcknowledgement(t *testing.T) {
 	})
 	answered := make(chan error, 1)
 	go func() {
-		_, err := w.Create(pets.NewPet{Name: "shipped later", CategoryID: 1})
+		_, err := w.Create(context.Background(), pets.NewPet{Name: "shipped later", CategoryID: 1})
 		answered <- err
 	}()
 	<-acknowledging
@@ -496,7 +496,7 @@ func TestCreatesWaitForTheAcknowledgement(t *testing.T) {
 	}
 	// A work that fails commits nothing and waits for nothing.
 	failed := errors.New("the work fails")
-	if err := w.Run(func(*pets.Tx) error { return failed }); !errors.Is(err, failed) {
+	if err := w.Run(context.Background(), func(*pets.Tx) error { return failed }); !errors.Is(err, failed) {
 		t.Errorf("a failed work's error %v", err)
 	}
 	if n := calls.Load(); n != 1 {
@@ -529,7 +529,7 @@ func TestPetIDsGrowInCreationOrder(t *testing.T) {
 
 	insert := func(name string) string {
 		var pet pets.Pet
-		if err := w.Run(func(tx *pets.Tx) (err error) {
+		if err := w.Run(context.Background(), func(tx *pets.Tx) (err error) {
 			pet, err = tx.Insert(pets.NewPet{Name: name, CategoryID: 1})
 			return err
 		}); err != nil {
@@ -581,7 +581,7 @@ func TestTakenIDsAreSkipped(t *testing.T) {
 	insert := func(name string) int64 {
 		t.Helper()
 		var pet pets.Pet
-		if err := w.Run(func(tx *pets.Tx) (err error) {
+		if err := w.Run(context.Background(), func(tx *pets.Tx) (err error) {
 			pet, err = tx.Insert(pets.NewPet{Name: name, CategoryID: 1})
 			return err
 		}); err != nil {

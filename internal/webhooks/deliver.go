@@ -19,9 +19,14 @@ import (
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/security"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"petstore/internal/audit"
 	"petstore/internal/database"
+	"petstore/internal/tracing"
 )
 
 // The delivery's rules.
@@ -608,10 +613,23 @@ func (d *Deliverer) post(client *Client, to *target, batch []event, until time.T
 	return results, slowest
 }
 
-// postOne makes one attempt.
+// postOne makes one attempt, a trace of its own (a client span whose
+// traceparent the receiver gets).
 func (d *Deliverer) postOne(client *Client, to *target, ev event) (r result) {
+	ctx, span := tracing.StartRoot(d.ctx, "webhook.deliver", trace.SpanKindClient, nil)
 	began := time.Now()
-	defer func() { r.latency = time.Since(began) }()
+	defer func() {
+		r.latency = time.Since(began)
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("petstore.webhook.id", ev.WebhookID), attribute.String("petstore.webhook.type", ev.Type),
+				attribute.String("petstore.webhook.endpoint", ev.Endpoint), attribute.Int("petstore.webhook.attempt", ev.Attempts+1),
+				attribute.Int("http.response.status_code", r.status))
+			if !r.delivered() {
+				span.SetStatus(codes.Error, "not delivered")
+			}
+		}
+		span.End()
+	}()
 	ts := began.Unix()
 	header := http.Header{
 		"Content-Type":      {"application/json"},
@@ -620,7 +638,8 @@ func (d *Deliverer) postOne(client *Client, to *target, ev event) (r result) {
 		"Webhook-Timestamp": {strconv.FormatInt(ts, 10)},
 		"Webhook-Signature": {sign(ev.WebhookID, ts, []byte(ev.Body), to.keys)},
 	}
-	status, body, err := client.Post(d.ctx, to.url, header, ev.Body, answerLimit)
+	tracing.Inject(ctx, propagation.HeaderCarrier(header))
+	status, body, err := client.Post(ctx, to.url, header, ev.Body, answerLimit)
 	if len(body) > answerBytes {
 		body = body[:answerBytes]
 	}

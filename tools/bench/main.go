@@ -13,7 +13,9 @@
 // server on the same data, which counts rate limits in a redis-server the
 // benchmark starts. Every server serves metrics (--metrics-addr), but
 // listPetsBare's, a third on the same data: listPets over listPetsBare is
-// what metrics cost. Targets run one after the other, in rounds, so that
+// what metrics cost. listPetsTraced runs on a fourth, with OpenTelemetry's
+// tracing on (every request sampled, its spans sent over OTLP/HTTP to a sink
+// in this process): listPetsTraced over listPets is what tracing costs. Targets run one after the other, in rounds, so that
 // each target's figures are the median of runs spread over the whole
 // benchmark.
 //
@@ -115,7 +117,8 @@ func main() {
 		}
 		// One server serves pprof: the first, or the one of a target with a
 		// server of its own.
-		alone := slices.Contains(cfg.profile, redisTarget) || slices.Contains(cfg.profile, bareTarget) || slices.Contains(cfg.profile, syncTarget)
+		alone := slices.Contains(cfg.profile, redisTarget) || slices.Contains(cfg.profile, bareTarget) || slices.Contains(cfg.profile, syncTarget) ||
+			slices.Contains(cfg.profile, tracedTarget)
 		onlyLeader := !slices.ContainsFunc(cfg.profile, func(n string) bool { return n != leaderTarget && n != leaderMixedTarget })
 		if len(cfg.profile) > 1 && (alone || slices.ContainsFunc(cfg.profile, isClusterTarget) && !onlyLeader) {
 			fmt.Fprintf(os.Stderr, "bench: profile %s, %s or %s alone, and the leader's targets (%s, %s) only together\n",
@@ -130,7 +133,7 @@ func main() {
 }
 
 // The targets, in the order each round runs them.
-var targetNames = []string{"health", "listPets", bareTarget, "pbList", "getPet", "pbView", "createPet", leaderTarget, syncTarget,
+var targetNames = []string{"health", "listPets", bareTarget, tracedTarget, "pbList", "getPet", "pbView", "createPet", leaderTarget, syncTarget,
 	realtimeTarget, floodTarget, webhookTarget, "pbCreate", healthMixedTarget, "mixedReads", "mixed", openLoopTarget, leaderMixedTarget, redisTarget}
 
 // The servers run with --metrics-addr, as a self-hoster with Prometheus
@@ -143,6 +146,9 @@ const (
 	// bareTarget is listPets on a server, on the same data directory,
 	// without --metrics-addr: what the metrics cost.
 	bareTarget = "listPetsBare"
+	// tracedTarget is listPets on a server, on the same data directory,
+	// with tracing on: what tracing costs.
+	tracedTarget = "listPetsTraced"
 	// healthMixedTarget is PocketBase's /api/health loaded as the mixed
 	// targets are: the p99 of the same connections on the floor.
 	healthMixedTarget = "healthMixed"
@@ -161,6 +167,7 @@ var ratios = []ratio{
 	{"createPet / PocketBase create", "createPet", "pbCreate", 3.0},
 	{"listPets / health", "listPets", "health", 1.0},
 	{"listPets / without metrics", "listPets", bareTarget, 0.95},
+	{"listPets traced / listPets", tracedTarget, "listPets", 0.85},
 }
 
 const (
@@ -270,6 +277,30 @@ func run(cfg config) error {
 				return pBare
 			}
 			return p
+		}
+	}
+	// The traced target's server, when it runs: the same data, every
+	// request a trace, sent to a sink that drops it.
+	if slices.Contains(selected, tracedTarget) {
+		sink, err := startTraceSink()
+		if err != nil {
+			return err
+		}
+		defer sink.Close()
+		os.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+sink.Addr)
+		pTraced, err := start(dir, profiled(tracedTarget), false)
+		os.Unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+		if err != nil {
+			return err
+		}
+		defer pTraced.Kill()
+		servers = append(servers, pTraced)
+		others := serverOf
+		serverOf = func(name string) *realserver.Process {
+			if name == tracedTarget {
+				return pTraced
+			}
+			return others(name)
 		}
 	}
 	// The Redis target's server, when it runs: the same data, its rate-limit
@@ -533,6 +564,7 @@ func newTargets(key, token string, ids []string) map[string]target {
 		{name: "health", method: http.MethodGet, paths: []string{"/api/health"}},
 		{name: "listPets", method: http.MethodGet, paths: []string{"/v1/pets?limit=20"}, headers: v1},
 		{name: bareTarget, method: http.MethodGet, paths: []string{"/v1/pets?limit=20"}, headers: v1},
+		{name: tracedTarget, method: http.MethodGet, paths: []string{"/v1/pets?limit=20"}, headers: v1},
 		{name: "pbList", method: http.MethodGet, paths: []string{"/api/collections/pets/records?perPage=20&skipTotal=1"}, headers: pb},
 		{name: "getPet", method: http.MethodGet, paths: v1Get, headers: v1},
 		{name: "pbView", method: http.MethodGet, paths: pbGet, headers: pb},

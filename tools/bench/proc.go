@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -112,4 +113,20 @@ func ping(addr string) bool {
 func (r *redisServer) stop() {
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	_ = r.cmd.Wait()
+}
+
+// startTraceSink serves OTLP/HTTP's /v1/traces on a loopback port, reading
+// and dropping every export: the traced server's collector.
+func startTraceSink() (*http.Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Addr: ln.Addr().String(), ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/x-protobuf")
+		})}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
 }
