@@ -822,11 +822,14 @@ export interface components {
                 "application/json": components["schemas"]["TooManyRequestsError"];
             };
         };
-        /** @description Cluster mode only: the node reached is not the leader and could not forward the request to one (an election is under way, or the leader did not answer); retry after `Retry-After`. The node answers before any operation runs: the answer carries none of an operation's own headers (getPet's deprecation, API-Stability). */
+        /** @description Cluster mode only: the node reached is not the leader and could not forward the request to one (an election is under way, or the leader did not answer); retry after `Retry-After`. The node answers before any operation runs: the answer carries none of an operation's own headers (getPet's deprecation, API-Stability). It counts in no rate-limit window. The caller's count lives on the leader (or in Redis), which this node does not read, so its `X-RateLimit-*` headers report this node alone, which admits nothing until `Retry-After` ends: `X-RateLimit-Limit: 0`, `X-RateLimit-Remaining: 0`, and `X-RateLimit-Reset` when `Retry-After` ends; the leader's headers report the caller's windows again on the next answer it serves. It carries no `RateLimit-Policy` or `RateLimit` field. */
         NotLeader: {
             headers: {
                 "Request-Id": components["headers"]["Request-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -924,7 +927,10 @@ export interface components {
          * @example 5f0c2b7e9a1d4c3b8e6f0a2d4c6e8b1f
          */
         "Request-Id": string;
-        /** @description The quota of the binding window (the one with fewer requests remaining; on a tie, the one that resets later). */
+        /**
+         * @description The quota of the binding window (the one with fewer requests remaining; on a tie, the one that resets later);
+         *     0 on a cluster node's `503 not_leader`, which reports that node alone (see the `NotLeader` response).
+         */
         "X-RateLimit-Limit": components["schemas"]["RequestCount"];
         /**
          * @description Requests you can still make in the binding window; 0 when the request was refused, over a
@@ -1129,11 +1135,14 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            /** @description Cluster mode only. `not_leader`: the node reached is not the leader and could not forward the request to one, or the leader's lease ended before the create was acknowledged. `not_shipped` (with `--cluster-sync`): the create is stored on the leader but was not copied to the replica in time, so a failover could lose it and it is not acknowledged. Either way, retry after `Retry-After` with the same `Idempotency-Key`: the retry gets the stored answer, or adds the animal once. */
+            /** @description Cluster mode only. `not_leader`: the node reached is not the leader and could not forward the request to one, or the leader's lease ended before the create was acknowledged. `not_shipped` (with `--cluster-sync`): the create is stored on the leader but was not copied to the replica in time, so a failover could lose it and it is not acknowledged. Either way, retry after `Retry-After` with the same `Idempotency-Key`: the retry gets the stored answer, or adds the animal once. The rate-limit headers of a `not_leader` from a node that could not forward are that node's alone (see the `NotLeader` response). */
             503: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
