@@ -10,10 +10,7 @@ require (
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/ganigeorgiev/fexpr v0.6.0
 	github.com/getkin/kin-openapi v0.152.0
-	github.com/hashicorp/go-cleanhttp v0.5.2
-	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/johannesboyne/gofakes3 v1.2.0
-	github.com/oapi-codegen/runtime v1.8.0
 	github.com/pocketbase/dbx v1.12.0
 	github.com/pocketbase/ozzo-validation/v4 v4.3.0
 	github.com/pocketbase/pocketbase v0.39.11
@@ -41,11 +38,11 @@ require (
 	google.golang.org/protobuf v1.36.12
 	modernc.org/libc v1.74.1
 	modernc.org/sqlite v1.55.0
+	petstore/client v0.0.0-00010101000000-000000000000
 	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
-	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
 	github.com/asaskevich/govalidator v0.0.0-20230301143203-a9d515a09cc2 // indirect
 	github.com/aws/aws-sdk-go-v2 v1.41.5 // indirect
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.8 // indirect
@@ -132,3 +129,6 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
 )
+
+// The Go client is its own module (client/go.mod), used from this checkout.
+replace petstore/client => ./client

@@ -4,8 +4,8 @@ import (
 	"context"
 	"iter"
 	"net/http"
-
-	"petstore/client/internal/gen"
+	"net/url"
+	"strconv"
 )
 
 // Category names the number pets carry as their CategoryID.
@@ -35,24 +35,17 @@ const categoriesPage = 100
 // before its categories are yielded.
 func (c *Client) ListCategories(ctx context.Context, callOpts ...CallOption) iter.Seq2[Category, error] {
 	return func(yield func(Category, error) bool) {
-		limit := categoriesPage
-		params := gen.ListCategoriesParams{Limit: &limit}
+		query := url.Values{"limit": {strconv.Itoa(categoriesPage)}}
 		for {
-			req, err := gen.NewListCategoriesRequest(c.base, &params)
-			if err != nil {
-				yield(Category{}, err)
-				return
-			}
-			var page gen.Categories
-			resp, a, err := c.do(ctx, req, http.StatusOK, &page, func() bool {
+			var page []Category
+			resp, _, err := c.do(ctx, http.MethodGet, "categories", query, nil, nil, http.StatusOK, &page, func() bool {
 				for _, category := range page {
-					if category.Id <= 0 || category.Name == "" {
+					if category.ID <= 0 || category.Name == "" {
 						return false
 					}
 				}
 				return true
-			})
-			report(callOpts, a)
+			}, callOpts)
 			if err != nil {
 				yield(Category{}, err)
 				return
@@ -63,14 +56,14 @@ func (c *Client) ListCategories(ctx context.Context, callOpts ...CallOption) ite
 				return
 			}
 			for _, category := range page {
-				if !yield(Category{ID: category.Id, Name: category.Name}, nil) {
+				if !yield(category, nil) {
 					return
 				}
 			}
 			if next == "" {
 				return
 			}
-			params.Cursor = &next
+			query.Set("cursor", next)
 		}
 	}
 }

@@ -2,24 +2,33 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+)
 
-	"github.com/hashicorp/go-cleanhttp"
-	"github.com/hashicorp/go-retryablehttp"
+// Version is this client's version, which its User-Agent names
+// (petstore-go/Version).
+const Version = "0.2.0"
+
+// The defaults of Options.AttemptTimeout and Options.Timeout: an attempt
+// that has not answered in 30 s is abandoned and retried, and a call gives
+// up after 80 s (Stripe's SDKs' per-request bound), its waits included,
+// whatever its context allows.
+const (
+	DefaultAttemptTimeout = 30 * time.Second
+	DefaultTimeout        = 80 * time.Second
 )
 
 // Options configure a Client; zero values take the defaults.
 type Options struct {
 	// HTTPClient sends each attempt. Default: a client with pooled
-	// connections and no timeout of its own (bound calls with their context).
+	// connections (a clone of http.DefaultTransport) and no timeout of its
+	// own: AttemptTimeout and Timeout bound the calls.
 	HTTPClient *http.Client
 	// MaxAttempts bounds the attempts of one call, the first included.
 	// Default 5.
@@ -30,14 +39,36 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxRetryAfter is the longest Retry-After a call waits for (a banned
 	// key's can be many minutes, a minute quota's up to 60 s); beyond it, or
-	// beyond the context's deadline, the call returns the *Error at once,
+	// beyond the call's deadline, the call returns the *Error at once,
 	// with RetryAfter set, and the caller decides. Default 10 s
 	// (DefaultMaxRetryAfter).
 	MaxRetryAfter time.Duration
+	// AttemptTimeout bounds one attempt, from sending the request to the
+	// end of the answer's body; an attempt past it is abandoned and, if the
+	// call has time and attempts left, retried. Default 30 s
+	// (DefaultAttemptTimeout); negative: no bound but the call's.
+	AttemptTimeout time.Duration
+	// Timeout bounds a whole call, its attempts and waits included (a
+	// ListPets walk: each page), unless the call's context ends sooner.
+	// Past it the call returns a *TimeoutError. Default 80 s
+	// (DefaultTimeout); negative: the context alone bounds the call.
+	Timeout time.Duration
+	// UserAgent, when set, names the caller's program before the client's
+	// own "petstore-go/<Version>" in the User-Agent header.
+	UserAgent string
+	// Header holds headers sent with every request, unless a call's
+	// WithHeader sets the same one. The client's own (Authorization,
+	// Accept, Content-Type, Idempotency-Key) cannot be changed here.
+	Header http.Header
 	// OnWait, when set, is called before each wait between two attempts of
 	// a call, on the calling goroutine, with what the call waits for and
 	// why: to log it, or to show it to someone waiting.
 	OnWait func(Wait)
+	// OnAttempt, when set, is called after each attempt of every call, on
+	// the calling goroutine, with its outcome: the client-wide hook for
+	// logging and metrics. The URL has any password redacted; the API key
+	// is in no field.
+	OnAttempt func(Attempt)
 }
 
 // DefaultMaxRetryAfter is Options.MaxRetryAfter's default: a call waits out
@@ -55,8 +86,8 @@ type Wait struct {
 	// Attempt+1.
 	Attempt int
 	Delay   time.Duration // how long the call waits now
-	// StatusCode is the failed attempt's status (429 or 503), or 0 when no
-	// answer came (Err says why).
+	// StatusCode is the failed attempt's status (429, 502, 503 or 504), or
+	// 0 when no answer came (Err says why).
 	StatusCode int
 	// RetryAfter tells that Delay is the answer's Retry-After, not a
 	// backoff of the client's choosing.
@@ -64,14 +95,29 @@ type Wait struct {
 	Err        error // the network error, when no answer came
 }
 
+// An Attempt is one attempt of a call, as Options.OnAttempt sees it.
+type Attempt struct {
+	Method   string        // the request's method
+	URL      string        // the request's URL, any password in it redacted
+	Attempt  int           // from 1
+	Duration time.Duration // from sending to the end of the answer, or to the failure
+	// StatusCode is the answer's status, 0 when none came (Err says why).
+	StatusCode int
+	RequestID  string // the answer's Request-Id, "" when none came
+	Err        error  // the network or timeout error, when no answer came
+}
+
 // Client is a client of one petstore service for one API key. It is safe for
 // concurrent use.
 type Client struct {
-	base   string // the base URL with a final "/", which the request builders resolve "./pets" against
-	apiKey string
-	http   *http.Client
-	policy policy
-	onWait func(Wait)
+	base      *url.URL // the base URL with a final "/", which "pets" and "categories" resolve against
+	apiKey    string
+	http      *http.Client
+	policy    policy
+	userAgent string
+	header    http.Header
+	onWait    func(Wait)
+	onAttempt func(Attempt)
 }
 
 // New returns a client of the service whose base URL is baseURL, the address
@@ -100,42 +146,18 @@ func New(baseURL, apiKey string, opts Options) (*Client, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = cleanhttp.DefaultPooledClient()
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	return &Client{base: u.String() + "/", apiKey: apiKey, http: hc, policy: newPolicy(opts), onWait: opts.OnWait}, nil
-}
-
-// retrier is the retry loop of one call: a retryablehttp.Client of its own,
-// so that the wait it reports names the call's request and the error that
-// caused it. It shares the Client's *http.Client and so its connections.
-func (c *Client) retrier(req *http.Request) *retryablehttp.Client {
-	var lastErr error
-	return &retryablehttp.Client{
-		HTTPClient:   c.http,
-		RetryWaitMin: c.policy.minBackoff,
-		RetryWaitMax: c.policy.maxBackoff,
-		RetryMax:     c.policy.maxAttempts - 1,
-		CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-			lastErr = err
-			return c.policy.checkRetry(ctx, resp, err)
-		},
-		Backoff: func(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
-			wait, fromHeader := c.policy.backoff(minWait, maxWait, attempt, resp)
-			if c.onWait != nil {
-				w := Wait{Method: req.Method, URL: req.URL.Redacted(), Attempt: attempt + 1, Delay: wait, RetryAfter: fromHeader}
-				if resp != nil {
-					w.StatusCode = resp.StatusCode
-				} else {
-					w.Err = lastErr
-				}
-				c.onWait(w)
-			}
-			return wait
-		},
-		// The last answer goes back as it came, to be read as an Error,
-		// instead of retryablehttp's "giving up" error.
-		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	u.Path += "/"
+	if u.RawPath != "" {
+		u.RawPath += "/"
 	}
+	ua := "petstore-go/" + Version
+	if opts.UserAgent != "" {
+		ua = opts.UserAgent + " " + ua
+	}
+	return &Client{base: u, apiKey: apiKey, http: hc, policy: newPolicy(opts), userAgent: ua,
+		header: opts.Header.Clone(), onWait: opts.OnWait, onAttempt: opts.OnAttempt}, nil
 }
 
 // withV1 is the base URL to suggest for u in an error: u up to its /v1
@@ -151,77 +173,131 @@ func withV1(u *url.URL) string {
 	return s.String()
 }
 
-// A CallOption asks one call for more than its result.
+// A CallOption changes one call, or asks it for more than its result.
 type CallOption struct {
-	rateLimit *RateLimit
-	requestID *string
+	apply func(*callConfig)
+}
+
+// callConfig is one call's settings: the Client's, changed by its
+// CallOptions.
+type callConfig struct {
+	policy  policy
+	header  http.Header
+	reports []func(Answer)
 }
 
 // ReportRateLimit makes the call store in *rl the rate-limit state of its
 // final answer, success or refusal (a zero RateLimit when no answer came).
 // ListPets and ListCategories store it after each page.
-func ReportRateLimit(rl *RateLimit) CallOption { return CallOption{rateLimit: rl} }
+func ReportRateLimit(rl *RateLimit) CallOption {
+	return reportWith(func(a Answer) { *rl = a.RateLimit })
+}
 
 // ReportRequestID makes the call store in *id the Request-Id of its final
 // answer, success or refusal: the request's name in the service's logs, to
 // quote when asking about a call that succeeded ("" when no answer came).
 // ListPets and ListCategories store it after each page. A refusal's
 // Error.RequestID holds the same.
-func ReportRequestID(id *string) CallOption { return CallOption{requestID: id} }
-
-// answer is what a call's final answer tells besides its body, for the
-// CallOptions to report.
-type answer struct {
-	rateLimit RateLimit
-	requestID string
+func ReportRequestID(id *string) CallOption {
+	return reportWith(func(a Answer) { *id = a.RequestID })
 }
 
-func report(opts []CallOption, a answer) {
+// ReportAnswer makes the call store in *a what its final answer told
+// besides its value: its request id, whether it was a replay, its
+// rate-limit state, its headers and how many attempts it took. ListPets and
+// ListCategories store it after each page.
+func ReportAnswer(a *Answer) CallOption {
+	return reportWith(func(got Answer) { *a = got })
+}
+
+func reportWith(f func(Answer)) CallOption {
+	return CallOption{apply: func(c *callConfig) { c.reports = append(c.reports, f) }}
+}
+
+// WithHeader sends the header name with value on this call, over the
+// Client's Options.Header. The client's own headers (Authorization, Accept,
+// Content-Type, Idempotency-Key) cannot be changed.
+func WithHeader(name, value string) CallOption {
+	return CallOption{apply: func(c *callConfig) {
+		if c.header == nil {
+			c.header = http.Header{}
+		}
+		c.header.Set(name, value)
+	}}
+}
+
+// WithTimeout bounds this call as Options.Timeout bounds every call
+// (negative: the context alone).
+func WithTimeout(d time.Duration) CallOption {
+	return CallOption{apply: func(c *callConfig) { c.policy.timeout = d }}
+}
+
+// WithAttemptTimeout bounds each attempt of this call as
+// Options.AttemptTimeout bounds every attempt (negative: no bound but the
+// call's).
+func WithAttemptTimeout(d time.Duration) CallOption {
+	return CallOption{apply: func(c *callConfig) { c.policy.attemptTimeout = d }}
+}
+
+// WithMaxAttempts bounds the attempts of this call, the first included: 1
+// retries nothing.
+func WithMaxAttempts(n int) CallOption {
+	return CallOption{apply: func(c *callConfig) {
+		if n > 0 {
+			c.policy.maxAttempts = n
+		}
+	}}
+}
+
+// config is the settings of a call with opts.
+func (c *Client) config(opts []CallOption) callConfig {
+	cfg := callConfig{policy: c.policy, header: c.header.Clone()}
 	for _, o := range opts {
-		if o.rateLimit != nil {
-			*o.rateLimit = a.rateLimit
-		}
-		if o.requestID != nil {
-			*o.requestID = a.requestID
+		if o.apply != nil {
+			o.apply(&cfg)
 		}
 	}
+	return cfg
 }
 
-// maxAnswerBytes bounds the body read from an answer: the largest the API
-// sends, a page of 100 pets, is under 64 KiB.
-const maxAnswerBytes = 1 << 20
+// Answer is what a call's final answer tells besides its value.
+type Answer struct {
+	StatusCode int
+	// RequestID is the answer's Request-Id: the request's name in the
+	// service's logs, to quote when asking about a call.
+	RequestID string
+	// Replayed is true when a create's answer is the one the service
+	// stored for its Idempotency-Key (Idempotent-Replayed: true): the pet
+	// was added by an earlier request with that key, not by this one.
+	Replayed  bool
+	RateLimit RateLimit   // the rate-limit state the answer reported
+	Header    http.Header // all the answer's headers
+	Attempts  int         // the attempts the call made, the first included
+}
 
-// do sends req, built by package gen, with the key and the retry policy,
-// and decodes an answer with status want into out, which valid then checks.
-// Any other answer is an *Error; one that is not the API's JSON says so.
-func (c *Client) do(ctx context.Context, req *http.Request, want int, out any, valid func() bool) (*http.Response, answer, error) {
-	req = req.WithContext(ctx)
-	req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	req.Header.Set("Accept", "application/json")
-	r, err := retryablehttp.FromRequest(req)
-	if err != nil {
-		return nil, answer{}, err
+func (cfg callConfig) report(a Answer) {
+	for _, r := range cfg.reports {
+		r(a)
 	}
-	resp, err := c.retrier(req).Do(r)
-	if err != nil {
-		return nil, answer{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
-	if err != nil {
-		return nil, answer{}, fmt.Errorf("petstore client: %s %s: reading the answer: %w", req.Method, req.URL.Redacted(), err)
-	}
-	a := answer{rateLimit: parseRateLimit(resp.Header, time.Now()), requestID: resp.Header.Get("Request-Id")}
-	if resp.StatusCode != want {
-		return resp, a, c.errorFrom(resp, body, a.rateLimit)
-	}
-	if !isJSON(resp.Header) || len(body) > maxAnswerBytes || json.Unmarshal(body, out) != nil || !valid() {
-		return resp, a, c.notTheAPI(resp, body, a.rateLimit)
-	}
-	return resp, a, nil
 }
 
 func isJSON(h http.Header) bool {
 	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
 	return err == nil && mt == "application/json"
+}
+
+// endpoint is the URL of the operation at path (relative: "pets") with
+// query.
+func (c *Client) endpoint(path string, query url.Values) *url.URL {
+	u := c.base.ResolveReference(&url.URL{Path: path})
+	u.RawQuery = query.Encode()
+	return u
+}
+
+// timeoutContext is ctx bounded by d when d > 0.
+func timeoutContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
 }

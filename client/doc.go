@@ -29,7 +29,10 @@
 //	}
 //
 // A Client is safe for concurrent use. Every call takes a context: its
-// deadline bounds the call's attempts and the waits between them.
+// deadline bounds the call's attempts and the waits between them, as do the
+// client's own timeouts. Every request names the client in User-Agent
+// (petstore-go/Version); ReportAnswer hands back, with a call's value, its
+// answer's request id, replay, rate-limit state and headers.
 //
 // # Paging
 //
@@ -51,18 +54,26 @@
 // page: paging works behind a gateway that serves the API under another
 // path, and the API key goes to no other address.
 //
-// # Retries
+// # Timeouts and retries
 //
-// A call retries a 429, a 503 and a network error (except those a retry
-// cannot mend, such as an untrusted certificate), at most
-// Options.MaxAttempts attempts in all. It waits for Retry-After when the
-// answer has one, otherwise a random time between 0 and
+// Each attempt is bounded by Options.AttemptTimeout (30 s by default) and
+// each call, its waits included, by Options.Timeout (80 s) or its
+// context's deadline, whichever comes first; past either, the call returns
+// a *TimeoutError. WithTimeout and WithAttemptTimeout change them for one
+// call.
+//
+// A call retries network errors (except those a retry cannot mend, such
+// as an untrusted certificate), attempts that time out, and 429, 502, 503
+// and 504: a GET always, a POST only with an Idempotency-Key (CreatePet
+// always sends one). At most Options.MaxAttempts attempts in all
+// (WithMaxAttempts for one call). It waits for Retry-After when the answer
+// has one, otherwise a random time between 0 and
 // min(MaxBackoff, MinBackoff × 2^attempt) ("full jitter"). It does not wait
 // for a Retry-After longer than Options.MaxRetryAfter (10 s by default) or
-// ending after the context's deadline: it returns the *Error at once, with
-// RetryAfter set. Options.OnWait hears of every wait, and why.
-// Other answers are not retried: a 4xx will not change, and a 500 is the
-// caller's to judge.
+// ending after the call's deadline: it returns the *Error at once, with
+// RetryAfter set. Options.OnWait hears of every wait, and why, and
+// Options.OnAttempt of every attempt. Other answers are not retried: a 4xx
+// will not change, and a 500 is the caller's to judge.
 //
 // # Idempotency
 //
@@ -81,8 +92,10 @@
 // (CodeInvalidRequest, CodeNotFound, ...) and the service's Message; an
 // answer that is not the API's (a proxy's error page, or the page a wrong
 // base URL leads to) has no Code, and its Message says what came and asks
-// about the base URL when that is the likely cause. Network failures and
-// the context's errors come back as they are. Match them with errors.As
+// about the base URL when that is the likely cause. An *Error carries the
+// answer's headers and the attempts made. When no answer came, the error is
+// a *NetworkError or, past a deadline, a *TimeoutError, each with the
+// attempts made and the last request id seen. Match them with errors.As
 // and errors.Is:
 //
 //	var e *client.Error

@@ -1,14 +1,13 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 	"unicode"
-
-	"petstore/client/internal/gen"
 )
 
 // Error is an answer a call could not use. Most are the service's refusals,
@@ -17,8 +16,9 @@ import (
 // base URL leads to; Message then says what came, and asks about the base
 // URL when that is the likely cause.
 //
-// Network failures and the context's errors are not Errors: they come back
-// as they are (errors.Is(err, context.DeadlineExceeded) works).
+// When no answer came, the error is a *NetworkError, or a *TimeoutError when
+// the call's deadline passed (errors.Is(err, context.DeadlineExceeded)
+// works); a context the caller cancelled ends the call with its error.
 type Error struct {
 	StatusCode int       // the answer's HTTP status
 	Code       ErrorCode // the Error body's code; empty when the answer is not the API's
@@ -39,6 +39,10 @@ type Error struct {
 	// Request-Id): quote it when reporting a problem. Empty when the answer
 	// is not the service's.
 	RequestID string
+	// Header holds all the answer's headers.
+	Header http.Header
+	// Attempts is how many attempts the call made, the first included.
+	Attempts int
 }
 
 func (e *Error) Error() string {
@@ -75,19 +79,23 @@ const (
 )
 
 // errorFrom reads an answer whose status is not the one asked for.
-func (c *Client) errorFrom(resp *http.Response, body []byte, rl RateLimit) *Error {
-	var shaped gen.Error
-	if isJSON(resp.Header) && json.Unmarshal(body, &shaped) == nil &&
-		shaped.Code != "" && shaped.Message != "" && shaped.Status == resp.StatusCode {
-		e := &Error{StatusCode: resp.StatusCode, Code: ErrorCode(shaped.Code), Message: shaped.Message, RateLimit: rl,
-			RequestID: resp.Header.Get("Request-Id")}
-		e.RetryAfter, _ = retryAfter(resp, time.Now())
+func (c *Client) errorFrom(resp *response, a Answer) *Error {
+	var shaped struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Status  int    `json:"status"`
+	}
+	if isJSON(resp.header) && json.Unmarshal(resp.body, &shaped) == nil &&
+		shaped.Code != "" && shaped.Message != "" && shaped.Status == resp.status {
+		e := &Error{StatusCode: resp.status, Code: ErrorCode(shaped.Code), Message: shaped.Message, RateLimit: a.RateLimit,
+			RequestID: a.RequestID, Header: resp.header, Attempts: a.Attempts}
+		e.RetryAfter, _ = retryAfter(resp.status, resp.header, time.Now())
 		if e.Code == CodeInsufficientScope {
-			e.Scope = challengeParam(resp.Header.Get("WWW-Authenticate"), "scope")
+			e.Scope = challengeParam(resp.header.Get("WWW-Authenticate"), "scope")
 		}
 		return e
 	}
-	return c.notTheAPI(resp, body, rl)
+	return c.notTheAPI(resp, a)
 }
 
 // challengeParam is the quoted parameter name of a bearer challenge
@@ -110,21 +118,22 @@ func challengeParam(challenge, name string) string {
 // the request, the status, the media type and the start of the body, and
 // asks about the base URL when the status is one a wrong base URL gives
 // (wrongBase).
-func (c *Client) notTheAPI(resp *http.Response, body []byte, rl RateLimit) *Error {
+func (c *Client) notTheAPI(resp *response, a Answer) *Error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s answered %s", resp.Request.Method, resp.Request.URL.Redacted(), resp.Status)
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
+	fmt.Fprintf(&b, "%s %s answered %s", resp.method, resp.url.Redacted(), resp.statusText)
+	if ct := resp.header.Get("Content-Type"); ct != "" {
 		fmt.Fprintf(&b, " (%s)", ct)
 	}
 	b.WriteString(", which is not the API's JSON")
-	if text := snippet(body); text != "" {
+	if text := snippet(resp.body); text != "" {
 		b.WriteString(": " + text)
 	}
-	if wrongBase(resp.StatusCode) {
-		fmt.Fprintf(&b, "; is %s the API's base URL?", strings.TrimSuffix(c.base, "/"))
+	if wrongBase(resp.status) {
+		fmt.Fprintf(&b, "; is %s the API's base URL?", strings.TrimSuffix(c.base.String(), "/"))
 	}
-	e := &Error{StatusCode: resp.StatusCode, Message: b.String(), RateLimit: rl, RequestID: resp.Header.Get("Request-Id")}
-	e.RetryAfter, _ = retryAfter(resp, time.Now())
+	e := &Error{StatusCode: resp.status, Message: b.String(), RateLimit: a.RateLimit, RequestID: a.RequestID,
+		Header: resp.header, Attempts: a.Attempts}
+	e.RetryAfter, _ = retryAfter(resp.status, resp.header, time.Now())
 	return e
 }
 
@@ -153,4 +162,71 @@ func wrongBase(status int) bool {
 		return true
 	}
 	return false
+}
+
+// NetworkError ends a call that got no answer it could use: the last
+// attempt's connection failed, was reset, or broke while the answer was
+// read, and no attempt is left (or a retry cannot mend it, or the request
+// may not be retried: a POST without an Idempotency-Key).
+type NetworkError struct {
+	Method   string // the request's method
+	URL      string // the request's URL, any password in it redacted
+	Attempts int    // the attempts the call made, the first included
+	// RequestID is the Request-Id of the last answer an earlier attempt
+	// got (a 503, say), "" when none came.
+	RequestID string
+	Err       error // the last attempt's error
+}
+
+func (e *NetworkError) Error() string {
+	return fmt.Sprintf("petstore client: %s %s: no answer after %d %s: %v%s", e.Method, e.URL, e.Attempts, plural(e.Attempts, "attempt"), e.Err, lastRequest(e.RequestID))
+}
+
+func (e *NetworkError) Unwrap() error { return e.Err }
+
+// TimeoutError ends a call whose deadline passed: Options.Timeout (or
+// WithTimeout), the context's, or, with Attempt, the last attempt's
+// (Options.AttemptTimeout) when no attempt was left. errors.Is(err,
+// context.DeadlineExceeded) is true of it.
+type TimeoutError struct {
+	Method   string // the request's method
+	URL      string // the request's URL, any password in it redacted
+	Attempts int    // the attempts the call made, the first included
+	// RequestID is the Request-Id of the last answer an attempt got, ""
+	// when none came.
+	RequestID string
+	// Attempt tells that the last attempt's own timeout passed, not the
+	// call's.
+	Attempt bool
+	Err     error // what the attempt under way failed with, if one was
+}
+
+func (e *TimeoutError) Error() string {
+	what := "the call's deadline passed"
+	if e.Attempt {
+		what = "the last attempt timed out"
+	}
+	return fmt.Sprintf("petstore client: %s %s: %s after %d %s%s", e.Method, e.URL, what, e.Attempts, plural(e.Attempts, "attempt"), lastRequest(e.RequestID))
+}
+
+// Is makes errors.Is(err, context.DeadlineExceeded) true.
+func (e *TimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Timeout tells that the error is a timeout, as net.Error's does.
+func (e *TimeoutError) Timeout() bool { return true }
+
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func lastRequest(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " (last request " + id + ")"
 }

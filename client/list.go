@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
-
-	"petstore/client/internal/gen"
 )
 
 // ListOptions select a page of pets, or where a walk starts.
@@ -30,6 +30,7 @@ type Page struct {
 	// RequestID is the answer's Request-Id, the request's name in the
 	// service's logs.
 	RequestID string
+	Answer    Answer // all the answer told besides the pets
 }
 
 // ListPage fetches one page of pets in ascending ID order: the first page,
@@ -46,37 +47,32 @@ type Page struct {
 // without pets:read, CodeRateLimitExceeded or CodeAPIKeyBanned when the wait is longer than the call may wait; an *Error
 // without Code when the answer is not the API's; a network or context error
 // when no answer came after the retries. On an error the Page is empty.
-func (c *Client) ListPage(ctx context.Context, opts ListOptions) (Page, error) {
-	page, _, err := c.listPage(ctx, opts)
+func (c *Client) ListPage(ctx context.Context, opts ListOptions, callOpts ...CallOption) (Page, error) {
+	page, _, err := c.listPage(ctx, opts, callOpts)
 	return page, err
 }
 
 // listPage is ListPage, returning what the answer tells on errors too.
-func (c *Client) listPage(ctx context.Context, opts ListOptions) (Page, answer, error) {
-	var params gen.ListPetsParams
+func (c *Client) listPage(ctx context.Context, opts ListOptions, callOpts []CallOption) (Page, Answer, error) {
+	query := url.Values{}
 	if opts.Limit != 0 {
-		params.Limit = &opts.Limit
+		query.Set("limit", strconv.Itoa(opts.Limit))
 	}
 	if opts.Status != "" {
-		status := gen.PetStatus(opts.Status)
-		params.Status = &status
+		query.Set("status", string(opts.Status))
 	}
 	if opts.Cursor != "" {
-		params.Cursor = &opts.Cursor
+		query.Set("cursor", opts.Cursor)
 	}
-	req, err := gen.NewListPetsRequest(c.base, &params)
-	if err != nil {
-		return Page{}, answer{}, err
-	}
-	var pets gen.Pets
-	resp, a, err := c.do(ctx, req, http.StatusOK, &pets, func() bool {
+	var pets []Pet
+	resp, a, err := c.do(ctx, http.MethodGet, "pets", query, nil, nil, http.StatusOK, &pets, func() bool {
 		for _, p := range pets {
-			if p.Id <= 0 {
+			if p.ID <= 0 {
 				return false
 			}
 		}
 		return true
-	})
+	}, callOpts)
 	if err != nil {
 		return Page{}, a, err
 	}
@@ -84,11 +80,10 @@ func (c *Client) listPage(ctx context.Context, opts ListOptions) (Page, answer, 
 	if err != nil {
 		return Page{}, a, err
 	}
-	page := Page{Pets: make([]Pet, len(pets)), Next: next, RateLimit: a.rateLimit, RequestID: a.requestID}
-	for i, p := range pets {
-		page.Pets[i] = petFrom(p)
+	if pets == nil {
+		pets = []Pet{}
 	}
-	return page, a, nil
+	return Page{Pets: pets, Next: next, RateLimit: a.RateLimit, RequestID: a.RequestID, Answer: a}, a, nil
 }
 
 // ListPets walks through the pets in ascending ID order, page after page
@@ -103,8 +98,7 @@ func (c *Client) listPage(ctx context.Context, opts ListOptions) (Page, answer, 
 func (c *Client) ListPets(ctx context.Context, opts ListOptions, callOpts ...CallOption) iter.Seq2[Pet, error] {
 	return func(yield func(Pet, error) bool) {
 		for {
-			page, a, err := c.listPage(ctx, opts)
-			report(callOpts, a)
+			page, _, err := c.listPage(ctx, opts, callOpts)
 			if err != nil {
 				yield(Pet{}, &ListError{Cursor: opts.Cursor, Err: err})
 				return
@@ -142,18 +136,18 @@ func (e *ListError) Unwrap() error { return e.Err }
 
 // nextCursor is the cursor of the answer's Link rel="next", or "" when it
 // has none. The target may be absolute or relative; only its cursor is used.
-func nextCursor(resp *http.Response) (string, error) {
-	link := nextLink(resp.Header.Values("Link"))
+func nextCursor(resp *response) (string, error) {
+	link := nextLink(resp.header.Values("Link"))
 	if link == "" {
 		return "", nil
 	}
-	target, err := resp.Request.URL.Parse(link)
+	target, err := resp.url.Parse(link)
 	if err == nil {
 		if cursors := target.Query()["cursor"]; len(cursors) == 1 && cursors[0] != "" {
 			return cursors[0], nil
 		}
 	}
-	return "", fmt.Errorf("petstore client: %s %s answered Link <%s>; rel=\"next\", which names no cursor", resp.Request.Method, resp.Request.URL.Redacted(), link)
+	return "", fmt.Errorf("petstore client: %s %s answered Link <%s>; rel=\"next\", which names no cursor", resp.method, resp.url.Redacted(), link)
 }
 
 // nextLink is the target of the rel="next" link of Link header values

@@ -37,7 +37,7 @@ func TestNextCursor(t *testing.T) {
 		`</v1/pets?cursor=a&cursor=b>; rel="next"`:                                "error",
 		`<%zz?cursor=a>; rel="next"`:                                              "error",
 	} {
-		resp := &http.Response{Header: http.Header{"Link": {link}}, Request: &http.Request{Method: http.MethodGet, URL: page}}
+		resp := &response{header: http.Header{"Link": {link}}, method: http.MethodGet, url: page}
 		got, err := nextCursor(resp)
 		if err != nil {
 			got = "error"

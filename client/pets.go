@@ -4,8 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"net/http"
-
-	"petstore/client/internal/gen"
+	"strconv"
 )
 
 // Pet is an animal as the service returns it.
@@ -34,10 +33,6 @@ const (
 	Sold      Status = "sold"
 )
 
-func petFrom(p gen.Pet) Pet {
-	return Pet{ID: p.Id, Name: p.Name, CategoryID: p.CategoryId, Status: Status(p.Status)}
-}
-
 // CreatePet adds a pet and returns it as the service stored it. It sends a
 // new Idempotency-Key, and the same one on every retry, so that a create
 // whose answer was lost is made once.
@@ -63,22 +58,13 @@ func (c *Client) CreatePet(ctx context.Context, pet NewPet, opts ...CallOption) 
 // when the key was used before with another pet (nothing is added), or
 // CodeInvalidRequest when the key is malformed.
 func (c *Client) CreatePetWithKey(ctx context.Context, idempotencyKey string, pet NewPet, opts ...CallOption) (Pet, error) {
-	body := gen.NewPet{Name: pet.Name, CategoryId: pet.CategoryID}
-	if pet.Status != "" {
-		status := gen.PetStatus(pet.Status)
-		body.Status = &status
-	}
-	req, err := gen.NewCreatePetRequest(c.base, &gen.CreatePetParams{IdempotencyKey: &idempotencyKey}, body)
+	var created Pet
+	_, _, err := c.do(ctx, http.MethodPost, "pets", nil, pet, http.Header{"Idempotency-Key": {idempotencyKey}},
+		http.StatusCreated, &created, func() bool { return created.ID > 0 }, opts)
 	if err != nil {
 		return Pet{}, err
 	}
-	var created gen.Pet
-	_, a, err := c.do(ctx, req, http.StatusCreated, &created, func() bool { return created.Id > 0 })
-	report(opts, a)
-	if err != nil {
-		return Pet{}, err
-	}
-	return petFrom(created), nil
+	return created, nil
 }
 
 // GetPet fetches the pet with id.
@@ -94,17 +80,13 @@ func (c *Client) CreatePetWithKey(ctx context.Context, idempotencyKey string, pe
 // GetPet fails with CodeGone. Use ListPets or ListPage, with a Status
 // filter, instead.
 func (c *Client) GetPet(ctx context.Context, id int64, opts ...CallOption) (Pet, error) {
-	req, err := gen.NewGetPetRequest(c.base, id)
+	var got Pet
+	_, _, err := c.do(ctx, http.MethodGet, "pets/"+strconv.FormatInt(id, 10), nil, nil, nil,
+		http.StatusOK, &got, func() bool { return got.ID > 0 }, opts)
 	if err != nil {
 		return Pet{}, err
 	}
-	var got gen.Pet
-	_, a, err := c.do(ctx, req, http.StatusOK, &got, func() bool { return got.Id > 0 })
-	report(opts, a)
-	if err != nil {
-		return Pet{}, err
-	}
-	return petFrom(got), nil
+	return got, nil
 }
 
 // NewIdempotencyKey returns a new random Idempotency-Key (128 bits, 26

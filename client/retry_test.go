@@ -9,8 +9,8 @@ import (
 // Without Retry-After, attempt n waits a uniformly random time in
 // [0, min(max, min*2^n)]: bounded, and spread over the whole range.
 func TestBackoffIsFullJitter(t *testing.T) {
-	p := newPolicy(Options{})
 	const minWait, maxWait = 100 * time.Millisecond, 3 * time.Second
+	p := newPolicy(Options{MinBackoff: minWait, MaxBackoff: maxWait})
 	for attempt, ceiling := range []time.Duration{100, 200, 400, 800, 1600, 3000, 3000} {
 		ceiling *= time.Millisecond
 		if attempt > 4 {
@@ -18,10 +18,7 @@ func TestBackoffIsFullJitter(t *testing.T) {
 		}
 		var low, high bool
 		for range 2000 {
-			w, fromHeader := p.backoff(minWait, maxWait, attempt, nil)
-			if fromHeader {
-				t.Fatal("a backoff without an answer says it is a Retry-After")
-			}
+			w := p.backoff(attempt)
 			if w < 0 || w > ceiling {
 				t.Fatalf("attempt %d: waited %v, want 0..%v", attempt, w, ceiling)
 			}
@@ -32,35 +29,29 @@ func TestBackoffIsFullJitter(t *testing.T) {
 			t.Fatalf("attempt %d: waits not spread over 0..%v", attempt, ceiling)
 		}
 	}
-	if w, _ := p.backoff(minWait, maxWait, 200, nil); w > maxWait {
+	if w := p.backoff(200); w > maxWait {
 		t.Fatalf("attempt 200 waited %v", w)
 	}
 }
 
-func TestRetryAfterIsWaitedFor(t *testing.T) {
-	p := newPolicy(Options{})
+func TestRetryAfterIsRead(t *testing.T) {
 	now := time.Now()
 	for value, want := range map[string]time.Duration{
 		"7": 7 * time.Second,
 		"0": 0,
 		now.Add(90 * time.Second).UTC().Format(http.TimeFormat): 90 * time.Second,
 	} {
-		for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
-			resp := &http.Response{StatusCode: status, Header: http.Header{"Retry-After": {value}}}
-			got, fromHeader := p.backoff(time.Millisecond, time.Millisecond, 0, resp)
-			if got < want-time.Second || got > want || !fromHeader {
-				t.Errorf("%d Retry-After %q: waited %v, want %v", status, value, got, want)
+		for _, status := range []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout} {
+			got, ok := retryAfter(status, http.Header{"Retry-After": {value}}, now)
+			if got < want-time.Second || got > want || !ok {
+				t.Errorf("%d Retry-After %q: %v, want %v", status, value, got, want)
 			}
 		}
 	}
-	// Unparseable, negative, or on another status: the jittered backoff.
-	for _, resp := range []*http.Response{
-		{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"soon"}}},
-		{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"-5"}}},
-		{StatusCode: http.StatusInternalServerError, Header: http.Header{"Retry-After": {"60"}}},
-	} {
-		if got, fromHeader := p.backoff(time.Millisecond, time.Millisecond, 0, resp); got > time.Millisecond || fromHeader {
-			t.Errorf("%d Retry-After %q: waited %v", resp.StatusCode, resp.Header.Get("Retry-After"), got)
+	// Unparseable, negative, or on a status that is not retried: none.
+	for status, value := range map[int]string{http.StatusTooManyRequests: "soon", http.StatusServiceUnavailable: "-5", http.StatusInternalServerError: "60"} {
+		if got, ok := retryAfter(status, http.Header{"Retry-After": {value}}, now); ok {
+			t.Errorf("%d Retry-After %q: read as %v", status, value, got)
 		}
 	}
 }

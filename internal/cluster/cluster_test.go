@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -307,6 +308,14 @@ func TestOneLeaderTheOthersFollowAndForward(t *testing.T) {
 		body = errorBody(t, resp)
 		if resp.StatusCode != http.StatusServiceUnavailable || body.Code != "not_leader" || resp.Header.Get("Retry-After") != "1" {
 			t.Errorf("forwarded request at follower %s: %d %+v Retry-After %q", n, resp.StatusCode, body, resp.Header.Get("Retry-After"))
+		}
+		// The gate's 503 carries the rate-limit headers, as every /v1
+		// answer does: this node admits nothing until Retry-After ends.
+		reset, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64)
+		if now := time.Now().Unix(); err != nil || reset < now || reset > now+2 ||
+			resp.Header.Get("X-RateLimit-Limit") != "0" || resp.Header.Get("X-RateLimit-Remaining") != "0" {
+			t.Errorf("forwarded request at follower %s: X-RateLimit-Limit %q, -Remaining %q, -Reset %q; want 0, 0 and a second from now",
+				n, resp.Header.Get("X-RateLimit-Limit"), resp.Header.Get("X-RateLimit-Remaining"), resp.Header.Get("X-RateLimit-Reset"))
 		}
 		// The gate's own answers name their request, as the document says
 		// every answer does.

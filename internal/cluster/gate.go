@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"time"
 
 	"petstore/internal/api"
@@ -154,9 +155,23 @@ func nameAnswer(w http.ResponseWriter) {
 	w.Header().Set(requestid.Header, id)
 }
 
+// notLeader answers 503 not_leader, to retry after a second. The caller's
+// rate-limit count lives on the leader (or in Redis), which this node does
+// not read, and the answer counts in no window: its X-RateLimit-* headers
+// report this node alone, which admits nothing (limit 0, 0 remaining) until
+// Retry-After ends (the reset).
 func notLeader(w http.ResponseWriter, message string) {
 	nameAnswer(w)
-	w.Header().Set("Retry-After", "1")
+	h := w.Header()
+	h.Set("Retry-After", "1")
+	now := time.Now()
+	reset := now.Unix() + 1
+	if now.Nanosecond() > 0 {
+		reset++
+	}
+	h.Set("X-RateLimit-Limit", "0")
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
 	api.WriteError(w, http.StatusServiceUnavailable, api.CodeNotLeader, message)
 }
 

@@ -1,20 +1,20 @@
-// Command gencheck is CI's check of the Go client's generated code:
-// oapi-codegen v2.8.2, run once with the configuration of package
-// client/internal/gen, must make of openapi/openapi.yaml exactly the
-// committed client/internal/gen/api.gen.go (a change to the document without
-// `go generate ./client/...` fails here), and every error schema of the
-// served document must keep typed fields there: code a string type and
+// Command gencheck is CI's check that the document's Go consumers can use
+// it: oapi-codegen v2.8.2 with its default configuration (models and
+// client, nothing skipped, components that no path references pruned)
+// generates from openapi/openapi.yaml a package that compiles, with its
+// runtime module, in a fresh module of its own; and every error schema of
+// the served document keeps typed fields there: code a string type and
 // status an integer type. A schema that loses its types (a const without a
 // type, say) makes them interface{}, and the check fails to compile.
 //
-// It runs in CI only: the generator comes from the Go module proxy the first
-// time, and `go test ./...` stays offline.
+// It runs in CI only: the generator and its runtime come from the Go
+// module proxy the first time, and `go test ./...` stays offline. The
+// command it runs is the one docs/api.md gives integrators.
 //
 //	go run ./tools/gencheck
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -35,64 +35,52 @@ func main() {
 	}
 }
 
+// config is oapi-codegen's default configuration for a package gen:
+// models and client.
+const config = `package: gen
+output: api.gen.go
+generate:
+  models: true
+  client: true
+`
+
 func run() error {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return err
 	}
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	genDir := filepath.Join(root, "client", "internal", "gen")
 	dir, err := os.MkdirTemp("", "petstore-gencheck-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 
-	// Generate in a copy of the configuration, leaving the committed file be.
-	config, err := os.ReadFile(filepath.Join(genDir, "oapi-codegen.yaml"))
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "oapi-codegen.yaml"), config, 0o644); err != nil {
-		return err
+	for name, content := range map[string]string{
+		"oapi-codegen.yaml": config,
+		"go.mod":            "module gencheck\n\ngo 1.24\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
 	}
 	if err := goCommand(dir, "run", generator, "-config", "oapi-codegen.yaml", filepath.Join(root, "openapi", "openapi.yaml")); err != nil {
 		return err
 	}
-	fresh, err := os.ReadFile(filepath.Join(dir, "api.gen.go"))
-	if err != nil {
-		return err
-	}
-	committed, err := os.ReadFile(filepath.Join(genDir, "api.gen.go"))
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(fresh, committed) {
-		return fmt.Errorf("client/internal/gen/api.gen.go is not what openapi/openapi.yaml generates: run `go generate ./client/...` and commit the result")
-	}
-
-	// The typed check compiles inside package gen through an overlay:
-	// nothing is written into the work tree.
 	schemas, err := errorSchemas(openapi.JSON)
 	if err != nil {
 		return err
 	}
-	check := filepath.Join(dir, "typed_check.go")
-	if err := os.WriteFile(check, []byte(typedCheck(schemas)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "typed_check.go"), []byte(typedCheck(schemas)), 0o644); err != nil {
 		return err
 	}
-	overlay, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(genDir, "zz_typed_check.go"): check}})
-	if err != nil {
+	if err := goCommand(dir, "mod", "tidy"); err != nil {
 		return err
 	}
-	overlayFile := filepath.Join(dir, "overlay.json")
-	if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
+	if err := goCommand(dir, "vet", "."); err != nil {
 		return err
 	}
-	if err := goCommand(root, "vet", "-overlay", overlayFile, "./client/internal/gen"); err != nil {
-		return err
-	}
-	fmt.Printf("gencheck: client/internal/gen/api.gen.go is current; code and status are typed in %s\n", strings.Join(schemas, ", "))
+	fmt.Printf("gencheck: oapi-codegen's default configuration compiles the document; code and status are typed in %s\n", strings.Join(schemas, ", "))
 	return nil
 }
 

@@ -7,8 +7,16 @@
 import type { components } from "./schema.js";
 
 export type { components, paths, webhooks } from "./schema.js";
-export { verifyWebhook, WebhookVerificationError } from "./webhooks.js";
-export type { WebhookEvent, WebhookHeaders, VerifyOptions } from "./webhooks.js";
+export { dispatchWebhook, verifyWebhook, WebhookVerificationError } from "./webhooks.js";
+export type { WebhookEvent, WebhookHandlers, WebhookHeaders, VerifyOptions } from "./webhooks.js";
+
+/** This client's version, which its User-Agent names (`petstore-ts/VERSION`): package.json's. */
+export const VERSION = "1.0.0";
+
+/** The default per-attempt timeout: an attempt that has not answered in 30 s is abandoned and retried. */
+export const DEFAULT_ATTEMPT_TIMEOUT_MS = 30_000;
+/** The default bound of a whole call, its retries and waits included: 80 s, as Stripe's SDKs. */
+export const DEFAULT_TIMEOUT_MS = 80_000;
 
 /** An animal, as the service returns it. */
 export type Pet = components["schemas"]["Pet"];
@@ -48,9 +56,13 @@ export interface RateLimit {
   windows: RateLimitWindow[];
 }
 
-/** What a call learns from the answer it uses, for `CallOptions.onResponse`. */
+/** What a call learns from the answer it uses: `CallOptions.onResponse`, `Page.response`, `createPetWithResponse`. */
 export interface ResponseInfo {
   status: number;
+  /** All the answer's headers. */
+  headers: Headers;
+  /** The attempts the call made, the first included. */
+  attempts: number;
   /** The answer's Request-Id: the name of the request in the service's logs. */
   requestId?: string;
   rateLimit: RateLimit;
@@ -66,11 +78,27 @@ export interface Wait {
   attempt: number;
   /** How long the call waits now, in milliseconds. */
   delayMs: number;
-  /** The failed attempt's status (429 or 503); absent when no answer came (see `error`). */
+  /** The failed attempt's status (429, 502, 503 or 504); absent when no answer came (see `error`). */
   status?: number;
   /** `delayMs` is the answer's Retry-After, not a backoff of the client's choosing. */
   retryAfter: boolean;
   /** The network error, when no answer came. */
+  error?: unknown;
+}
+
+/** One attempt of a call, as `ClientOptions.onAttempt` sees it. */
+export interface Attempt {
+  method: string;
+  url: string;
+  /** From 1. */
+  attempt: number;
+  /** From sending to the end of the answer, or to the failure, in milliseconds. */
+  durationMs: number;
+  /** The answer's status; absent when none came (see `error`). */
+  status?: number;
+  /** The answer's Request-Id. */
+  requestId?: string;
+  /** The network or timeout error, when no answer came. */
   error?: unknown;
 }
 
@@ -100,8 +128,26 @@ export interface ClientOptions {
    * Default 10 s.
    */
   maxRetryAfterMs?: number;
+  /**
+   * Bounds each attempt, from sending to the end of the answer's body; an
+   * attempt past it is abandoned and retried. Default 30 s
+   * (DEFAULT_ATTEMPT_TIMEOUT_MS); 0: none.
+   */
+  attemptTimeoutMs?: number;
+  /**
+   * Bounds a whole call, its attempts and waits included (a walk: each
+   * page); past it the call throws a PetstoreTimeoutError. Default 80 s
+   * (DEFAULT_TIMEOUT_MS); 0: only the call's signal bounds it.
+   */
+  timeoutMs?: number;
+  /** Names the caller's program before the client's own `petstore-ts/VERSION` in User-Agent (where the platform lets it be set). */
+  userAgent?: string;
+  /** Headers sent with every request; a call's `headers` win. The client's own (Authorization, Accept, Content-Type, Idempotency-Key) cannot be changed. */
+  headers?: Record<string, string>;
   /** Called before each wait between two attempts of a call: to log it, or show it. */
   onWait?: (wait: Wait) => void;
+  /** Called after each attempt of every call: the client-wide hook for logging and metrics. It never sees the API key. */
+  onAttempt?: (attempt: Attempt) => void;
 }
 
 /** Options of one call. */
@@ -110,6 +156,14 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Called with the answer the call uses, before it returns. */
   onResponse?: (info: ResponseInfo) => void;
+  /** This call's timeout, as `ClientOptions.timeoutMs`. */
+  timeoutMs?: number;
+  /** This call's per-attempt timeout, as `ClientOptions.attemptTimeoutMs`. */
+  attemptTimeoutMs?: number;
+  /** This call's attempts, the first included: 1 retries nothing. */
+  maxAttempts?: number;
+  /** Headers for this call, over `ClientOptions.headers`. */
+  headers?: Record<string, string>;
 }
 
 /** Options of one createPet call. */
@@ -144,14 +198,17 @@ export interface Page<T = Pet> {
   items: T[];
   /** The cursor of the next page (the params' `cursor`); absent on the last page. */
   nextCursor?: string;
+  /** What the page's answer told besides its items. */
+  response: ResponseInfo;
 }
 
 /**
  * An answer a call could not use. Most are the service's refusals, with its
  * Error body: `code` is then one of the catalogue. `code` is absent when the
  * answer is not the API's (a proxy's error page, or what a wrong base URL
- * leads to); `message` then says what came. Network failures and aborts are
- * not PetstoreErrors: they are thrown as fetch threw them.
+ * leads to); `message` then says what came. When no answer came the call
+ * throws a PetstoreNetworkError, or past a deadline a PetstoreTimeoutError;
+ * the caller's own abort throws its signal's reason.
  */
 export class PetstoreError extends Error {
   override readonly name = "PetstoreError";
@@ -169,6 +226,10 @@ export class PetstoreError extends Error {
   readonly requestId?: string;
   /** The Error body's message, or what came instead. */
   readonly detail: string;
+  /** All the answer's headers. */
+  readonly headers: Headers;
+  /** The attempts the call made, the first included. */
+  readonly attempts: number;
 
   constructor(init: {
     status: number;
@@ -178,15 +239,54 @@ export class PetstoreError extends Error {
     rateLimit: RateLimit;
     retryAfterMs?: number;
     requestId?: string;
+    headers: Headers;
+    attempts: number;
   }) {
     const id = init.requestId ? ` (request ${init.requestId})` : "";
     super(init.code ? `petstore: ${init.status} ${init.code}: ${init.detail}${id}` : `petstore: ${init.detail}${id}`);
     this.status = init.status;
     this.detail = init.detail;
     this.rateLimit = init.rateLimit;
+    this.headers = init.headers;
+    this.attempts = init.attempts;
     if (init.code !== undefined) this.code = init.code;
     if (init.scope !== undefined) this.scope = init.scope;
     if (init.retryAfterMs !== undefined) this.retryAfterMs = init.retryAfterMs;
+    if (init.requestId !== undefined) this.requestId = init.requestId;
+  }
+}
+
+/** A call that got no answer it could use: its last attempt's connection failed, was reset, or broke mid-answer. */
+export class PetstoreNetworkError extends Error {
+  override readonly name = "PetstoreNetworkError";
+  /** The attempts the call made, the first included. */
+  readonly attempts: number;
+  /** The Request-Id of the last answer an earlier attempt got (a 503, say). */
+  readonly requestId?: string;
+
+  constructor(init: { method: string; url: string; attempts: number; requestId?: string | undefined; cause: unknown }) {
+    const id = init.requestId ? ` (last request ${init.requestId})` : "";
+    const why = init.cause instanceof Error ? (init.cause.cause instanceof Error ? `${init.cause.message}: ${init.cause.cause.message}` : init.cause.message) : String(init.cause);
+    super(`petstore: ${init.method} ${init.url}: no answer after ${init.attempts} attempt${init.attempts === 1 ? "" : "s"}: ${why}${id}`, { cause: init.cause });
+    this.attempts = init.attempts;
+    if (init.requestId !== undefined) this.requestId = init.requestId;
+  }
+}
+
+/** A call whose deadline passed: its `timeoutMs`, or with `attempt`, its last attempt's `attemptTimeoutMs`. */
+export class PetstoreTimeoutError extends Error {
+  override readonly name = "PetstoreTimeoutError";
+  readonly attempts: number;
+  readonly requestId?: string;
+  /** The last attempt's own timeout ended the call, not the call's. */
+  readonly attempt: boolean;
+
+  constructor(init: { method: string; url: string; attempts: number; requestId?: string | undefined; attempt: boolean }) {
+    const id = init.requestId ? ` (last request ${init.requestId})` : "";
+    const what = init.attempt ? "the last attempt timed out" : "the call's deadline passed";
+    super(`petstore: ${init.method} ${init.url}: ${what} after ${init.attempts} attempt${init.attempts === 1 ? "" : "s"}${id}`);
+    this.attempts = init.attempts;
+    this.attempt = init.attempt;
     if (init.requestId !== undefined) this.requestId = init.requestId;
   }
 }
@@ -213,9 +313,10 @@ const errorCodes: Readonly<Record<ErrorCode, true>> = {
 /**
  * A client of one petstore service for one API key. Every call it makes is
  * safe to repeat (a GET, or a create with an Idempotency-Key), so each one
- * retries network failures, 429 and 503: it waits for Retry-After when the
- * answer has one no longer than `maxRetryAfterMs`, else backs off
- * exponentially with full jitter.
+ * retries network failures, attempts that time out, 429, 502, 503 and 504:
+ * it waits for Retry-After when the answer has one no longer than
+ * `maxRetryAfterMs`, else backs off exponentially with full jitter. Each
+ * attempt and each call are bounded in time (30 s and 80 s by default).
  */
 export class PetstoreClient {
   readonly #base: URL;
@@ -226,6 +327,10 @@ export class PetstoreClient {
   readonly #maxBackoffMs: number;
   readonly #maxRetryAfterMs: number;
   readonly #onWait: ((wait: Wait) => void) | undefined;
+  readonly #onAttempt: ((attempt: Attempt) => void) | undefined;
+  readonly #attemptTimeoutMs: number;
+  readonly #timeoutMs: number;
+  readonly #headers: Record<string, string>;
 
   constructor(options: ClientOptions) {
     const base = new URL(options.baseUrl);
@@ -238,6 +343,11 @@ export class PetstoreClient {
     this.#maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.#maxRetryAfterMs = options.maxRetryAfterMs ?? 10_000;
     this.#onWait = options.onWait;
+    this.#onAttempt = options.onAttempt;
+    this.#attemptTimeoutMs = options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const userAgent = `petstore-ts/${VERSION}`;
+    this.#headers = { "User-Agent": options.userAgent ? `${options.userAgent} ${userAgent}` : userAgent, ...options.headers };
   }
 
   /**
@@ -296,7 +406,7 @@ export class PetstoreClient {
     const answer = await this.#call("GET", url, undefined, {}, 200, call);
     const items = answer.body as T[];
     const nextCursor = cursorOfNext(answer.response);
-    return nextCursor === undefined ? { items } : { items, nextCursor };
+    return nextCursor === undefined ? { items, response: answer.info } : { items, nextCursor, response: answer.info };
   }
 
   /**
@@ -305,10 +415,15 @@ export class PetstoreClient {
    * twice.
    */
   async createPet(pet: NewPet, options: CreateOptions = {}): Promise<Pet> {
+    return (await this.createPetWithResponse(pet, options)).value;
+  }
+
+  /** createPet, returning with the animal what its answer told: request id, replay, rate-limit state, headers. */
+  async createPetWithResponse(pet: NewPet, options: CreateOptions = {}): Promise<{ value: Pet; response: ResponseInfo }> {
     const key = options.idempotencyKey ?? crypto.randomUUID();
     const headers = { "Content-Type": "application/json", "Idempotency-Key": key };
     const answer = await this.#call("POST", new URL("pets", this.#base), JSON.stringify(pet), headers, 201, options);
-    return answer.body as Pet;
+    return { value: answer.body as Pet, response: answer.info };
   }
 
   /**
@@ -333,51 +448,101 @@ export class PetstoreClient {
     headers: Record<string, string>,
     want: number,
     call: CallOptions,
-  ): Promise<{ response: Response; body: unknown }> {
-    const init: RequestInit = {
-      method,
-      headers: { Accept: "application/json", Authorization: `Bearer ${this.#apiKey}`, ...headers },
+  ): Promise<{ response: Response; body: unknown; info: ResponseInfo }> {
+    const maxAttempts = call.maxAttempts ?? this.#maxAttempts;
+    const attemptTimeoutMs = call.attemptTimeoutMs ?? this.#attemptTimeoutMs;
+    const timeoutMs = call.timeoutMs ?? this.#timeoutMs;
+    // The call's signal: the caller's, or the call's deadline.
+    const deadline = timeoutMs > 0 ? Date.now() + timeoutMs : Infinity;
+    const callAbort = new AbortController();
+    const callTimer = timeoutMs > 0 ? setTimeout(() => callAbort.abort(timedOut), timeoutMs) : undefined;
+    const onCallerAbort = () => callAbort.abort(call.signal?.reason);
+    call.signal?.addEventListener("abort", onCallerAbort, { once: true });
+    const where = redacted(url);
+    let lastRequestId: string | undefined;
+    const ended = (attempts: number): Error => {
+      if (call.signal?.aborted) return call.signal.reason;
+      return new PetstoreTimeoutError({ method, url: where, attempts, requestId: lastRequestId, attempt: false });
     };
-    if (body !== undefined) init.body = body;
-    if (call.signal) init.signal = call.signal;
-    for (let attempt = 1; ; attempt++) {
-      let response: Response;
-      let text: string;
-      try {
-        response = await this.#fetch(url, init);
-        text = await response.text();
-      } catch (error) {
-        if (call.signal?.aborted || attempt >= this.#maxAttempts) throw error;
-        await this.#wait({ method, url: redacted(url), attempt, delayMs: this.#backoff(attempt), retryAfter: false, error }, call.signal);
-        continue;
-      }
-      const retryAfterMs = retryAfter(response);
-      if ((response.status === 429 || response.status === 503) && attempt < this.#maxAttempts) {
-        if (retryAfterMs === undefined) {
-          await this.#wait({ method, url: redacted(url), attempt, delayMs: this.#backoff(attempt), status: response.status, retryAfter: false }, call.signal);
-          continue;
-        }
-        if (retryAfterMs <= this.#maxRetryAfterMs) {
-          await this.#wait({ method, url: redacted(url), attempt, delayMs: retryAfterMs, status: response.status, retryAfter: true }, call.signal);
-          continue;
-        }
-      }
-      const requestId = response.headers.get("Request-Id") ?? undefined;
-      const rateLimit = parseRateLimit(response.headers, Date.now());
-      call.onResponse?.({
-        status: response.status,
-        ...(requestId !== undefined && { requestId }),
-        rateLimit,
-        replayed: response.headers.get("Idempotent-Replayed") === "true",
-      });
-      if (response.status === want && isJSON(response)) {
+    try {
+      call.signal?.throwIfAborted();
+      for (let attempt = 1; ; attempt++) {
+        const init: RequestInit = {
+          method,
+          headers: { ...this.#headers, ...call.headers, ...headers, Accept: "application/json", Authorization: `Bearer ${this.#apiKey}` },
+        };
+        if (body !== undefined) init.body = body;
+        const attemptAbort = new AbortController();
+        const onCallAbort = () => attemptAbort.abort(callAbort.signal.reason);
+        callAbort.signal.addEventListener("abort", onCallAbort, { once: true });
+        const attemptTimer = attemptTimeoutMs > 0 ? setTimeout(() => attemptAbort.abort(timedOut), attemptTimeoutMs) : undefined;
+        init.signal = attemptAbort.signal;
+        const start = Date.now();
+        let response: Response | undefined;
+        let text = "";
+        let failure: unknown;
         try {
-          return { response, body: JSON.parse(text) };
-        } catch {
-          // An unreadable body is reported below as an answer that is not the API's.
+          response = await this.#fetch(url, init);
+          text = await response.text();
+        } catch (error) {
+          failure = error;
+          response = undefined;
+        } finally {
+          clearTimeout(attemptTimer);
+          callAbort.signal.removeEventListener("abort", onCallAbort);
         }
+        const requestId = response?.headers.get("Request-Id") ?? undefined;
+        if (requestId !== undefined) lastRequestId = requestId;
+        this.#onAttempt?.({
+          method, url: where, attempt, durationMs: Date.now() - start,
+          ...(response && { status: response.status }),
+          ...(requestId !== undefined && { requestId }),
+          ...(failure !== undefined && { error: failure }),
+        });
+        if (!response) {
+          if (callAbort.signal.aborted) throw ended(attempt);
+          const attemptTimedOut = attemptAbort.signal.aborted;
+          if (attempt >= maxAttempts) {
+            throw attemptTimedOut
+              ? new PetstoreTimeoutError({ method, url: where, attempts: attempt, requestId: lastRequestId, attempt: true })
+              : new PetstoreNetworkError({ method, url: where, attempts: attempt, requestId: lastRequestId, cause: failure });
+          }
+          await this.#wait({ method, url: where, attempt, delayMs: this.#backoff(attempt), retryAfter: false, error: failure }, callAbort.signal, ended);
+          continue;
+        }
+        const retryAfterMs = retryAfter(response);
+        if (retriedStatuses.has(response.status) && attempt < maxAttempts) {
+          if (retryAfterMs === undefined) {
+            await this.#wait({ method, url: where, attempt, delayMs: this.#backoff(attempt), status: response.status, retryAfter: false }, callAbort.signal, ended);
+            continue;
+          }
+          if (retryAfterMs <= this.#maxRetryAfterMs && Date.now() + retryAfterMs < deadline) {
+            await this.#wait({ method, url: where, attempt, delayMs: retryAfterMs, status: response.status, retryAfter: true }, callAbort.signal, ended);
+            continue;
+          }
+        }
+        const rateLimit = parseRateLimit(response.headers, Date.now());
+        const info: ResponseInfo = {
+          status: response.status,
+          headers: response.headers,
+          attempts: attempt,
+          ...(requestId !== undefined && { requestId }),
+          rateLimit,
+          replayed: response.headers.get("Idempotent-Replayed") === "true",
+        };
+        call.onResponse?.(info);
+        if (response.status === want && isJSON(response)) {
+          try {
+            return { response, body: JSON.parse(text), info };
+          } catch {
+            // An unreadable body is reported below as an answer that is not the API's.
+          }
+        }
+        throw errorFrom(this.#base, method, url, response, text, rateLimit, retryAfterMs, requestId, attempt);
       }
-      throw errorFrom(this.#base, method, url, response, text, rateLimit, retryAfterMs, requestId);
+    } finally {
+      clearTimeout(callTimer);
+      call.signal?.removeEventListener("abort", onCallerAbort);
     }
   }
 
@@ -386,11 +551,22 @@ export class PetstoreClient {
     return Math.random() * ceiling;
   }
 
-  async #wait(wait: Wait, signal: AbortSignal | undefined): Promise<void> {
+  async #wait(wait: Wait, signal: AbortSignal, ended: (attempts: number) => Error): Promise<void> {
     this.#onWait?.(wait);
-    await sleep(wait.delayMs, signal);
+    try {
+      await sleep(wait.delayMs, signal);
+    } catch {
+      throw ended(wait.attempt);
+    }
   }
 }
+
+/** The reason the client aborts an attempt or a call whose time is up. */
+const timedOut = new Error("petstore: timed out");
+
+/** The statuses a call retries: a rate limit's 429, and a gateway's or an unavailable service's 502, 503, 504. */
+const retriedStatuses = new Set([429, 502, 503, 504]);
+
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -428,10 +604,13 @@ function errorFrom(
   rateLimit: RateLimit,
   retryAfterMs: number | undefined,
   requestId: string | undefined,
+  attempts: number,
 ): PetstoreError {
   const common = {
     status: response.status,
     rateLimit,
+    headers: response.headers,
+    attempts,
     ...(retryAfterMs !== undefined && { retryAfterMs }),
     ...(requestId !== undefined && { requestId }),
   };
@@ -476,9 +655,9 @@ function challengeParam(challenge: string | null, name: string): string | undefi
   return undefined;
 }
 
-/** The Retry-After of a 429 or 503 (RFC 9110, section 10.2.3) in milliseconds: seconds, or an HTTP date. */
+/** The Retry-After of a retried status (RFC 9110, section 10.2.3) in milliseconds: seconds, or an HTTP date. */
 function retryAfter(response: Response): number | undefined {
-  if (response.status !== 429 && response.status !== 503) return undefined;
+  if (!retriedStatuses.has(response.status)) return undefined;
   const value = response.headers.get("Retry-After")?.trim();
   if (!value) return undefined;
   if (/^[0-9]+$/.test(value)) return Number(value) * 1000;

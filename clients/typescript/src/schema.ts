@@ -573,132 +573,6 @@ export interface components {
             /** @constant */
             status: 500;
         };
-        /** @description Every event's body; each event type narrows `type` and `data`. */
-        WebhookEvent: {
-            /**
-             * @description The event's type.
-             * @enum {string}
-             */
-            type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
-            /**
-             * Format: date-time
-             * @description When the event happened, RFC 3339 in UTC, to the second.
-             */
-            timestamp: string;
-            /** @description What the event is about; its schema depends on `type`. */
-            data: unknown;
-        };
-        PetCreatedEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "pet.created";
-            data: components["schemas"]["Pet"];
-        };
-        KeyCreatedEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "key.created";
-            data: components["schemas"]["KeyChange"];
-        };
-        KeyRolledEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "key.rolled";
-            data: components["schemas"]["KeyChange"];
-        };
-        KeyRevokedEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "key.revoked";
-            data: components["schemas"]["KeyChange"];
-        };
-        KeyBannedEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "key.banned";
-            data: components["schemas"]["KeyChange"];
-        };
-        KeyDayQuotaReachedEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "key.day_quota_reached";
-            data: components["schemas"]["KeyChange"];
-        };
-        PlanChangedEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "plan.changed";
-            data: components["schemas"]["PlanChange"];
-        };
-        WebhookTestEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "webhook.test";
-            data: components["schemas"]["WebhookTest"];
-        };
-        CategoryCreatedEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "category.created";
-            data: components["schemas"]["CategoryChange"];
-        };
-        CategoryRenamedEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "category.renamed";
-            data: components["schemas"]["CategoryRename"];
-        };
-        CategoryDeletedEvent: components["schemas"]["WebhookEvent"] & {
-            /** @constant */
-            type: "category.deleted";
-            data: components["schemas"]["CategoryChange"];
-        };
-        /** @description A category after the change (a deletion's, as it was). */
-        CategoryChange: {
-            /**
-             * Format: int64
-             * @description The category's number, the `categoryId` of its animals.
-             */
-            id: number;
-            /** @description The category's name. */
-            name: string;
-        };
-        /** @description A category after its rename, and the name it had. */
-        CategoryRename: {
-            /**
-             * Format: int64
-             * @description The category's number, the `categoryId` of its animals.
-             */
-            id: number;
-            /** @description The category's new name. */
-            name: string;
-            /** @description The name it had. */
-            previousName: string;
-        };
-        /** @description An API key after the change; never the key, its hash or its prefix. */
-        KeyChange: {
-            /** @description The key's record id (as `keys list` and the staff page show it). */
-            id: string;
-            /** @description Who uses the key. */
-            name: string;
-            /** @description The name of the key's plan. */
-            plan: string;
-            /**
-             * @description The key's state after the change.
-             * @enum {string}
-             */
-            state: "active" | "revoked" | "expired" | "banned";
-        };
-        /** @description A plan after the change, and what changed. */
-        PlanChange: {
-            /** @description The plan's record id. */
-            id: string;
-            name: string;
-            perMinute: components["schemas"]["RequestCount"];
-            perDay: components["schemas"]["RequestCount"];
-            /** @description Each changed field (`name`, `per_minute`, `per_day`, `ban_after`, `ban_minutes`): its old and new value as stored text. */
-            changes: {
-                [key: string]: {
-                    old: string;
-                    new: string;
-                };
-            };
-        };
-        /** @description The endpoint the test was sent to. */
-        WebhookTest: {
-            /** @description The endpoint's id. */
-            endpoint: string;
-        };
         /** Format: int64 */
         RequestCount: number;
         /**
@@ -822,11 +696,14 @@ export interface components {
                 "application/json": components["schemas"]["TooManyRequestsError"];
             };
         };
-        /** @description Cluster mode only: the node reached is not the leader and could not forward the request to one (an election is under way, or the leader did not answer); retry after `Retry-After`. The node answers before any operation runs: the answer carries none of an operation's own headers (getPet's deprecation, API-Stability). */
+        /** @description Cluster mode only: the node reached is not the leader and could not forward the request to one (an election is under way, or the leader did not answer); retry after `Retry-After`. The node answers before any operation runs: the answer carries none of an operation's own headers (getPet's deprecation, API-Stability). It counts in no rate-limit window. The caller's count lives on the leader (or in Redis), which this node does not read, so its `X-RateLimit-*` headers report this node alone, which admits nothing until `Retry-After` ends: `X-RateLimit-Limit: 0`, `X-RateLimit-Remaining: 0`, and `X-RateLimit-Reset` when `Retry-After` ends; the leader's headers report the caller's windows again on the next answer it serves. It carries no `RateLimit-Policy` or `RateLimit` field. */
         NotLeader: {
             headers: {
                 "Request-Id": components["headers"]["Request-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -903,15 +780,6 @@ export interface components {
          * @example 9f2c4e1a-7b3d-4c58-a0e6-2d51f8b9c7e4
          */
         "Idempotency-Key": string;
-        /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-        "webhook-id": string;
-        /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-        "webhook-timestamp": string;
-        /**
-         * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
-         *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
-         */
-        "webhook-signature": string;
         /** @description An `ETag` received earlier; `304` when the document has not changed since. */
         "If-None-Match": string;
     };
@@ -924,7 +792,10 @@ export interface components {
          * @example 5f0c2b7e9a1d4c3b8e6f0a2d4c6e8b1f
          */
         "Request-Id": string;
-        /** @description The quota of the binding window (the one with fewer requests remaining; on a tie, the one that resets later). */
+        /**
+         * @description The quota of the binding window (the one with fewer requests remaining; on a tie, the one that resets later);
+         *     0 on a cluster node's `503 not_leader`, which reports that node alone (see the `NotLeader` response).
+         */
         "X-RateLimit-Limit": components["schemas"]["RequestCount"];
         /**
          * @description Requests you can still make in the binding window; 0 when the request was refused, over a
@@ -1129,11 +1000,14 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            /** @description Cluster mode only. `not_leader`: the node reached is not the leader and could not forward the request to one, or the leader's lease ended before the create was acknowledged. `not_shipped` (with `--cluster-sync`): the create is stored on the leader but was not copied to the replica in time, so a failover could lose it and it is not acknowledged. Either way, retry after `Retry-After` with the same `Idempotency-Key`: the retry gets the stored answer, or adds the animal once. */
+            /** @description Cluster mode only. `not_leader`: the node reached is not the leader and could not forward the request to one, or the leader's lease ended before the create was acknowledged. `not_shipped` (with `--cluster-sync`): the create is stored on the leader but was not copied to the replica in time, so a failover could lose it and it is not acknowledged. Either way, retry after `Retry-After` with the same `Idempotency-Key`: the retry gets the stored answer, or adds the animal once. The rate-limit headers of a `not_leader` from a node that could not forward are that node's alone (see the `NotLeader` response). */
             503: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1555,21 +1429,38 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PetCreatedEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "pet.created";
+                    data: components["schemas"]["Pet"];
+                };
             };
         };
         responses: {
@@ -1582,21 +1473,51 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["KeyCreatedEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "key.created";
+                    /** @description An API key after the change; never the key, its hash or its prefix. */
+                    data: {
+                        /** @description The key's record id (as `keys list` and the staff page show it). */
+                        id: string;
+                        /** @description Who uses the key. */
+                        name: string;
+                        /** @description The name of the key's plan. */
+                        plan: string;
+                        /**
+                         * @description The key's state after the change.
+                         * @enum {string}
+                         */
+                        state: "active" | "revoked" | "expired" | "banned";
+                    };
+                };
             };
         };
         responses: {
@@ -1609,21 +1530,51 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["KeyRolledEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "key.rolled";
+                    /** @description An API key after the change; never the key, its hash or its prefix. */
+                    data: {
+                        /** @description The key's record id (as `keys list` and the staff page show it). */
+                        id: string;
+                        /** @description Who uses the key. */
+                        name: string;
+                        /** @description The name of the key's plan. */
+                        plan: string;
+                        /**
+                         * @description The key's state after the change.
+                         * @enum {string}
+                         */
+                        state: "active" | "revoked" | "expired" | "banned";
+                    };
+                };
             };
         };
         responses: {
@@ -1636,21 +1587,51 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["KeyRevokedEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "key.revoked";
+                    /** @description An API key after the change; never the key, its hash or its prefix. */
+                    data: {
+                        /** @description The key's record id (as `keys list` and the staff page show it). */
+                        id: string;
+                        /** @description Who uses the key. */
+                        name: string;
+                        /** @description The name of the key's plan. */
+                        plan: string;
+                        /**
+                         * @description The key's state after the change.
+                         * @enum {string}
+                         */
+                        state: "active" | "revoked" | "expired" | "banned";
+                    };
+                };
             };
         };
         responses: {
@@ -1663,21 +1644,51 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["KeyBannedEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "key.banned";
+                    /** @description An API key after the change; never the key, its hash or its prefix. */
+                    data: {
+                        /** @description The key's record id (as `keys list` and the staff page show it). */
+                        id: string;
+                        /** @description Who uses the key. */
+                        name: string;
+                        /** @description The name of the key's plan. */
+                        plan: string;
+                        /**
+                         * @description The key's state after the change.
+                         * @enum {string}
+                         */
+                        state: "active" | "revoked" | "expired" | "banned";
+                    };
+                };
             };
         };
         responses: {
@@ -1690,21 +1701,51 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["KeyDayQuotaReachedEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "key.day_quota_reached";
+                    /** @description An API key after the change; never the key, its hash or its prefix. */
+                    data: {
+                        /** @description The key's record id (as `keys list` and the staff page show it). */
+                        id: string;
+                        /** @description Who uses the key. */
+                        name: string;
+                        /** @description The name of the key's plan. */
+                        plan: string;
+                        /**
+                         * @description The key's state after the change.
+                         * @enum {string}
+                         */
+                        state: "active" | "revoked" | "expired" | "banned";
+                    };
+                };
             };
         };
         responses: {
@@ -1717,21 +1758,52 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PlanChangedEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "plan.changed";
+                    /** @description A plan after the change, and what changed. */
+                    data: {
+                        /** @description The plan's record id. */
+                        id: string;
+                        name: string;
+                        perMinute: components["schemas"]["RequestCount"];
+                        perDay: components["schemas"]["RequestCount"];
+                        /** @description Each changed field (`name`, `per_minute`, `per_day`, `ban_after`, `ban_minutes`): its old and new value as stored text. */
+                        changes: {
+                            [key: string]: {
+                                old: string;
+                                new: string;
+                            };
+                        };
+                    };
+                };
             };
         };
         responses: {
@@ -1744,21 +1816,47 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CategoryCreatedEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "category.created";
+                    /** @description A category after the change (a deletion's, as it was). */
+                    data: {
+                        /**
+                         * Format: int64
+                         * @description The category's number, the `categoryId` of its animals.
+                         */
+                        id: number;
+                        /** @description The category's name. */
+                        name: string;
+                    };
+                };
             };
         };
         responses: {
@@ -1771,21 +1869,49 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CategoryRenamedEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "category.renamed";
+                    /** @description A category after its rename, and the name it had. */
+                    data: {
+                        /**
+                         * Format: int64
+                         * @description The category's number, the `categoryId` of its animals.
+                         */
+                        id: number;
+                        /** @description The category's new name. */
+                        name: string;
+                        /** @description The name it had. */
+                        previousName: string;
+                    };
+                };
             };
         };
         responses: {
@@ -1798,21 +1924,47 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CategoryDeletedEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "category.deleted";
+                    /** @description A category after the change (a deletion's, as it was). */
+                    data: {
+                        /**
+                         * Format: int64
+                         * @description The category's number, the `categoryId` of its animals.
+                         */
+                        id: number;
+                        /** @description The category's name. */
+                        name: string;
+                    };
+                };
             };
         };
         responses: {
@@ -1825,21 +1977,42 @@ export interface operations {
             query?: never;
             header: {
                 /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
-                "webhook-id": components["parameters"]["webhook-id"];
+                "webhook-id": string;
                 /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
-                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                "webhook-timestamp": string;
                 /**
                  * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
                  *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
                  */
-                "webhook-signature": components["parameters"]["webhook-signature"];
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WebhookTestEvent"];
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "webhook.test";
+                    /** @description The endpoint the test was sent to. */
+                    data: {
+                        /** @description The endpoint's id. */
+                        endpoint: string;
+                    };
+                };
             };
         };
         responses: {

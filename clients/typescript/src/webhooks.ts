@@ -109,3 +109,31 @@ function secretBytes(secret: string): Uint8Array<ArrayBuffer> {
 function fromBase64(text: string): Uint8Array<ArrayBuffer> {
   return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 }
+
+/**
+ * A handler per event type, each given the event narrowed to its type
+ * (`"pet.created"`'s `data` is a Pet). Types without a handler are
+ * verified and returned, and handled by no one.
+ */
+export type WebhookHandlers = {
+  [T in WebhookEvent["type"]]?: (event: Extract<WebhookEvent, { type: T }>) => void | Promise<void>;
+};
+
+/**
+ * Verifies a delivery (as verifyWebhook) and calls the handler of its
+ * type, awaited; returns the event. A delivery that does not verify throws
+ * a WebhookVerificationError and calls no handler; a handler's error is
+ * thrown as it is (answer the delivery 5xx, and it is retried).
+ */
+export async function dispatchWebhook(
+  secret: string,
+  headers: WebhookHeaders,
+  body: string | Uint8Array,
+  handlers: WebhookHandlers,
+  options: VerifyOptions = {},
+): Promise<WebhookEvent> {
+  const event = await verifyWebhook(secret, headers, body, options);
+  const handler = handlers[event.type] as ((event: WebhookEvent) => void | Promise<void>) | undefined;
+  await handler?.(event);
+  return event;
+}

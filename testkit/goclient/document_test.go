@@ -1,7 +1,8 @@
-package client
+package goclient_test
 
 import (
 	"encoding/json"
+	"petstore/client"
 	"slices"
 	"testing"
 
@@ -30,13 +31,13 @@ func TestCodesAndStatusesAreTheDocuments(t *testing.T) {
 	if err := json.Unmarshal(openapi.JSON, &doc); err != nil {
 		t.Fatal(err)
 	}
-	codes := []ErrorCode{CodeInvalidRequest, CodeUnauthorized, CodeInsufficientScope, CodeNotFound, CodeMethodNotAllowed, CodeGone,
-		CodePayloadTooLarge, CodeUnsupportedMediaType, CodeIdempotencyKeyReused, CodeRateLimitExceeded,
-		CodeAPIKeyBanned, CodeInternalError, CodeNotLeader, CodeNotShipped}
+	codes := []client.ErrorCode{client.CodeInvalidRequest, client.CodeUnauthorized, client.CodeInsufficientScope, client.CodeNotFound, client.CodeMethodNotAllowed, client.CodeGone,
+		client.CodePayloadTooLarge, client.CodeUnsupportedMediaType, client.CodeIdempotencyKeyReused, client.CodeRateLimitExceeded,
+		client.CodeAPIKeyBanned, client.CodeInternalError, client.CodeNotLeader, client.CodeNotShipped}
 	if want := doc.Components.Schemas.Error.Properties.Code.Enum; !sameSet(codes, want) {
 		t.Errorf("codes %v, the document's %v", codes, want)
 	}
-	if want := doc.Components.Schemas.PetStatus.Enum; !sameSet([]Status{Available, Pending, Sold}, want) {
+	if want := doc.Components.Schemas.PetStatus.Enum; !sameSet([]client.Status{client.Available, client.Pending, client.Sold}, want) {
 		t.Errorf("statuses, the document's %v", want)
 	}
 }

@@ -1,4 +1,4 @@
-package client_test
+package goclient_test
 
 import (
 	"go/ast"
@@ -34,14 +34,14 @@ func TestDocumentsShowTheExample(t *testing.T) {
 		t.Fatalf("Example's body not found: %q", body)
 	}
 
-	doc, err := parser.ParseFile(token.NewFileSet(), "doc.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	doc, err := parser.ParseFile(token.NewFileSet(), "../../client/doc.go", nil, parser.ParseComments|parser.PackageClauseOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(doc.Doc.Text(), body) {
 		t.Errorf("the package documentation (doc.go) does not show Example's program:\n%s", body)
 	}
-	md, err := os.ReadFile("../docs/client.md")
+	md, err := os.ReadFile("../../docs/client.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package client_test
+package goclient_test
 
 import (
 	"os"
@@ -29,14 +29,14 @@ func fenced(markdown, lang string) []string {
 
 // The steps docs/client.md gives for using the client from another module
 // work as written: a module made of exactly its go.mod lines, beside a link
-// to this checkout named as they name it, runs the commands of the block
+// to this checkout's client/ named as they name it, runs the commands of the block
 // that follows them and builds the program the page shows, which then runs
 // against the real binary (TestMain's). Offline, as go test must stay: the
 // go command may use only the module cache (GOPROXY=off), whose modules were
 // checked against the checksum database when they were downloaded
 // (GOSUMDB=off).
 func TestAnotherModuleUsesTheDocumentedLines(t *testing.T) {
-	md, err := os.ReadFile("../docs/client.md")
+	md, err := os.ReadFile("../../docs/client.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestAnotherModuleUsesTheDocumentedLines(t *testing.T) {
 		t.Fatal("docs/client.md shows no program (```go block with package main)")
 	}
 
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,18 +69,21 @@ func TestAnotherModuleUsesTheDocumentedLines(t *testing.T) {
 	if err := os.Mkdir(shop, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// The replace names the checkout relative to the module, as the page
-	// says: a link there to this one.
+	// The replace names the client's directory in a checkout beside the
+	// module, as the page says: a link there to this one's.
 	replace := ""
 	for line := range strings.Lines(gomods[0]) {
-		if target, ok := strings.CutPrefix(line, "replace petstore => "); ok {
+		if target, ok := strings.CutPrefix(line, "replace petstore/client => "); ok {
 			replace = strings.TrimSpace(target)
 		}
 	}
-	if replace == "" || filepath.IsAbs(replace) {
-		t.Fatalf("the go.mod lines have no replace of petstore by a relative directory:\n%s", gomods[0])
+	if replace == "" || filepath.IsAbs(replace) || filepath.Base(replace) != "client" {
+		t.Fatalf("the go.mod lines have no replace of petstore/client by a checkout's client directory:\n%s", gomods[0])
 	}
-	if err := os.Symlink(root, filepath.Join(shop, replace)); err != nil {
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(shop, replace)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "client"), filepath.Join(shop, replace)); err != nil {
 		t.Fatal(err)
 	}
 	for name, content := range map[string]string{"go.mod": gomods[0], "main.go": program} {
@@ -113,6 +116,10 @@ func TestAnotherModuleUsesTheDocumentedLines(t *testing.T) {
 	}
 	if strings.Contains(string(gomod), "pocketbase") {
 		t.Errorf("the client brings PocketBase into the module's requirements:\n%s", gomod)
+	}
+	// The client needs nothing but the standard library: no go.sum line.
+	if sum, err := os.ReadFile(filepath.Join(shop, "go.sum")); err == nil && len(sum) > 0 {
+		t.Errorf("the module's go.sum holds lines, the client needs none:\n%s", sum)
 	}
 
 	cmd := exec.Command(filepath.Join(shop, "shop"))

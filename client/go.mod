@@ -1,0 +1,3 @@
+module petstore/client
+
+go 1.24
