@@ -359,6 +359,12 @@ func writeWhole(tx core.App, c *Record, action audit.Action, by audit.Actor) err
 	}})
 }
 
+// Count is how many customers there are, read on db (the read pool).
+func Count(db *sql.DB) (n int64, err error) {
+	err = db.QueryRow("SELECT COUNT(*) FROM " + Collection).Scan(&n)
+	return n, err
+}
+
 // Summary is a customer as lists show it: its plan by name, and how many
 // keys it has that are not revoked.
 type Summary struct {
