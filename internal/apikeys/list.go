@@ -137,7 +137,11 @@ func OfCustomer(app core.App, customerID string) ([]*APIKey, error) {
 // with its plan expanded.
 func listWhere(app core.App, where dbx.Expression) ([]*APIKey, error) {
 	var keys []*APIKey
-	if err := app.RecordQuery(Collection).AndWhere(where).OrderBy(Sorts[SortNewest]...).All(&keys); err != nil {
+	q := app.RecordQuery(Collection).OrderBy(Sorts[SortNewest]...)
+	if where != nil {
+		q = q.AndWhere(where)
+	}
+	if err := q.All(&keys); err != nil {
 		return nil, err
 	}
 	records := make([]*core.Record, len(keys))

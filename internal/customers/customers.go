@@ -323,28 +323,21 @@ func MoveKeys(tx core.App, c *Record, by audit.Actor) ([]string, error) {
 // audit records. A key given to a customer moves to the customer's plan; a
 // key taken from its customer keeps the plan it has.
 func Assign(app core.App, keyID, ref string, by audit.Actor) (*apikeys.APIKey, error) {
-	var k *apikeys.APIKey
-	err := app.RunInTransaction(func(tx core.App) error {
-		var c *Record
-		if ref != "" {
-			var err error
-			if c, err = Find(tx, ref); err != nil {
-				return err
-			}
-		}
-		var err error
-		k, err = apikeys.Edit(tx, keyID, by, func(k *apikeys.APIKey) error {
-			if c == nil {
-				k.SetCustomerID("")
-				return nil
-			}
-			k.SetCustomerID(c.Id)
-			k.SetPlanID(c.PlanID())
+	// Edit takes the write lock before it reads, and the customer is read
+	// after it: nobody changes the customer meanwhile.
+	return apikeys.Edit(app, keyID, by, func(k *apikeys.APIKey) error {
+		if ref == "" {
+			k.SetCustomerID("")
 			return nil
-		})
-		return err
+		}
+		c, err := Find(app, ref)
+		if err != nil {
+			return err
+		}
+		k.SetCustomerID(c.Id)
+		k.SetPlanID(c.PlanID())
+		return nil
 	})
-	return k, err
 }
 
 // writeWhole writes the creation or the deletion (action) of c, with tx,
