@@ -47,9 +47,13 @@ func TestStaffPageCustomersInChromium(t *testing.T) {
 	afterSave("add a customer", "Customer Acme is on plan pro, with 0 keys.",
 		chromedp.SendKeys(chromedp.CSS(`#customer-form [name=name]`), "Acme"),
 		chromedp.SendKeys(chromedp.CSS(`#customer-form [name=contact]`), "ops@acme.example"),
+		chromedp.SendKeys(chromedp.CSS(`#customer-form [name=notes]`), "signed in May"),
 		choose(`#customer-form [name=plan]`, "pro"),
 		chromedp.Click(chromedp.CSS(`#customer-form button[type=submit]`)))
 	id := eval[string](p, `document.querySelector('#customers-list tbody tr').dataset.id`)
+	if saved, err := p.s.App.FindRecordById("customers", id); err != nil || saved.GetString("notes") != "signed in May" {
+		t.Errorf("the customer as saved: %v %v", saved, err)
+	}
 
 	p.expect("POST", "/api/petstore/customers")
 	afterSave("a taken name", "another customer has this name",

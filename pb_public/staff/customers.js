@@ -47,6 +47,7 @@ function editCustomer(c) {
   form.id.value = c.id;
   form.name.value = c.name;
   form.contact.value = c.contact;
+  form.notes.value = c.notes;
   form.plan.value = c.plan;
   $("button[type=submit]", form).textContent = "Save changes";
   form.name.focus();
@@ -97,7 +98,7 @@ function submitting(form, save) {
 }
 
 submitting($("#customer-form"), async (form) => {
-  const body = { name: form.name.value.trim(), contact: form.contact.value.trim(), plan: form.plan.value };
+  const body = { name: form.name.value.trim(), contact: form.contact.value.trim(), notes: form.notes.value, plan: form.plan.value };
   const id = form.id.value;
   const saved = id ? await api("PATCH", `/customers/${id}`, body) : await api("POST", "/customers", body);
   form.reset();
