@@ -55,7 +55,7 @@ func main() {
 	keys := commands.NewKeysCommand(app)
 	healthcheck, versionCmd := newHealthcheckCommand(), newVersionCommand()
 	backups := backup.NewCommand(app, hooks.FixedCollections())
-	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, commands.NewCategoriesCommand(app), backups.Command,
+	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, commands.NewCategoriesCommand(app), commands.NewCustomersCommand(app), backups.Command,
 		healthcheck.Command, versionCmd)
 	// None opens the data directory's databases: they run without the
 	// bootstrap, so that a start in progress (which holds the start lock)

@@ -12,6 +12,7 @@ import (
 	"petstore/internal/backup"
 	"petstore/internal/categories"
 	"petstore/internal/connlimit"
+	"petstore/internal/customers"
 	"petstore/internal/dataversion"
 	"petstore/internal/idempotency"
 	"petstore/internal/limits"
@@ -22,7 +23,7 @@ import (
 )
 
 // startMetrics serves m on addr (metrics.Serve) with the figures read at
-// each scrape, each from the package that owns it: pets, categories, keys
+// each scrape, each from the package that owns it: pets, categories, customers, keys
 // by state, the databases' files, the limiter's Redis, realtime
 // subscribers, the request log's rows, the data version's reads, the public
 // listener's connections, the newest backup. It returns the listener's stop.
@@ -34,6 +35,7 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 	m.Register(
 		metrics.Count("petstore_pets", "Pets stored.", count(pets.Count), log),
 		metrics.Count("petstore_categories", "Categories named.", count(categories.Count), log),
+		metrics.Count("petstore_customers", "Customers, who own keys.", count(customers.Count), log),
 		metrics.Count("petstore_categories_unnamed", "Numbers pets carry as categoryId that no category names.", count(categories.CountUnnamed), log),
 		metrics.Count("petstore_webhook_outbox_pending", "Webhook events not delivered yet (all instances).", count(webhooks.Pending), log),
 		metrics.Count("petstore_idempotency_keys", "Idempotency-Keys remembered.", count(idempotency.Count), log),

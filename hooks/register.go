@@ -24,6 +24,7 @@ import (
 	"petstore/internal/categories"
 	"petstore/internal/cluster"
 	"petstore/internal/connlimit"
+	"petstore/internal/customers"
 	"petstore/internal/database"
 	"petstore/internal/datadir"
 	"petstore/internal/fixedcollections"
@@ -66,7 +67,7 @@ func (s *Service) Err() error { return s.err }
 // migrations make them: no API changes them (fixedcollections), and no
 // restore brings them changed (backup).
 func FixedCollections() []fixedcollections.Collection {
-	return append(append(apikeys.Fixed(), audit.Fixed(), pets.Fixed(), categories.Fixed()), webhooks.Fixed()...)
+	return append(append(apikeys.Fixed(), audit.Fixed(), pets.Fixed(), categories.Fixed(), customers.Fixed()), webhooks.Fixed()...)
 }
 
 // Register binds everything petstore adds to app, configured by opts.
@@ -110,6 +111,7 @@ func Register(app core.App, opts options.Options) *Service {
 	pets.Bind(app)
 	categories.Bind(app)
 	apikeys.Bind(app)
+	customers.Bind(app)
 	fixed := FixedCollections()
 	fixedcollections.Bind(app, fixed...)
 	hiddenfields.Bind(app)

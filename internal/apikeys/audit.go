@@ -22,6 +22,7 @@ var auditedFields = []struct {
 	{PerMinuteField, audit.KeyQuotaChanged},
 	{PerDayField, audit.KeyQuotaChanged},
 	{ScopesField, audit.KeyScopesChanged},
+	{CustomerField, audit.KeyCustomerChanged},
 }
 
 // WriteAudit writes, with tx (the transaction that saved after from before),

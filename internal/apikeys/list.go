@@ -124,8 +124,24 @@ func stateExp(state string, now time.Time) dbx.Expression {
 
 // List returns every key, newest first, with its plan expanded.
 func List(app core.App) ([]*APIKey, error) {
+	return listWhere(app, nil)
+}
+
+// OfCustomer is every key of the customer with the given record id, revoked
+// ones included, newest first, each with its plan expanded.
+func OfCustomer(app core.App, customerID string) ([]*APIKey, error) {
+	return listWhere(app, dbx.HashExp{CustomerField: customerID})
+}
+
+// listWhere is every key that where selects (nil: all), newest first, each
+// with its plan expanded.
+func listWhere(app core.App, where dbx.Expression) ([]*APIKey, error) {
 	var keys []*APIKey
-	if err := app.RecordQuery(Collection).OrderBy(Sorts[SortNewest]...).All(&keys); err != nil {
+	q := app.RecordQuery(Collection).OrderBy(Sorts[SortNewest]...)
+	if where != nil {
+		q = q.AndWhere(where)
+	}
+	if err := q.All(&keys); err != nil {
 		return nil, err
 	}
 	records := make([]*core.Record, len(keys))

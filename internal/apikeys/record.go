@@ -25,7 +25,8 @@ const (
 	ExpiresField   = "expires"
 	PerMinuteField = "per_minute"
 	PerDayField    = "per_day"
-	ScopesField    = "scopes" // a select field of Scopes, at least one
+	ScopesField    = "scopes"   // a select field of Scopes, at least one
+	CustomerField  = "customer" // a relation to customers; empty: none
 	// Written by the service only (see KeepServiceFields).
 	BannedUntilField    = "banned_until"
 	BanLiftedField      = "ban_lifted"
@@ -107,6 +108,13 @@ func (k *APIKey) Plan() *Plan {
 	}
 	return nil
 }
+
+// CustomerID is the record id of the customer the key belongs to; "": none.
+func (k *APIKey) CustomerID() string { return k.GetString(CustomerField) }
+
+// SetCustomerID gives the key to the customer with the given record id ("":
+// to none). The customers package keeps such a key on its customer's plan.
+func (k *APIKey) SetCustomerID(id string) { k.Set(CustomerField, id) }
 
 // Hash is Hash(key) of the key's current secret.
 func (k *APIKey) Hash() string { return k.GetString(HashField) }

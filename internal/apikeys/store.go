@@ -254,7 +254,7 @@ func setColumns(app core.App, id string, columns dbx.Params) error {
 
 // Revoke marks the key with the given record id as revoked, for good.
 func Revoke(app core.App, id string, by audit.Actor) error {
-	_, err := update(app, id, by, func(k *APIKey) error {
+	_, err := Edit(app, id, by, func(k *APIKey) error {
 		k.revoke()
 		return nil
 	})
@@ -297,7 +297,7 @@ func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string,
 		return "", nil, err
 	}
 	key := Generate()
-	k, err := update(app, id, by, func(k *APIKey) error {
+	k, err := Edit(app, id, by, func(k *APIKey) error {
 		now := time.Now()
 		if k.Revoked() {
 			return badState(RevokedField, "the key is revoked, so it cannot be rolled: issue a new key instead")
@@ -324,7 +324,7 @@ func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string,
 // instance's limiter, reading the key, learns to forget the rejections
 // counted before the lift.
 func Unban(app core.App, id string, by audit.Actor) error {
-	_, err := update(app, id, by, func(k *APIKey) error {
+	_, err := Edit(app, id, by, func(k *APIKey) error {
 		k.liftBan(time.Now())
 		return nil
 	})
@@ -361,7 +361,7 @@ func Change(app core.App, id string, c Changes, by audit.Actor) (*APIKey, error)
 			return nil, err
 		}
 	}
-	return update(app, id, by, func(k *APIKey) error {
+	return Edit(app, id, by, func(k *APIKey) error {
 		if c.Name != nil {
 			k.SetName(*c.Name)
 		}
@@ -387,10 +387,11 @@ func Change(app core.App, id string, c Changes, by audit.Actor) (*APIKey, error)
 	})
 }
 
-// update reads, edits and saves one key in a transaction, so that a ban or a
-// count the limiter writes meanwhile is not overwritten with what was read,
-// and writes the audit records of what changed in the same transaction.
-func update(app core.App, id string, by audit.Actor, edit func(*APIKey) error) (*APIKey, error) {
+// Edit reads, edits and saves one key in a transaction (app's, when app is
+// one), so that a ban or a count the limiter writes meanwhile is not
+// overwritten with what was read, and writes the audit records of what
+// changed in the same transaction.
+func Edit(app core.App, id string, by audit.Actor, edit func(*APIKey) error) (*APIKey, error) {
 	k := &APIKey{}
 	err := app.RunInTransaction(func(tx core.App) error {
 		// Take SQLite's write lock before reading (waiting for it as long as

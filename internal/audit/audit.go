@@ -1,5 +1,5 @@
 // Package audit is the append-only trail of changes to API keys, plans,
-// webhook endpoints, categories and backups: which key, endpoint or category, what changed (the values before and after), who changed it, from where and
+// webhook endpoints, categories, customers and backups: which key, endpoint, category or customer, what changed (the values before and after), who changed it, from where and
 // when. A record is written in the transaction of the change it describes, so
 // it exists if and only if the change committed; nobody can change or delete
 // one, superusers included.
@@ -29,6 +29,7 @@ const (
 	KeyField        = "key"      // the api_keys record id
 	WebhookField    = "webhook"  // the webhook_endpoints record id, kept after its deletion
 	CategoryField   = "category" // the category's number, as text, kept after its deletion
+	CustomerField   = "customer" // the customers record id, kept after its deletion
 	ActorField      = "actor"
 	ActorEmailField = "actor_email"
 	AddressField    = "address"
@@ -50,6 +51,9 @@ const (
 	KeyBanned        Action = "key.banned"
 	KeyScopesChanged Action = "key.scopes_changed"
 	KeyQuotaChanged  Action = "key.quota_changed" // plan, per-minute or per-day quota
+	// The key's customer: {"customer": {"old": id, "new": id}} ("" for
+	// none), with the plan it moved to, if it did.
+	KeyCustomerChanged Action = "key.customer_changed"
 )
 
 // The actions on plans, which staff change in the dashboard. A plan's
@@ -102,6 +106,17 @@ const (
 	CategoryDeleted Action = "category.deleted"
 )
 
+// The actions on customers, which staff manage on the staff page, in the
+// dashboard or with the customers command. Their details hold the values
+// before and after of the fields that changed ({"name": {"old": …, "new":
+// …}}, the whole customer for a creation or a deletion); a plan's change
+// lists the keys that moved with it ({"keys": [ids]}).
+const (
+	CustomerCreated Action = "customer.created"
+	CustomerChanged Action = "customer.changed" // name, contact, notes or plan
+	CustomerDeleted Action = "customer.deleted"
+)
+
 // Actions are every action above, so that a count of records by action can
 // show each at 0 from the start (TestActionsListsEveryAction holds the list
 // to the constants).
@@ -111,13 +126,14 @@ var Actions = []Action{
 	BackupCreated, BackupDownloaded, BackupUploaded, BackupRestored, BackupDeleted, BackupRestoreRefused,
 	WebhookCreated, WebhookChanged, WebhookDeleted, WebhookSecretRolled, WebhookPaused, WebhookEventResent, WebhookTestSent,
 	CategoryCreated, CategoryRenamed, CategoryDeleted,
+	CustomerCreated, CustomerChanged, CustomerDeleted, KeyCustomerChanged,
 	ClusterPromoted, ClusterSteppedDown,
 }
 
 // Actors that are not a superuser. A superuser acts as its record id, with
 // its email beside it.
 const (
-	ActorCLI    = "cli"    // the keys and categories commands, on the server's own machine
+	ActorCLI    = "cli"    // the keys, categories and customers commands, on the server's own machine
 	ActorSystem = "system" // the service itself: the limiter's bans, the webhooks' pauses
 )
 
@@ -141,6 +157,7 @@ type Entry struct {
 	Key      string // the api_keys record id, for a key's change
 	Webhook  string // the webhook_endpoints record id, for an endpoint's change
 	Category string // the category's number, for a category's change
+	Customer string // the customers record id, for a customer's change
 	By       Actor
 	Details  map[string]any // the values before and after: {"field": {"old": …, "new": …}}
 }
@@ -157,6 +174,7 @@ func Write(app core.App, e Entry) error {
 	r.Set(KeyField, e.Key)
 	r.Set(WebhookField, e.Webhook)
 	r.Set(CategoryField, e.Category)
+	r.Set(CustomerField, e.Customer)
 	r.Set(ActorField, e.By.ID)
 	r.Set(ActorEmailField, e.By.Email)
 	r.Set(AddressField, e.By.Address)

@@ -69,6 +69,9 @@ func Bind(app core.App, log *slog.Logger, retention time.Duration, counted func(
 			if number := r.GetString(CategoryField); number != "" {
 				about = []any{"category", number}
 			}
+			if id := r.GetString(CustomerField); id != "" {
+				about = []any{"customer", id}
+			}
 			log.Info("Audit: "+action, append(about, "actor", r.GetString(ActorField),
 				"actorEmail", r.GetString(ActorEmailField), "address", r.GetString(AddressField),
 				"requestId", r.GetString(RequestIDField), "details", ForLog([]byte(r.GetString(DetailsField))))...)

@@ -19,10 +19,11 @@ type Recorded struct {
 func recordedOf(r *core.Record) (Recorded, error) {
 	e := Recorded{
 		Entry: Entry{
-			Action:  Action(r.GetString(ActionField)),
-			Key:     r.GetString(KeyField),
-			Webhook: r.GetString(WebhookField),
-			By:      Actor{ID: r.GetString(ActorField), Email: r.GetString(ActorEmailField), Address: r.GetString(AddressField)},
+			Action:   Action(r.GetString(ActionField)),
+			Key:      r.GetString(KeyField),
+			Webhook:  r.GetString(WebhookField),
+			Customer: r.GetString(CustomerField),
+			By:       Actor{ID: r.GetString(ActorField), Email: r.GetString(ActorEmailField), Address: r.GetString(AddressField)},
 		},
 		ID:      r.Id,
 		Created: r.GetDateTime(CreatedField).Time(),
@@ -52,6 +53,12 @@ func ForKey(app core.App, key string, page, perPage int) (History, error) {
 // record id, perPage a page, newest first; those of a deleted endpoint too.
 func ForWebhook(app core.App, id string, page, perPage int) (History, error) {
 	return historyOf(app, dbx.HashExp{WebhookField: id}, page, perPage)
+}
+
+// ForCustomer returns page (from 1) of the entries of the customers record
+// id, perPage a page, newest first; those of a deleted customer too.
+func ForCustomer(app core.App, id string, page, perPage int) (History, error) {
+	return historyOf(app, dbx.HashExp{CustomerField: id}, page, perPage)
 }
 
 func historyOf(app core.App, of dbx.HashExp, page, perPage int) (History, error) {

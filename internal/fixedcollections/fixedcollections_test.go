@@ -11,6 +11,7 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/categories"
+	"petstore/internal/customers"
 	"petstore/internal/pets"
 	"petstore/internal/webhooks"
 	"petstore/testkit/apptest"
@@ -75,7 +76,7 @@ func TestFixedCollectionsStayFixed(t *testing.T) {
 	s := apptest.Start(t, "")
 	s.NewKey(t, apikeys.NewKey{}) // a key, a plan in use and a record in the trail
 	superuser := s.StaffToken(t)
-	for _, name := range []string{apikeys.Collection, apikeys.PlansCollection, audit.Collection, pets.Collection, categories.Collection,
+	for _, name := range []string{apikeys.Collection, apikeys.PlansCollection, audit.Collection, pets.Collection, categories.Collection, customers.Collection,
 		webhooks.EndpointsCollection, webhooks.EventsCollection, webhooks.AttemptsCollection} {
 		t.Run(name, func(t *testing.T) {
 			c, err := s.App.FindCollectionByNameOrId(name)

@@ -31,6 +31,7 @@
 //	petstore_pets                               gauge      pets stored
 //	petstore_categories                         gauge      categories named
 //	petstore_categories_unnamed                 gauge      numbers pets carry that no category names
+//	petstore_customers                          gauge      customers, who own keys
 //	petstore_api_keys                           gauge      state (active, expired, revoked, banned)
 //	petstore_realtime_subscribers               gauge      PocketBase realtime clients connected
 //	petstore_requestlog_rows_total              counter    rows written to the request log

@@ -658,7 +658,7 @@ func TestSuperusersOnly(t *testing.T) {
 	k := s.create(t, map[string]any{"plan": "free", "perMinute": 1})
 	s.ban(t, k.Key)
 
-	customers := core.NewAuthCollection("customers")
+	customers := core.NewAuthCollection("shoppers") // an auth collection of staff's own, not the service's customers
 	if err := s.App.Save(customers); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ type keyView struct {
 	Name   string `json:"name"`
 	Prefix string `json:"prefix"` // the first characters of the key
 	Plan   string `json:"plan"`
+	// Customer is the record id of the customer the key belongs to; "": none.
+	Customer string `json:"customer"`
 	// State is active, banned, revoked or expired (apikeys.State).
 	State       string     `json:"state"`
 	BannedUntil *time.Time `json:"bannedUntil"` // while banned
@@ -56,13 +58,14 @@ type previousView struct {
 // viewOf is k (with its plan expanded) as seen at now.
 func viewOf(k *apikeys.APIKey, now time.Time) keyView {
 	v := keyView{
-		ID:      k.Id,
-		Name:    k.Name(),
-		Prefix:  k.Prefix(),
-		State:   k.State(now),
-		Expires: utcOrNil(k.Expires()),
-		Created: k.Created(),
-		Scopes:  apikeys.ScopeNames(k.Scopes()),
+		ID:       k.Id,
+		Name:     k.Name(),
+		Prefix:   k.Prefix(),
+		State:    k.State(now),
+		Expires:  utcOrNil(k.Expires()),
+		Created:  k.Created(),
+		Scopes:   apikeys.ScopeNames(k.Scopes()),
+		Customer: k.CustomerID(),
 	}
 	if plan := k.Plan(); plan != nil {
 		v.Plan = plan.Name()

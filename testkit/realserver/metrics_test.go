@@ -144,7 +144,7 @@ func TestMetricsCountEveryAnswer(t *testing.T) {
 	if len(build) != 1 || build[0].GetGauge().GetValue() != 1 || !strings.Contains(labelsOf(build[0]), "goversion=go1.") {
 		t.Errorf("petstore_build_info: %v", build)
 	}
-	for _, name := range []string{"petstore_pets", "petstore_categories", "petstore_categories_unnamed", "petstore_api_keys", "petstore_sqlite_file_bytes", "go_goroutines", "process_resident_memory_bytes"} {
+	for _, name := range []string{"petstore_pets", "petstore_categories", "petstore_categories_unnamed", "petstore_customers", "petstore_api_keys", "petstore_sqlite_file_bytes", "go_goroutines", "process_resident_memory_bytes"} {
 		if len(families[name].GetMetric()) == 0 {
 			t.Errorf("no %s", name)
 		}
