@@ -11,6 +11,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/cluster"
+	"petstore/internal/clustergate"
 	"petstore/internal/pets"
 	"petstore/testkit/apptest"
 )
@@ -42,7 +43,7 @@ func TestACreateCommittedAfterTheFenceClosedIsNotAcknowledged(t *testing.T) {
 					advance(3 * testTTL)
 				}
 			})
-			writer.OnAcknowledge(p.Acknowledge)
+			writer.OnAcknowledge(clustergate.Acknowledge(p))
 
 			if _, err := writer.Create(pets.NewPet{Name: "InTime", CategoryID: 1}); err != nil {
 				t.Fatalf("a create committed while the fence held: %v", err)

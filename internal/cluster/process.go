@@ -5,44 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"sync"
 	"syscall"
 	"time"
 )
 
 // Process is this process as a node, from before PocketBase opens the
-// data directory: it listens on --http at once (the gate answers), takes
-// part in the election and follows the leader's data. Once the node wins,
-// the data is promoted and the listener handed to PocketBase, which serves
-// on it as the leader. A leader that loses its lease stops writing at once
-// and then replaces the process with a fresh one of the same command line
-// (execve): PocketBase's state is rebuilt from the start, as a follower.
+// data directory: it takes part in the election and follows the leader's
+// data, while the gate (internal/clustergate) answers on --http. Once the
+// node wins, the data is promoted, and PocketBase serves as the leader. A
+// leader that loses its lease stops writing at once and then replaces the
+// process with a fresh one of the same command line (execve): PocketBase's
+// state is rebuilt from the start, as a follower.
 type Process struct {
 	Node *Node
 	Data *Data
 	log  *slog.Logger
 
-	listener *handoffListener
-	gate     *http.Server
-	gateDone chan struct{}
-	cancel   context.CancelFunc // ends Run and Follow
-	runDone  chan error
-	elected  chan int64
+	cancel  context.CancelFunc // ends Run and Follow
+	runDone chan error
+	elected chan int64
 }
 
-// Start makes the node of cfg and starts it: the gate on
-// httpAddr, the election, and the following of the data in dataDir. It
-// refuses to start when etcd refuses the node (Check). trust is what the
-// gate believes of its peers (Gate); nil: no peer is a proxy.
-func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger, trust ClientTrust) (p *Process, err error) {
-	ln, err := net.Listen("tcp", httpAddr)
-	if err != nil {
-		return nil, err
-	}
-	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), gateDone: make(chan struct{})}
+// Start makes the node of cfg and starts it: the election, and the
+// following of the data in dataDir. It refuses to start when etcd refuses
+// the node (Check).
+func Start(cfg Config, dataDir string, log *slog.Logger) (p *Process, err error) {
+	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1)}
 	p.Data = NewData(cfg.Replica, cfg.Name, dataDir, log)
 	p.Node = New(cfg, log, Options{
 		Eligible:      func() error { return p.Data.Eligible(p.Node.Status().Served) },
@@ -55,7 +44,6 @@ func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger, trust ClientT
 	err = p.Node.Check(check)
 	cancelCheck()
 	if err != nil {
-		ln.Close()
 		_ = p.Node.Close()
 		return nil, err
 	}
@@ -63,49 +51,35 @@ func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger, trust ClientT
 		log.Warn("Cluster: the nodes are not authenticated (--cluster-insecure-peers): whoever can write to etcd can send every follower's requests, " +
 			"API keys and passwords included, to an address of theirs, and whoever reaches the leader can pass for a node; give every node --cluster-secret-file")
 	}
-	p.listener = &handoffListener{TCPListener: ln.(*net.TCPListener)}
-	p.gate = &http.Server{Handler: p.Node.Gate(trust), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
-	go func() {
-		defer close(p.gateDone)
-		_ = p.gate.Serve(p.listener)
-	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	go func() { p.runDone <- p.Node.Run(ctx) }()
 	go p.Data.Follow(ctx, p.Node)
-	log.Info("Cluster: node started", "node", cfg.NodeName, "cluster", cfg.Name, "http", ln.Addr().String(), "advertise", cfg.AdvertiseURL)
+	log.Info("Cluster: node started", "node", cfg.NodeName, "cluster", cfg.Name, "advertise", cfg.AdvertiseURL)
 	return p, nil
 }
 
 // WaitElected waits until this node wins the election, then stops
 // following, promotes the copy and starts shipping the new term; it returns
-// the term and the listener PocketBase serves on. It returns early with
-// Run's error (a taken node name) or when ctx ends.
-func (p *Process) WaitElected(ctx context.Context) (int64, net.Listener, error) {
+// the term. It returns early with Run's error (a taken node name) or when
+// ctx ends.
+func (p *Process) WaitElected(ctx context.Context) (int64, error) {
 	var term int64
 	select {
 	case term = <-p.elected:
 	case err := <-p.runDone:
-		return 0, nil, err
+		return 0, err
 	case <-ctx.Done():
-		return 0, nil, ctx.Err()
+		return 0, ctx.Err()
 	}
 	p.Data.stopFollowing()
 	if err := p.Data.Promote(ctx); err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	if err := p.Data.Replicate(ctx, term); err != nil {
-		return 0, nil, err
+		return 0, err
 	}
-	// The gate stops taking connections; those it took finish. New ones
-	// wait in the listen queue for PocketBase.
-	p.listener.detach(p.gateDone)
-	shutdown, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := p.gate.Shutdown(shutdown); err != nil {
-		_ = p.gate.Close()
-	}
-	return term, p.listener.TCPListener, nil
+	return term, nil
 }
 
 // Serving records that PocketBase serves: the node is the leader. A node
@@ -129,9 +103,10 @@ const ShipTimeout = 2 * time.Second
 // failover may lose them.
 var ErrNotShipped = errors.New("cluster: not shipped to the replica")
 
-// ErrNotLeading is Shipped's error when the commits were shipped but the
-// lease is no longer provably held: a node that promoted meanwhile may have
-// applied the term's replica before they reached it.
+// ErrNotLeading is the error of commits that ended, or were shipped, once
+// the lease was no longer provably held (Acknowledged, Shipped): a node
+// that promoted meanwhile may have applied the term's replica before they
+// reached it.
 var ErrNotLeading = errors.New("cluster: shipped, but no longer leading")
 
 // Shipped returns once every transaction committed before the call is in
@@ -151,6 +126,25 @@ func (p *Process) Shipped(ctx context.Context) error {
 		return ErrNotLeading
 	}
 	return nil
+}
+
+// Acknowledged says whether a create whose transaction has committed may
+// be acknowledged: only if the fence still held when its commit had
+// finished (ErrNotLeading otherwise). The fence is checked before the
+// commit too, but a pause between that check and the commit's end (a VM
+// freeze, a long GC or I/O stall) may let the commit land after a newer
+// leader began: that create is set aside with this node's copy when it
+// follows, and never acknowledged. Under --cluster-sync, a create is
+// acknowledged once shipped to the replica while the lease is held
+// (Shipped: ErrNotShipped, ErrNotLeading).
+func (p *Process) Acknowledged() error {
+	if !p.Node.cfg.Sync {
+		if !p.Node.MayWrite() {
+			return ErrNotLeading
+		}
+		return nil
+	}
+	return p.Shipped(context.Background())
 }
 
 // Handover hands the leadership over on SIGTERM: writes stop at once,
@@ -173,7 +167,6 @@ func (p *Process) Handover(ctx context.Context, settle func() error) error {
 // cluster (Leave).
 func (p *Process) Close() error {
 	p.cancel()
-	_ = p.gate.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = p.Node.Leave(ctx) // revoked already after a handover
@@ -207,47 +200,3 @@ func (p *Process) restart(term int64) {
 // restartSyncTimeout bounds the shipping of a leader's last transactions
 // before it restarts as a follower.
 const restartSyncTimeout = 2 * time.Second
-
-// handoffListener is the listener the gate serves on until the node leads;
-// then the gate lets it go, open, for PocketBase.
-type handoffListener struct {
-	*net.TCPListener
-	mu       sync.Mutex
-	detached bool
-}
-
-func (l *handoffListener) Accept() (net.Conn, error) {
-	conn, err := l.TCPListener.Accept()
-	l.mu.Lock()
-	detached := l.detached
-	l.mu.Unlock()
-	if detached {
-		if conn != nil {
-			return conn, nil // taken before the handover: the gate answers it
-		}
-		return nil, net.ErrClosed
-	}
-	return conn, err
-}
-
-// Close closes the listener while the gate has it; once handed over, it
-// leaves it open: PocketBase closes it.
-func (l *handoffListener) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.detached {
-		return nil
-	}
-	return l.TCPListener.Close()
-}
-
-// detach ends the gate's Accept and waits until the gate no longer
-// accepts (gateDone), then clears the deadline that ended it.
-func (l *handoffListener) detach(gateDone <-chan struct{}) {
-	l.mu.Lock()
-	l.detached = true
-	l.mu.Unlock()
-	_ = l.SetDeadline(time.Now())
-	<-gateDone
-	_ = l.SetDeadline(time.Time{})
-}

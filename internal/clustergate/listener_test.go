@@ -1,33 +1,62 @@
-package cluster_test
+package clustergate_test
 
 import (
 	"context"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"petstore/internal/cluster"
+	"petstore/internal/clustergate"
 	"petstore/testkit/etcdtest"
 )
 
-func TestProcessServesTheGateThenHandsItsListenerToTheLeader(t *testing.T) {
+// syncBuffer is a log the node writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The gate answers on the node's listener at once, before the node leads;
+// once it leads, the gate hands the listener over, open, and clients keep
+// their connection across the handover.
+func TestTheGateHandsItsListenerToTheLeader(t *testing.T) {
 	etcd := etcdtest.Start(t, 1)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("the test cluster's secret, 32 bytes and more\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := cluster.Flags{Etcd: strings.Join(etcd.Endpoints(), ","), Name: "test", NodeName: "a",
-		ReplicaURL: "file://" + t.TempDir(), TTL: testTTL, SecretFile: secretFile(t, testSecret)}.Config(addr)
+		ReplicaURL: "file://" + t.TempDir(), TTL: 2 * time.Second, SecretFile: secret}.Config(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	p, err := cluster.Start(cfg, addr, t.TempDir(), slog.New(slog.NewTextHandler(logs, nil)), nil)
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	p, err := cluster.Start(cfg, t.TempDir(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,18 +66,24 @@ func TestProcessServesTheGateThenHandsItsListenerToTheLeader(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { _ = p.Close() })
-	// The gate answers at once, before the node leads.
-	if resp := get(t, "http://"+addr+"/healthz"); resp.StatusCode != http.StatusOK {
-		t.Fatalf("/healthz from the gate: %d", resp.StatusCode)
-	}
-	// Clients keep their connection across the handover.
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	term, listener, err := p.WaitElected(ctx)
+	follower := clustergate.Serve(ln.(*net.TCPListener), &http.Server{Handler: clustergate.New(p.Node, nil, 0, log)},
+		func(ln net.Listener) net.Listener { return ln })
+	resp, err := http.Get("http://" + addr + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz from the gate: %d", resp.StatusCode)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	term, err := p.WaitElected(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listener := follower.Handover(ctx)
 	if listener.Addr().String() != addr {
 		t.Fatalf("listener on %s, want %s", listener.Addr(), addr)
 	}
@@ -59,7 +94,7 @@ func TestProcessServesTheGateThenHandsItsListenerToTheLeader(t *testing.T) {
 	go func() { _ = server.Serve(listener) }()
 	t.Cleanup(func() { _ = server.Close() })
 	p.Serving(ctx)
-	resp, err := client.Post("http://"+addr+"/v1/pets", "application/json", nil)
+	resp, err = client.Post("http://"+addr+"/v1/pets", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
