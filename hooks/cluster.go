@@ -34,7 +34,7 @@ func (p *serviceParts) startCluster() (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	process, err := cluster.Start(cfg, p.app.DataDir(), log)
+	process, err := cluster.Start(cfg, p.app.DataDir(), log, p.opts.SteppedDown)
 	if err != nil {
 		ln.Close()
 		return nil, err

@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"syscall"
+	"sync"
 	"time"
 )
 
@@ -14,31 +13,45 @@ import (
 // data directory: it takes part in the election and follows the leader's
 // data, while the gate (internal/clustergate) answers on --http. Once the
 // node wins, the data is promoted, and PocketBase serves as the leader. A
-// leader that loses its lease stops writing at once and then replaces the
-// process with a fresh one of the same command line (execve): PocketBase's
-// state is rebuilt from the start, as a follower.
+// leader that loses its lease stops writing at once, ships what it
+// committed, and steps down (ErrSteppedDown): PocketBase, which holds the
+// database open for writing, cannot become a follower in place, so main
+// replaces the process with a fresh one of the same command line.
 type Process struct {
 	Node *Node
 	Data *Data
 	log  *slog.Logger
 
 	cancel  context.CancelFunc // ends Run and Follow
+	tasks   sync.WaitGroup     // Run and Follow
 	runDone chan error
 	elected chan int64
+
+	// steppedDown closes once the node stepped down, after which it never
+	// campaigns again; onSteppedDown is then called once.
+	steppedDown   chan struct{}
+	stepOnce      sync.Once
+	onSteppedDown func()
 }
+
+// ErrSteppedDown is the error of a node that stepped down after it won (its
+// lease lost, or its term over before it served): the process is to be
+// replaced by a fresh one, which follows.
+var ErrSteppedDown = errors.New("cluster: stepped down; the process restarts as a follower")
 
 // Start makes the node of cfg and starts it: the election, and the
 // following of the data in dataDir. It refuses to start when etcd refuses
-// the node (Check).
-func Start(cfg Config, dataDir string, log *slog.Logger) (p *Process, err error) {
-	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1)}
+// the node (Check). steppedDown is called once the node has stepped down
+// after it won (ErrSteppedDown): the caller replaces the process.
+func Start(cfg Config, dataDir string, log *slog.Logger, steppedDown func()) (p *Process, err error) {
+	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), steppedDown: make(chan struct{}), onSteppedDown: steppedDown}
 	p.Data = NewData(cfg.Replica, cfg.Name, dataDir, log)
 	p.Node = New(cfg, log, Options{
 		Eligible:      func() error { return p.Data.Eligible(p.Node.Status().Served) },
 		Lag:           p.Data.Lag,
 		Replica:       p.Data.Replica,
 		OnElected:     func(term int64) { p.elected <- term },
-		OnSteppedDown: func(term int64) { p.restart(term) },
+		OnSteppedDown: func(term int64) { p.stepDown(term) },
 	})
 	check, cancelCheck := context.WithTimeout(context.Background(), cfg.TTL)
 	err = p.Node.Check(check)
@@ -53,16 +66,16 @@ func Start(cfg Config, dataDir string, log *slog.Logger) (p *Process, err error)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	go func() { p.runDone <- p.Node.Run(ctx) }()
-	go p.Data.Follow(ctx, p.Node)
+	p.tasks.Go(func() { p.runDone <- p.Node.Run(ctx) })
+	p.tasks.Go(func() { p.Data.Follow(ctx, p.Node) })
 	log.Info("Cluster: node started", "node", cfg.NodeName, "cluster", cfg.Name, "advertise", cfg.AdvertiseURL)
 	return p, nil
 }
 
 // WaitElected waits until this node wins the election, then stops
 // following, promotes the copy and starts shipping the new term; it returns
-// the term. It returns early with Run's error (a taken node name) or when
-// ctx ends.
+// the term. It returns early with Run's error (a taken node name), when ctx
+// ends, or with ErrSteppedDown when the node steps down meanwhile.
 func (p *Process) WaitElected(ctx context.Context) (int64, error) {
 	var term int64
 	select {
@@ -72,11 +85,28 @@ func (p *Process) WaitElected(ctx context.Context) (int64, error) {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+	promoting, cancel := context.WithCancel(ctx)
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		select {
+		case <-p.steppedDown:
+			cancel()
+		case <-promoting.Done():
+		}
+	})
+	defer watch.Wait()
+	defer cancel()
 	p.Data.stopFollowing()
-	if err := p.Data.Promote(ctx); err != nil {
-		return 0, err
+	err := p.Data.Promote(promoting)
+	if err == nil {
+		err = p.Data.Replicate(promoting, term)
 	}
-	if err := p.Data.Replicate(ctx, term); err != nil {
+	select {
+	case <-p.steppedDown:
+		return 0, ErrSteppedDown
+	default:
+	}
+	if err != nil {
 		return 0, err
 	}
 	return term, nil
@@ -88,7 +118,7 @@ func (p *Process) WaitElected(ctx context.Context) (int64, error) {
 func (p *Process) Serving(ctx context.Context) {
 	if err := p.Node.Serving(ctx); err != nil {
 		p.log.Error("Cluster: cannot serve as the leader", "error", err.Error())
-		p.restart(p.Node.Status().Term)
+		p.stepDown(p.Node.Status().Term)
 	}
 }
 
@@ -163,25 +193,27 @@ func (p *Process) Handover(ctx context.Context, settle func() error) error {
 	return errors.Join(syncErr, p.Node.Resign(ctx))
 }
 
-// Close stops the node and the following of its data, and leaves the
-// cluster (Leave).
+// Close stops the node and the following of its data, waiting for both,
+// and leaves the cluster (Leave).
 func (p *Process) Close() error {
 	p.cancel()
+	p.tasks.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = p.Node.Leave(ctx) // revoked already after a handover
 	return errors.Join(p.Data.Close(), p.Node.Close())
 }
 
-// restart replaces the process by a fresh one with the same arguments and
-// environment, once a leader has lost its lease: its fence is closed, and
-// PocketBase, which holds the database open for writing, cannot become a
-// follower in place. What it acknowledged and has not shipped yet is
-// shipped first, for at most restartSyncTimeout, to its own term's path:
-// a node that promotes later applies it, and one that has promoted already
-// no longer follows that term, so nothing is shipped over a new leader's
-// writes.
-func (p *Process) restart(term int64) {
+// stepDown ends the node's part in the cluster once a leader has lost its
+// lease, or could not serve its term: its fence is closed, and PocketBase,
+// which holds the database open for writing, cannot become a follower in
+// place. What it acknowledged and has not shipped yet is shipped first, for
+// at most restartSyncTimeout, to its own term's path: a node that promotes
+// later applies it, and one that has promoted already no longer follows
+// that term, so nothing is shipped over a new leader's writes. The node
+// then never campaigns again, and the caller replaces the process
+// (onSteppedDown).
+func (p *Process) stepDown(term int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), restartSyncTimeout)
 	if err := p.Data.Sync(ctx); err != nil {
 		p.log.Error("Cluster: could not ship the last transactions before restarting", "term", term, "error", err.Error())
@@ -189,12 +221,14 @@ func (p *Process) restart(term int64) {
 	cancel()
 	p.Node.revokeLease(p.Node.cfg.TTL / 3) // shipped: the next leader need not wait this node's lease out
 	p.log.Warn("Cluster: restarting as a follower", "term", term)
-	exe, err := os.Executable()
-	if err == nil {
-		err = syscall.Exec(exe, os.Args, os.Environ())
-	}
-	p.log.Error("Cluster: cannot restart; exiting", "error", err.Error())
-	os.Exit(1)
+	p.cancel()
+	p.stepOnce.Do(func() {
+		// The caller hears of it before WaitElected returns ErrSteppedDown.
+		if p.onSteppedDown != nil {
+			p.onSteppedDown()
+		}
+		close(p.steppedDown)
+	})
 }
 
 // restartSyncTimeout bounds the shipping of a leader's last transactions

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,7 @@ func TestTheGateHandsItsListenerToTheLeader(t *testing.T) {
 	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	p, err := cluster.Start(cfg, t.TempDir(), log)
+	p, err := cluster.Start(cfg, t.TempDir(), log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +105,15 @@ func TestTheGateHandsItsListenerToTheLeader(t *testing.T) {
 	}
 	if s := p.Node.Status(); s.Role != cluster.Leader || s.Term != term || s.Served != term || !p.Node.MayWrite() {
 		t.Errorf("status %+v, term %d", s, term)
+	}
+	// Close returns once every goroutine the node started has ended.
+	if err := p.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	buf := make([]byte, 1<<20)
+	for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "petstore/internal/cluster.(*") && !strings.Contains(g, "testing.tRunner") {
+			t.Errorf("a goroutine of the node runs after Close:\n%s", g)
+		}
 	}
 }
