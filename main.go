@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/pocketbase/pocketbase"
@@ -65,6 +66,12 @@ func main() {
 
 	flags := options.Bind(root.PersistentFlags(), serve.PersistentFlags(), self, appFlags...)
 	signals := make(chan os.Signal, 1)
+	// A cluster node that stepped down after it won (its lease lost) is
+	// replaced by a fresh process of the same command line, which follows:
+	// PocketBase holds the database open for writing and cannot follow in
+	// place.
+	steppedDown := make(chan struct{})
+	var stepOnce sync.Once
 	// Every command, once cobra has parsed its flags: its options are
 	// parsed into values, then the service is bound and the data directory
 	// opened. Nothing touches the directory before every value is parsed.
@@ -80,6 +87,7 @@ func main() {
 		if opts.Banner == nil { // JSON
 			console = slog.New(opts.Console)
 		}
+		opts.SteppedDown = func() { stepOnce.Do(func() { close(steppedDown) }) }
 		hooks.Register(app, opts)
 		if err := app.Bootstrap(); err != nil {
 			return err
@@ -90,7 +98,10 @@ func main() {
 		return nil
 	}
 
-	err = execute(app, signals)
+	err = execute(app, signals, steppedDown)
+	if errors.Is(err, cluster.ErrSteppedDown) {
+		err = replaceProcess()
+	}
 	switch {
 	case errors.Is(err, cluster.ErrStopped): // a cluster follower's SIGTERM
 	case err != nil && !errors.Is(err, keys.Err()) && console != nil: // keys prints its own
@@ -106,17 +117,36 @@ func main() {
 
 // execute runs the command line until its command ends or a signal
 // arrives, then terminates app (which stops the service), as PocketBase's
-// Execute does, but returning the command's error.
-func execute(app *pocketbase.PocketBase, signals <-chan os.Signal) error {
+// Execute does, but returning the command's error. A cluster node that
+// stepped down (steppedDown closes) returns cluster.ErrSteppedDown at once,
+// stopping nothing: its fence is closed, what it committed is shipped, and
+// the process is replaced.
+func execute(app *pocketbase.PocketBase, signals <-chan os.Signal, steppedDown <-chan struct{}) error {
 	done := make(chan error, 1)
 	go func() { done <- app.RootCmd.Execute() }()
 	var err error
 	select {
 	case err = <-done:
 	case <-signals:
+	case <-steppedDown:
+	}
+	select {
+	case <-steppedDown: // before serving, too: the command then failed with it
+		return cluster.ErrSteppedDown
+	default:
 	}
 	terminated := app.OnTerminate().Trigger(&core.TerminateEvent{App: app}, func(e *core.TerminateEvent) error {
 		return e.App.ResetBootstrapState()
 	})
 	return errors.Join(err, terminated)
+}
+
+// replaceProcess replaces this process by a fresh one with the same
+// arguments and environment (execve); it returns only why it could not.
+func replaceProcess() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot restart as a follower: %w", err)
+	}
+	return fmt.Errorf("cannot restart as a follower: %w", syscall.Exec(exe, os.Args, os.Environ()))
 }

@@ -11,7 +11,6 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/backup"
 	"petstore/internal/categories"
-	"petstore/internal/connlimit"
 	"petstore/internal/customers"
 	"petstore/internal/dataversion"
 	"petstore/internal/idempotency"
@@ -25,10 +24,11 @@ import (
 // startMetrics serves m on addr (metrics.Serve) with the figures read at
 // each scrape, each from the package that owns it: pets, categories, customers, keys
 // by state, the databases' files, the limiter's Redis, realtime
-// subscribers, the request log's rows, the data version's reads, the public
-// listener's connections, the newest backup. It returns the listener's stop.
+// subscribers, the request log's rows, the data version's reads, the newest
+// backup (the public listener's connections are registered where its bounds
+// are made). It returns the listener's stop.
 func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, version *dataversion.Watch, limiter *limits.Limiter,
-	reqlog *requestlog.Logger, conns *connlimit.Limiter, log *slog.Logger) (func() error, error) {
+	reqlog *requestlog.Logger, log *slog.Logger) (func() error, error) {
 	count := func(read func(*sql.DB) (int64, error)) func() (int64, error) {
 		return func() (int64, error) { return read(reads) }
 	}
@@ -52,6 +52,5 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 	m.Register(metrics.Redis(limiter)...)
 	m.Register(metrics.RequestLog(reqlog)...)
 	m.Register(metrics.DataVersion(version))
-	m.Register(metrics.Conns(conns)...)
 	return m.Serve(addr, log)
 }

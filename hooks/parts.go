@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/pocketbase/dbx"
@@ -13,6 +14,7 @@ import (
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
 	"petstore/internal/categories"
+	"petstore/internal/clustergate"
 	"petstore/internal/connlimit"
 	"petstore/internal/database"
 	"petstore/internal/dataversion"
@@ -86,17 +88,36 @@ func (p *serviceParts) startTracing() (func() error, error) {
 }
 
 // startConnLimits applies the declared proxy headers, then makes the public
-// listener's connection bounds, which depend on them.
+// listener's connection bounds, which depend on them, unless a cluster
+// node's gate serves behind them already.
 func (p *serviceParts) startConnLimits() (func() error, error) {
 	cfg := p.opts.Server
 	if err := proxytrust.ApplyHeaders(p.app, cfg.TrustedProxyHeaders, cfg.ProxyAddresses, p.s.log); err != nil {
 		return nil, err
 	}
+	return nil, p.connLimiter(p.s.log)
+}
+
+// connLimiter makes the public listener's connection bounds, once, logging
+// them to log, and serves their figures with the metrics. A cluster node
+// makes them before it listens: its gate serves behind them while it
+// follows, and PocketBase once it leads.
+func (p *serviceParts) connLimiter(log *slog.Logger) error {
+	if p.s.conns != nil {
+		return nil
+	}
+	cfg := p.opts.Server
 	bounds := connlimit.Config{Global: cfg.MaxConns, PerAddress: cfg.MaxConnsPerAddress, PerNetwork: cfg.MaxConnsPerNetwork, Exempt: cfg.ProxyAddresses}
-	proxied := len(p.app.Settings().TrustedProxy.Headers) > 0
-	conns, err := connlimit.NewPublic(bounds, proxied, orDefault(cfg.IdleTimeout, options.DefaultIdleTimeout), p.s.log)
+	proxied := len(cfg.TrustedProxyHeaders) > 0 || len(p.app.Settings().TrustedProxy.Headers) > 0
+	conns, err := connlimit.NewPublic(bounds, proxied, orDefault(cfg.IdleTimeout, options.DefaultIdleTimeout), log)
+	if err != nil {
+		return err
+	}
 	p.s.conns = conns
-	return nil, err
+	if p.metrics != nil {
+		p.metrics.Register(metrics.Conns(conns)...)
+	}
+	return nil
 }
 
 // startSettings saves the PocketBase settings the flags declare.
@@ -203,7 +224,7 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 		return outbox.PetsCreated(tx, rows...)
 	})
 	if p.s.cluster != nil {
-		writer.OnAcknowledge(p.s.cluster.Acknowledge)
+		writer.OnAcknowledge(clustergate.Acknowledge(p.s.cluster))
 	}
 	if p.metrics != nil {
 		writer.OnCommitted(p.metrics.ObservePetsCommit)
@@ -228,7 +249,7 @@ func (p *serviceParts) startMetrics() (func() error, error) {
 	if p.metrics == nil {
 		return nil, nil
 	}
-	stop, err := startMetrics(p.app, p.opts.MetricsAddr, p.metrics, p.reads, p.version, p.limiter, p.reqlog, p.s.conns, p.s.log)
+	stop, err := startMetrics(p.app, p.opts.MetricsAddr, p.metrics, p.reads, p.version, p.limiter, p.reqlog, p.s.log)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", p.opts.MetricsAddr, err)
 	}

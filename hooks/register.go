@@ -10,6 +10,7 @@ package hooks
 import (
 	"log/slog"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"petstore/internal/backup"
 	"petstore/internal/categories"
 	"petstore/internal/cluster"
+	"petstore/internal/clustergate"
 	"petstore/internal/connlimit"
 	"petstore/internal/customers"
 	"petstore/internal/database"
@@ -54,9 +56,10 @@ type Service struct {
 	bans     func()             // counts a ban started; nil without metrics
 	audits   func(string)       // counts an audit record by action; nil without metrics
 	outbox   *webhooks.Outbox
-	// In cluster mode, the node, and the listener it hands PocketBase once
-	// elected; nil otherwise.
+	// In cluster mode, the node, its gate, and the listener it hands
+	// PocketBase once elected; nil otherwise.
 	cluster  *cluster.Process
+	gate     http.Handler
 	listener net.Listener
 }
 
@@ -180,8 +183,8 @@ func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lif
 	se.Router.Bind(authlimit.Middleware())
 	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}
 	if s.cluster != nil {
-		health.Cluster = s.cluster.Health
-		s.cluster.Bind(se, stepOf(handoverStepId).priority, s.log)
+		health.Cluster = clustergate.Health(s.cluster)
+		clustergate.Bind(se, s.cluster, s.gate, stepOf(handoverStepId).priority, s.log)
 	}
 	api.AddHealthRoutes(se.Router, health)
 	// The reference page's copy of the contract, outside /v1 and so not
@@ -195,9 +198,9 @@ func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lif
 		return err
 	}
 	// The handler exists only once the mux is built, in Next.
-	se.Server.Handler = connlimit.BodyDeadline(orDefault(opts.Server.BodyTimeout, options.DefaultBodyTimeout), api.GuardServer(se.Server.Handler))
+	guarded(se.Server, opts.Server, api.GuardServer(se.Server.Handler))
 	if s.cluster != nil {
-		s.cluster.Promoted(app, p.clusterTerm, s.log)
+		clustergate.Promoted(s.cluster, app, p.clusterTerm, s.log)
 	}
 	return nil
 }

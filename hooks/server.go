@@ -11,6 +11,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
+	"petstore/internal/connlimit"
 	"petstore/internal/logging"
 	"petstore/internal/options"
 )
@@ -23,7 +24,7 @@ const (
 	listenerHookPriority = 10000
 )
 
-// bindServer applies cfg to the server when it starts, bounds the
+// bindServer keeps the server when it starts (serve guards it), bounds the
 // connections of its listener with service.conns, and on termination
 // drains it: draining turns true (/readyz answers 503), the server keeps
 // serving for cfg.DrainDelay, then the listener closes (new connections are
@@ -36,8 +37,6 @@ func bindServer(app core.App, cfg options.Server, https bool, service *Service) 
 	app.OnServe().Bind(&hook.Handler[*core.ServeEvent]{
 		Id: serverHookId,
 		Func: func(se *core.ServeEvent) error {
-			se.Server.ReadHeaderTimeout = orDefault(cfg.ReadHeaderTimeout, options.DefaultReadHeaderTimeout)
-			se.Server.IdleTimeout = orDefault(cfg.IdleTimeout, options.DefaultIdleTimeout)
 			server.Store(se.Server)
 			return se.Next()
 		},
@@ -93,6 +92,18 @@ func bindServer(app core.App, cfg options.Server, https bool, service *Service) 
 		}
 		return te.Next()
 	})
+}
+
+// guarded sets server's timeouts and handler as cfg says, for the public
+// listener and a cluster follower's gate alike: the headers must arrive
+// within --read-header-timeout, a body within --body-timeout of them
+// (connlimit.BodyDeadline), and an idle connection closes after
+// --idle-timeout. It returns server.
+func guarded(server *http.Server, cfg options.Server, handler http.Handler) *http.Server {
+	server.ReadHeaderTimeout = orDefault(cfg.ReadHeaderTimeout, options.DefaultReadHeaderTimeout)
+	server.IdleTimeout = orDefault(cfg.IdleTimeout, options.DefaultIdleTimeout)
+	server.Handler = connlimit.BodyDeadline(orDefault(cfg.BodyTimeout, options.DefaultBodyTimeout), handler)
+	return server
 }
 
 func orDefault(d, def time.Duration) time.Duration {

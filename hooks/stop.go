@@ -22,7 +22,7 @@ type stopStep struct {
 
 // Ids of the steps bound here.
 const (
-	handoverStepId = "petstoreClusterHandover" // bound by cluster.Process.Bind
+	handoverStepId = "petstoreClusterHandover" // bound by clustergate.Bind
 	drainStepId    = "petstoreGracefulShutdown"
 	partsStepId    = "petstoreStop"
 	releaseStepId  = "petstoreReleaseDataDir"

@@ -12,6 +12,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/cluster"
+	"petstore/internal/clustergate"
 	"petstore/internal/pets"
 	"petstore/testkit/apptest"
 )
@@ -43,7 +44,7 @@ func TestACreateCommittedAfterTheFenceClosedIsNotAcknowledged(t *testing.T) {
 					advance(3 * testTTL)
 				}
 			})
-			writer.OnAcknowledge(p.Acknowledge)
+			writer.OnAcknowledge(clustergate.Acknowledge(p))
 
 			if _, err := writer.Create(context.Background(), pets.NewPet{Name: "InTime", CategoryID: 1}); err != nil {
 				t.Fatalf("a create committed while the fence held: %v", err)

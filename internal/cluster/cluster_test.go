@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"petstore/internal/cluster"
+	"petstore/internal/clustergate"
 	"petstore/testkit/etcdtest"
 )
 
@@ -174,12 +175,13 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, name string, opts cluster.O
 func startNodeWith(t *testing.T, etcd *etcdtest.Cluster, name string, change func(*cluster.Flags), opts cluster.Options) *testNode {
 	t.Helper()
 	tn := &testNode{name: name, done: make(chan error, 1), logs: &syncBuffer{}}
+	var gate http.Handler
 	tn.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tn.Status().Role != cluster.Leader {
-			tn.Gate(nil).ServeHTTP(w, r)
+			gate.ServeHTTP(w, r)
 			return
 		}
-		if _, named, err := tn.VerifyForward(r, time.Now()); named && err != nil {
+		if _, named, err := clustergate.VerifyForward(tn.Node, r, time.Now()); named && err != nil {
 			http.Error(w, err.Error(), http.StatusForbidden)
 			return
 		}
@@ -209,8 +211,10 @@ func startNodeWith(t *testing.T, etcd *etcdtest.Cluster, name string, change fun
 			t.Logf("%s: %v", name, err)
 		}
 	}
-	node := cluster.New(cfg, slog.New(slog.NewTextHandler(tn.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), opts)
+	log := slog.New(slog.NewTextHandler(tn.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	node := cluster.New(cfg, log, opts)
 	tn.Node = node
+	gate = clustergate.New(node, nil, 0, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	tn.cancel = cancel
 	go func() { tn.done <- node.Run(ctx) }()
@@ -300,7 +304,7 @@ func TestOneLeaderTheOthersFollowAndForward(t *testing.T) {
 		}
 		// A request that another node forwarded is never forwarded again.
 		req, _ := http.NewRequest(http.MethodPost, n.server.URL+"/v1/pets", nil)
-		req.Header.Set(cluster.ForwardedByHeader, "elsewhere")
+		req.Header.Set(clustergate.ForwardedByHeader, "elsewhere")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -22,7 +22,7 @@ func startRefused(t *testing.T, flags cluster.Flags) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := cluster.Start(cfg, "127.0.0.1:0", t.TempDir(), slog.New(slog.DiscardHandler), nil)
+	p, err := cluster.Start(cfg, t.TempDir(), slog.New(slog.DiscardHandler), nil)
 	if err == nil {
 		_ = p.Close()
 		t.Fatalf("a node with %+v started", flags)

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"log/slog"
-	"net/http"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -19,9 +18,6 @@ func LeadingOnAFakeClock(cfg Config) (p *Process, advance func(time.Duration)) {
 	n.fence.lead(1)
 	return &Process{Node: n, Data: &Data{}, log: n.log}, clk.advance
 }
-
-// SignForward signs out, a request forwarded at now, as n's gate does.
-func (n *Node) SignForward(out *http.Request, now time.Time) { n.signForward(out, now) }
 
 // LeaderValue is the record n puts under its election key for term.
 func (n *Node) LeaderValue(term int64) string { return n.leaderValue(term) }

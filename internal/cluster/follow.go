@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -22,17 +21,17 @@ var ErrStopped = errors.New("stopped before serving")
 // follow for months. A follower stopped (SIGTERM, Ctrl-C) leaves the
 // cluster at once, having nothing to drain: Follow then returns
 // ErrStopped, and the caller closes the process, as after any error.
-func (p *Process) Follow(log *slog.Logger) (int64, net.Listener, error) {
+func (p *Process) Follow(log *slog.Logger) (int64, error) {
 	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
 		log.Warn("Could not tell systemd that petstore is ready", "error", err)
 	}
 	stopped, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	term, listener, err := p.WaitElected(stopped)
+	term, err := p.WaitElected(stopped)
 	if err != nil && stopped.Err() != nil {
 		_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) // nothing to do about a failure at a stop
 		log.Info("Cluster: stopped as a follower")
-		return 0, nil, ErrStopped
+		return 0, ErrStopped
 	}
-	return term, listener, err
+	return term, err
 }

@@ -359,7 +359,11 @@ func (n *Node) Run(ctx context.Context) error {
 
 // runSession is one session's life: it ends with the session (its lease
 // lost or ctx done) and says why.
+//
+// Every goroutine it starts has ended when it returns.
 func (n *Node) runSession(ctx context.Context) error {
+	var tasks sync.WaitGroup
+	defer tasks.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if _, err := n.connect(); err != nil {
@@ -393,8 +397,9 @@ func (n *Node) runSession(ctx context.Context) error {
 	if err := n.register(ctx, session); err != nil {
 		return err
 	}
+	tasks.Go(func() { n.publish(ctx, n.prefix("nodes/"+n.cfg.NodeName), session.Lease()) })
 	sessionLost := make(chan error, 1)
-	go func() { sessionLost <- n.renew(ctx, grant.ID) }()
+	tasks.Go(func() { sessionLost <- n.renew(ctx, grant.ID) })
 
 	// The term served is known before the node may campaign: a node that
 	// never saw it would take the cluster for a new one.
@@ -402,12 +407,12 @@ func (n *Node) runSession(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	go n.watchServed(ctx, rev)
+	tasks.Go(func() { n.watchServed(ctx, rev) })
 	election := concurrency.NewElection(session, n.prefix("leader"))
-	go n.observe(ctx, election)
+	tasks.Go(func() { n.observe(ctx, election) })
 
 	won := make(chan error, 1)
-	go func() { won <- n.campaign(ctx, election) }()
+	tasks.Go(func() { won <- n.campaign(ctx, election) })
 
 	select {
 	case err := <-sessionLost:
@@ -436,7 +441,7 @@ func (n *Node) runSession(ctx context.Context) error {
 		return err
 	}
 	keysLost := make(chan error, 1)
-	go func() { keysLost <- n.guardKeys(ctx, election.Key(), term, lease) }()
+	tasks.Go(func() { keysLost <- n.guardKeys(ctx, election.Key(), term, lease) })
 	if err := n.deposeOthers(ctx); err != nil {
 		n.stepDown(term, err)
 		return err

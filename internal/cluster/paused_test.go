@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"petstore/internal/cluster"
+	"petstore/internal/clustergate"
 	"petstore/testkit/etcdtest"
 )
 
@@ -34,9 +35,10 @@ func TestMain(m *testing.M) {
 // on a free port, which it prints, until it is killed.
 func runNodeProcess(endpoints string) {
 	var node *cluster.Node
+	var gate http.Handler
 	server := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if node.Status().Role != cluster.Leader {
-			node.Gate(nil).ServeHTTP(w, r)
+			gate.ServeHTTP(w, r)
 			return
 		}
 		if r.Method == http.MethodPost && !node.MayWrite() {
@@ -53,7 +55,9 @@ func runNodeProcess(endpoints string) {
 	}
 	url := "http://" + ln.Addr().String()
 	cfg := cluster.Config{Endpoints: strings.Split(endpoints, ","), Name: "test", NodeName: "paused", AdvertiseURL: url, TTL: testTTL, Secret: []byte(testSecret)}
-	node = cluster.New(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)), cluster.Options{OnElected: func(int64) { _ = node.Serving(context.Background()) }})
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	node = cluster.New(cfg, log, cluster.Options{OnElected: func(int64) { _ = node.Serving(context.Background()) }})
+	gate = clustergate.New(node, nil, 0, log)
 	go func() { _ = node.Run(context.Background()) }()
 	fmt.Println(url)
 	_ = server.Serve(ln)

@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,7 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"petstore/internal/cluster"
-	"petstore/internal/requestid"
+	"petstore/internal/clustergate"
 	"petstore/testkit/etcdtest"
 )
 
@@ -29,76 +28,6 @@ func peerNode(name, secret string) *cluster.Node {
 		cfg.Secret = []byte(secret)
 	}
 	return cluster.New(cfg, slog.New(slog.DiscardHandler), cluster.Options{})
-}
-
-// forwarded is a request as a follower's gate sends it to the leader, at
-// sent.
-func forwarded(follower *cluster.Node, sent time.Time) *http.Request {
-	r := httptest.NewRequest(http.MethodPost, "http://shop.example.org/v1/pets?x=1", strings.NewReader(`{"name":"Rex"}`))
-	r.RemoteAddr = "10.0.0.2:40000"
-	r.Header.Set(cluster.ForwardedByHeader, follower.Name())
-	r.Header.Set(cluster.ForwardedForHeader, "192.0.2.7")
-	r.Header.Set(requestid.Header, "chosen-by-the-follower")
-	r.Header.Set("X-Forwarded-Host", "shop.example.org")
-	r.Header.Set("X-Forwarded-Proto", "https")
-	follower.SignForward(r, sent)
-	return r
-}
-
-func TestForwardedRequestsAreBelievedOnlyWhenAuthenticated(t *testing.T) {
-	follower, leader := peerNode("b", testSecret), peerNode("a", testSecret)
-	now := time.Now()
-
-	f, named, err := leader.VerifyForward(forwarded(follower, now), now)
-	if err != nil || !named || f != (cluster.Forwarded{By: "b", Client: "192.0.2.7", RequestID: "chosen-by-the-follower"}) {
-		t.Fatalf("a request the follower signed: %+v named %v, %v", f, named, err)
-	}
-	if _, named, err := leader.VerifyForward(httptest.NewRequest(http.MethodGet, "/v1/pets", nil), now); named || err != nil {
-		t.Errorf("a request that names no forwarding node: named %v, %v", named, err)
-	}
-
-	for _, tc := range []struct {
-		name   string
-		change func(r *http.Request)
-		at     time.Time // the leader's clock
-		why    string
-	}{
-		{"another client address", func(r *http.Request) { r.Header.Set(cluster.ForwardedForHeader, "198.51.100.1") }, now, "MAC does not verify"},
-		{"another request id", func(r *http.Request) { r.Header.Set(requestid.Header, "mine") }, now, "MAC does not verify"},
-		{"another forwarding node", func(r *http.Request) { r.Header.Set(cluster.ForwardedByHeader, "c") }, now, "MAC does not verify"},
-		{"another path", func(r *http.Request) { r.URL.Path = "/v1/keys" }, now, "MAC does not verify"},
-		{"another query", func(r *http.Request) { r.URL.RawQuery = "x=2" }, now, "MAC does not verify"},
-		{"another method", func(r *http.Request) { r.Method = http.MethodDelete }, now, "MAC does not verify"},
-		{"another host", func(r *http.Request) { r.Host = "evil.example" }, now, "MAC does not verify"},
-		{"another scheme", func(r *http.Request) { r.Header.Set("X-Forwarded-Proto", "http") }, now, "MAC does not verify"},
-		{"another time", func(r *http.Request) { r.Header.Set(cluster.ForwardedAtHeader, strconv.FormatInt(now.Unix()-1, 10)) }, now, "MAC does not verify"},
-		{"no MAC", func(r *http.Request) { r.Header.Del(cluster.ForwardedAuthHeader) }, now, "no MAC"},
-		{"a MAC and nothing else", func(r *http.Request) {
-			for _, h := range []string{cluster.ForwardedByHeader, cluster.ForwardedForHeader, cluster.ForwardedAtHeader} {
-				r.Header.Del(h)
-			}
-		}, now, "no time"},
-		{"no time", func(r *http.Request) { r.Header.Del(cluster.ForwardedAtHeader) }, now, "no time"},
-		{"replayed 31 s later", func(*http.Request) {}, now.Add(31 * time.Second), "off this node's clock"},
-		{"sent 31 s ahead", func(*http.Request) {}, now.Add(-31 * time.Second), "off this node's clock"},
-	} {
-		r := forwarded(follower, now)
-		tc.change(r)
-		_, named, err := leader.VerifyForward(r, tc.at)
-		if !named || !errors.Is(err, cluster.ErrUnauthenticatedForward) || !strings.Contains(err.Error(), tc.why) {
-			t.Errorf("%s: named %v, %v; want refused: %s", tc.name, named, err, tc.why)
-		}
-	}
-	if _, _, err := leader.VerifyForward(forwarded(peerNode("b", testSecret+" but another"), now), now); err == nil {
-		t.Error("a request signed with another secret is believed")
-	}
-	if _, _, err := leader.VerifyForward(forwarded(peerNode("b", ""), now), now); err == nil || !strings.Contains(err.Error(), "no MAC") {
-		t.Errorf("a request from a node without the secret: %v", err)
-	}
-	// Without the secret, nothing is verified, as before it.
-	if _, named, err := peerNode("a", "").VerifyForward(forwarded(follower, now), now); named || err != nil {
-		t.Errorf("a node without the secret: named %v, %v", named, err)
-	}
 }
 
 func TestLeaderRecordsAreBelievedOnlyWhenAuthenticated(t *testing.T) {
@@ -340,9 +269,9 @@ func TestTheLeaderRefusesUnauthenticatedForwards(t *testing.T) {
 		t.Fatalf("POST through the follower: %d %+v", status, body)
 	}
 	for _, headers := range []map[string]string{
-		{cluster.ForwardedByHeader: follower.name, cluster.ForwardedForHeader: "192.0.2.7"},
-		{cluster.ForwardedByHeader: follower.name, cluster.ForwardedForHeader: "192.0.2.7", cluster.ForwardedAtHeader: strconv.FormatInt(time.Now().Unix(), 10),
-			cluster.ForwardedAuthHeader: "Zm9yZ2Vk"},
+		{clustergate.ForwardedByHeader: follower.name, clustergate.ForwardedForHeader: "192.0.2.7"},
+		{clustergate.ForwardedByHeader: follower.name, clustergate.ForwardedForHeader: "192.0.2.7", clustergate.ForwardedAtHeader: strconv.FormatInt(time.Now().Unix(), 10),
+			clustergate.ForwardedAuthHeader: "Zm9yZ2Vk"},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, leader.server.URL+"/v1/pets", strings.NewReader(`{"name":"Rex"}`))
 		for h, v := range headers {

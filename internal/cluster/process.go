@@ -5,57 +5,58 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 )
 
 // Process is this process as a node, from before PocketBase opens the
-// data directory: it listens on --http at once (the gate answers), takes
-// part in the election and follows the leader's data. Once the node wins,
-// the data is promoted and the listener handed to PocketBase, which serves
-// on it as the leader. A leader that loses its lease stops writing at once
-// and then replaces the process with a fresh one of the same command line
-// (execve): PocketBase's state is rebuilt from the start, as a follower.
+// data directory: it takes part in the election and follows the leader's
+// data, while the gate (internal/clustergate) answers on --http. Once the
+// node wins, the data is promoted, and PocketBase serves as the leader. A
+// leader that loses its lease stops writing at once, ships what it
+// committed, and steps down (ErrSteppedDown): PocketBase, which holds the
+// database open for writing, cannot become a follower in place, so main
+// replaces the process with a fresh one of the same command line.
 type Process struct {
 	Node *Node
 	Data *Data
 	log  *slog.Logger
 
-	listener *handoffListener
-	gate     *http.Server
-	gateDone chan struct{}
-	cancel   context.CancelFunc // ends Run and Follow
-	runDone  chan error
-	elected  chan int64
+	cancel  context.CancelFunc // ends Run and Follow
+	tasks   sync.WaitGroup     // Run and Follow
+	runDone chan error
+	elected chan int64
+
+	// steppedDown closes once the node stepped down, after which it never
+	// campaigns again; onSteppedDown is then called once.
+	steppedDown   chan struct{}
+	stepOnce      sync.Once
+	onSteppedDown func()
 }
 
-// Start makes the node of cfg and starts it: the gate on
-// httpAddr, the election, and the following of the data in dataDir. It
-// refuses to start when etcd refuses the node (Check). trust is what the
-// gate believes of its peers (Gate); nil: no peer is a proxy.
-func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger, trust ClientTrust) (p *Process, err error) {
-	ln, err := net.Listen("tcp", httpAddr)
-	if err != nil {
-		return nil, err
-	}
-	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), gateDone: make(chan struct{})}
+// ErrSteppedDown is the error of a node that stepped down after it won (its
+// lease lost, or its term over before it served): the process is to be
+// replaced by a fresh one, which follows.
+var ErrSteppedDown = errors.New("cluster: stepped down; the process restarts as a follower")
+
+// Start makes the node of cfg and starts it: the election, and the
+// following of the data in dataDir. It refuses to start when etcd refuses
+// the node (Check). steppedDown is called once the node has stepped down
+// after it won (ErrSteppedDown): the caller replaces the process.
+func Start(cfg Config, dataDir string, log *slog.Logger, steppedDown func()) (p *Process, err error) {
+	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), steppedDown: make(chan struct{}), onSteppedDown: steppedDown}
 	p.Data = NewData(cfg.Replica, cfg.Name, dataDir, log)
 	p.Node = New(cfg, log, Options{
 		Eligible:      func() error { return p.Data.Eligible(p.Node.Status().Served) },
 		Lag:           p.Data.Lag,
 		Replica:       p.Data.Replica,
 		OnElected:     func(term int64) { p.elected <- term },
-		OnSteppedDown: func(term int64) { p.restart(term) },
+		OnSteppedDown: func(term int64) { p.stepDown(term) },
 	})
 	check, cancelCheck := context.WithTimeout(context.Background(), cfg.TTL)
 	err = p.Node.Check(check)
 	cancelCheck()
 	if err != nil {
-		ln.Close()
 		_ = p.Node.Close()
 		return nil, err
 	}
@@ -63,49 +64,52 @@ func Start(cfg Config, httpAddr, dataDir string, log *slog.Logger, trust ClientT
 		log.Warn("Cluster: the nodes are not authenticated (--cluster-insecure-peers): whoever can write to etcd can send every follower's requests, " +
 			"API keys and passwords included, to an address of theirs, and whoever reaches the leader can pass for a node; give every node --cluster-secret-file")
 	}
-	p.listener = &handoffListener{TCPListener: ln.(*net.TCPListener)}
-	p.gate = &http.Server{Handler: p.Node.Gate(trust), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
-	go func() {
-		defer close(p.gateDone)
-		_ = p.gate.Serve(p.listener)
-	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	go func() { p.runDone <- p.Node.Run(ctx) }()
-	go p.Data.Follow(ctx, p.Node)
-	log.Info("Cluster: node started", "node", cfg.NodeName, "cluster", cfg.Name, "http", ln.Addr().String(), "advertise", cfg.AdvertiseURL)
+	p.tasks.Go(func() { p.runDone <- p.Node.Run(ctx) })
+	p.tasks.Go(func() { p.Data.Follow(ctx, p.Node) })
+	log.Info("Cluster: node started", "node", cfg.NodeName, "cluster", cfg.Name, "advertise", cfg.AdvertiseURL)
 	return p, nil
 }
 
 // WaitElected waits until this node wins the election, then stops
 // following, promotes the copy and starts shipping the new term; it returns
-// the term and the listener PocketBase serves on. It returns early with
-// Run's error (a taken node name) or when ctx ends.
-func (p *Process) WaitElected(ctx context.Context) (int64, net.Listener, error) {
+// the term. It returns early with Run's error (a taken node name), when ctx
+// ends, or with ErrSteppedDown when the node steps down meanwhile.
+func (p *Process) WaitElected(ctx context.Context) (int64, error) {
 	var term int64
 	select {
 	case term = <-p.elected:
 	case err := <-p.runDone:
-		return 0, nil, err
+		return 0, err
 	case <-ctx.Done():
-		return 0, nil, ctx.Err()
+		return 0, ctx.Err()
 	}
-	p.Data.stopFollowing()
-	if err := p.Data.Promote(ctx); err != nil {
-		return 0, nil, err
-	}
-	if err := p.Data.Replicate(ctx, term); err != nil {
-		return 0, nil, err
-	}
-	// The gate stops taking connections; those it took finish. New ones
-	// wait in the listen queue for PocketBase.
-	p.listener.detach(p.gateDone)
-	shutdown, cancel := context.WithTimeout(ctx, 2*time.Second)
+	promoting, cancel := context.WithCancel(ctx)
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		select {
+		case <-p.steppedDown:
+			cancel()
+		case <-promoting.Done():
+		}
+	})
+	defer watch.Wait()
 	defer cancel()
-	if err := p.gate.Shutdown(shutdown); err != nil {
-		_ = p.gate.Close()
+	p.Data.stopFollowing()
+	err := p.Data.Promote(promoting)
+	if err == nil {
+		err = p.Data.Replicate(promoting, term)
 	}
-	return term, p.listener.TCPListener, nil
+	select {
+	case <-p.steppedDown:
+		return 0, ErrSteppedDown
+	default:
+	}
+	if err != nil {
+		return 0, err
+	}
+	return term, nil
 }
 
 // Serving records that PocketBase serves: the node is the leader. A node
@@ -114,7 +118,7 @@ func (p *Process) WaitElected(ctx context.Context) (int64, net.Listener, error) 
 func (p *Process) Serving(ctx context.Context) {
 	if err := p.Node.Serving(ctx); err != nil {
 		p.log.Error("Cluster: cannot serve as the leader", "error", err.Error())
-		p.restart(p.Node.Status().Term)
+		p.stepDown(p.Node.Status().Term)
 	}
 }
 
@@ -129,9 +133,10 @@ const ShipTimeout = 2 * time.Second
 // failover may lose them.
 var ErrNotShipped = errors.New("cluster: not shipped to the replica")
 
-// ErrNotLeading is Shipped's error when the commits were shipped but the
-// lease is no longer provably held: a node that promoted meanwhile may have
-// applied the term's replica before they reached it.
+// ErrNotLeading is the error of commits that ended, or were shipped, once
+// the lease was no longer provably held (Acknowledged, Shipped): a node
+// that promoted meanwhile may have applied the term's replica before they
+// reached it.
 var ErrNotLeading = errors.New("cluster: shipped, but no longer leading")
 
 // Shipped returns once every transaction committed before the call is in
@@ -153,6 +158,25 @@ func (p *Process) Shipped(ctx context.Context) error {
 	return nil
 }
 
+// Acknowledged says whether a create whose transaction has committed may
+// be acknowledged: only if the fence still held when its commit had
+// finished (ErrNotLeading otherwise). The fence is checked before the
+// commit too, but a pause between that check and the commit's end (a VM
+// freeze, a long GC or I/O stall) may let the commit land after a newer
+// leader began: that create is set aside with this node's copy when it
+// follows, and never acknowledged. Under --cluster-sync, a create is
+// acknowledged once shipped to the replica while the lease is held
+// (Shipped: ErrNotShipped, ErrNotLeading).
+func (p *Process) Acknowledged() error {
+	if !p.Node.cfg.Sync {
+		if !p.Node.MayWrite() {
+			return ErrNotLeading
+		}
+		return nil
+	}
+	return p.Shipped(context.Background())
+}
+
 // Handover hands the leadership over on SIGTERM: writes stop at once,
 // settle waits for the writes that passed the fence before and are still
 // committing, the last transaction is shipped, and the node resigns, so
@@ -169,26 +193,27 @@ func (p *Process) Handover(ctx context.Context, settle func() error) error {
 	return errors.Join(syncErr, p.Node.Resign(ctx))
 }
 
-// Close stops the node and the following of its data, and leaves the
-// cluster (Leave).
+// Close stops the node and the following of its data, waiting for both,
+// and leaves the cluster (Leave).
 func (p *Process) Close() error {
 	p.cancel()
-	_ = p.gate.Close()
+	p.tasks.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = p.Node.Leave(ctx) // revoked already after a handover
 	return errors.Join(p.Data.Close(), p.Node.Close())
 }
 
-// restart replaces the process by a fresh one with the same arguments and
-// environment, once a leader has lost its lease: its fence is closed, and
-// PocketBase, which holds the database open for writing, cannot become a
-// follower in place. What it acknowledged and has not shipped yet is
-// shipped first, for at most restartSyncTimeout, to its own term's path:
-// a node that promotes later applies it, and one that has promoted already
-// no longer follows that term, so nothing is shipped over a new leader's
-// writes.
-func (p *Process) restart(term int64) {
+// stepDown ends the node's part in the cluster once a leader has lost its
+// lease, or could not serve its term: its fence is closed, and PocketBase,
+// which holds the database open for writing, cannot become a follower in
+// place. What it acknowledged and has not shipped yet is shipped first, for
+// at most restartSyncTimeout, to its own term's path: a node that promotes
+// later applies it, and one that has promoted already no longer follows
+// that term, so nothing is shipped over a new leader's writes. The node
+// then never campaigns again, and the caller replaces the process
+// (onSteppedDown).
+func (p *Process) stepDown(term int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), restartSyncTimeout)
 	if err := p.Data.Sync(ctx); err != nil {
 		p.log.Error("Cluster: could not ship the last transactions before restarting", "term", term, "error", err.Error())
@@ -196,58 +221,16 @@ func (p *Process) restart(term int64) {
 	cancel()
 	p.Node.revokeLease(p.Node.cfg.TTL / 3) // shipped: the next leader need not wait this node's lease out
 	p.log.Warn("Cluster: restarting as a follower", "term", term)
-	exe, err := os.Executable()
-	if err == nil {
-		err = syscall.Exec(exe, os.Args, os.Environ())
-	}
-	p.log.Error("Cluster: cannot restart; exiting", "error", err.Error())
-	os.Exit(1)
+	p.cancel()
+	p.stepOnce.Do(func() {
+		// The caller hears of it before WaitElected returns ErrSteppedDown.
+		if p.onSteppedDown != nil {
+			p.onSteppedDown()
+		}
+		close(p.steppedDown)
+	})
 }
 
 // restartSyncTimeout bounds the shipping of a leader's last transactions
 // before it restarts as a follower.
 const restartSyncTimeout = 2 * time.Second
-
-// handoffListener is the listener the gate serves on until the node leads;
-// then the gate lets it go, open, for PocketBase.
-type handoffListener struct {
-	*net.TCPListener
-	mu       sync.Mutex
-	detached bool
-}
-
-func (l *handoffListener) Accept() (net.Conn, error) {
-	conn, err := l.TCPListener.Accept()
-	l.mu.Lock()
-	detached := l.detached
-	l.mu.Unlock()
-	if detached {
-		if conn != nil {
-			return conn, nil // taken before the handover: the gate answers it
-		}
-		return nil, net.ErrClosed
-	}
-	return conn, err
-}
-
-// Close closes the listener while the gate has it; once handed over, it
-// leaves it open: PocketBase closes it.
-func (l *handoffListener) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.detached {
-		return nil
-	}
-	return l.TCPListener.Close()
-}
-
-// detach ends the gate's Accept and waits until the gate no longer
-// accepts (gateDone), then clears the deadline that ended it.
-func (l *handoffListener) detach(gateDone <-chan struct{}) {
-	l.mu.Lock()
-	l.detached = true
-	l.mu.Unlock()
-	_ = l.SetDeadline(time.Now())
-	<-gateDone
-	_ = l.SetDeadline(time.Time{})
-}

@@ -18,8 +18,8 @@ var rpcLeaseNotFound = rpctypes.ErrLeaseNotFound
 // with its role and lag.
 const publishInterval = time.Second
 
-// register puts the node's registration on session's lease, then keeps it
-// up to date until ctx ends. A key of the same name on another lease is a
+// register puts the node's registration on session's lease (publish then
+// keeps it up to date). A key of the same name on another lease is a
 // live node's, or a dead one's whose lease has not ended yet (this node,
 // restarted within the TTL): register waits for the lease's remaining time,
 // and refuses with ErrNameTaken if the same lease still holds the key then,
@@ -78,7 +78,6 @@ func (n *Node) register(ctx context.Context, session *concurrency.Session) error
 				ErrNameTaken, other.URL, n.cfg.NodeName, n.cfg.Name)
 		}
 	}
-	go n.publish(ctx, key, session.Lease())
 	return nil
 }
 

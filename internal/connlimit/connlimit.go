@@ -100,6 +100,9 @@ func New(cfg Config, log *slog.Logger) *Limiter {
 	return &Limiter{cfg: cfg, log: log, byAddress: map[string]int{}, byNetwork: map[string]int{}}
 }
 
+// Config is the bounds l keeps.
+func (l *Limiter) Config() Config { return l.cfg }
+
 // Open is how many connections are open.
 func (l *Limiter) Open() int {
 	l.mu.Lock()

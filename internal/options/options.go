@@ -41,6 +41,10 @@ type Options struct {
 	PublicURL api.BaseURL
 	Limits    limits.Config
 	Server    Server
+	// SteppedDown is called once a cluster node has stepped down after it
+	// won (cluster.ErrSteppedDown): main replaces the process; nil: nothing
+	// is called.
+	SteppedDown func()
 	// Now is the service's clock for dates it acts on (getPet's sunset);
 	// time.Now when nil. Only tests set it.
 	Now func() time.Time

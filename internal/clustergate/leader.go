@@ -1,9 +1,10 @@
-package cluster
+package clustergate
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
@@ -11,6 +12,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/audit"
+	"petstore/internal/cluster"
 	"petstore/internal/proxytrust"
 	"petstore/internal/requestid"
 )
@@ -19,13 +21,13 @@ import (
 // resigning.
 const handoverTimeout = 5 * time.Second
 
-// Bind binds what a leader adds to the server: every request but the
-// health checks handed to the gate whenever the fence is closed (reads as
-// well as writes: the copy may be stale), and the handover on SIGTERM, at
-// handoverPriority among the OnTerminate handlers (before the server's
-// drain: writes stop at once).
-func (p *Process) Bind(se *core.ServeEvent, handoverPriority int, log *slog.Logger) {
-	se.Router.Bind(p.peers(), api.Fence(p.Node.MayWrite, p.gate.Handler))
+// Bind binds what p's node adds to the server once it leads: every request
+// but the health checks handed to gate (New) whenever the fence is closed
+// (reads as well as writes: the copy may be stale), and the handover on
+// SIGTERM, at handoverPriority among the OnTerminate handlers (before the
+// server's drain: writes stop at once).
+func Bind(se *core.ServeEvent, p *cluster.Process, gate http.Handler, handoverPriority int, log *slog.Logger) {
+	se.Router.Bind(peers(p.Node), api.Fence(p.Node.MayWrite, gate))
 	se.App.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
 		Id:       "petstoreClusterHandover",
 		Priority: handoverPriority,
@@ -65,17 +67,17 @@ const peersID = "petstoreClusterPeers"
 // names (X-Forwarded-Host, -Proto, under the MAC) are believed. Without the secret
 // (--cluster-insecure-peers) it changes nothing: the followers' headers
 // count as any proxy's (--proxy-addresses).
-func (p *Process) peers() *hook.Handler[*core.RequestEvent] {
+func peers(node *cluster.Node) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       peersID,
 		Priority: proxytrust.Priority - 1,
 		Func: func(e *core.RequestEvent) error {
-			f, named, err := p.Node.VerifyForward(e.Request, time.Now())
+			f, named, err := VerifyForward(node, e.Request, time.Now())
 			switch {
 			case !named:
 				return e.Next()
 			case err != nil:
-				p.Node.refuseForward(err)
+				node.RefusedForward(err)
 				notLeader(e.Response, "This node does not take forwarded requests that do not prove a node of the cluster sent them; the server log says why.")
 				return nil
 			}
@@ -89,34 +91,25 @@ func (p *Process) peers() *hook.Handler[*core.RequestEvent] {
 	}
 }
 
-// Acknowledge is the pets writer's acknowledgement of a create, once its
-// transaction has committed: the create is answered only if the fence still
-// held when its commit had finished. The fence is checked before the
-// commit too, but a pause between that check and the commit's end (a VM
-// freeze, a long GC or I/O stall) may let the commit land after a newer
-// leader began: that create is set aside with this node's copy when it
-// follows, so its client gets 503 not_leader, never a 201. Under
-// --cluster-sync, a create is answered once shipped to the replica while
-// the lease is held, or refused with 503 (committed, not acknowledged).
-func (p *Process) Acknowledge() error {
-	if !p.Node.cfg.Sync {
-		if !p.Node.MayWrite() {
+// Acknowledge is the pets writer's acknowledgement of p's creates, once
+// their transaction has committed (cluster.Process.Acknowledged): a create
+// committed once the fence had closed gets 503 not_leader, never a 201;
+// under --cluster-sync, one not shipped in time gets 503 not_shipped.
+func Acknowledge(p *cluster.Process) func() error {
+	return func() error {
+		switch err := p.Acknowledged(); {
+		case errors.Is(err, cluster.ErrNotLeading):
 			return api.ErrNotLeader
+		case err != nil:
+			return api.ErrNotShipped
 		}
 		return nil
 	}
-	switch err := p.Shipped(context.Background()); {
-	case errors.Is(err, ErrNotLeading):
-		return api.ErrNotLeader
-	case err != nil:
-		return api.ErrNotShipped
-	}
-	return nil
 }
 
-// Promoted records that the node serves as the leader of term: the fence
+// Promoted records that p's node serves as the leader of term: the fence
 // opens, and the audit trail says so.
-func (p *Process) Promoted(app core.App, term int64, log *slog.Logger) {
+func Promoted(p *cluster.Process, app core.App, term int64, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	p.Serving(ctx)
@@ -133,11 +126,13 @@ func writeAudit(app core.App, action audit.Action, node string, term int64, reas
 	})
 }
 
-// Health is what /readyz says of the node.
-func (p *Process) Health() api.ClusterHealth {
-	h := api.ClusterHealth{Term: p.Node.Status().Term, Leading: p.Node.MayWrite()}
-	if status, ok := p.Data.Shipping(); ok {
-		h.ReplicaErr = status.Err
+// Health is what /readyz says of p's node.
+func Health(p *cluster.Process) func() api.ClusterHealth {
+	return func() api.ClusterHealth {
+		h := api.ClusterHealth{Term: p.Node.Status().Term, Leading: p.Node.MayWrite()}
+		if status, ok := p.Data.Shipping(); ok {
+			h.ReplicaErr = status.Err
+		}
+		return h
 	}
-	return h
 }

@@ -1,9 +1,17 @@
-package cluster
+// Package clustergate is a cluster node's HTTP side: the gate, which
+// answers every request while the node does not serve and forwards it to
+// the leader, the follower's listener the gate serves on until the node
+// leads, and what a leader adds to the server (the fence on every request,
+// the check of forwarded requests, the handover). It reads the cluster's
+// state through Node (internal/cluster); internal/cluster knows nothing of
+// HTTP.
+package clustergate
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -12,14 +20,21 @@ import (
 	"time"
 
 	"petstore/internal/api"
+	"petstore/internal/cluster"
 	"petstore/internal/requestid"
 )
 
-// ForwardedByHeader names the node that forwarded a request to the leader.
-// A node that does not serve answers such a request itself (503) rather
-// than forward it again: two nodes with stale views never pass a request
-// back and forth.
-const ForwardedByHeader = "Petstore-Forwarded-By"
+// Node is what the gate reads of the cluster's node (cluster.Node).
+type Node interface {
+	// Name is the node's name (--node-name).
+	Name() string
+	// Status is the node's view of the cluster now: its role, the leader.
+	Status() cluster.Status
+	// Authenticated says whether the nodes authenticate each other with
+	// the cluster's secret; MAC is then the MAC of a message between them.
+	Authenticated() bool
+	MAC(kind string, fields ...string) string
+}
 
 // ClientTrust is what the service believes of the peers that reach it
 // (internal/proxytrust), which the gate believes too.
@@ -39,12 +54,14 @@ type ClientTrust interface {
 // behind a proxy: a client's own never pass the gate.
 var clientHeaders = []string{"X-Real-IP", "Forwarded", requestid.Header}
 
-// Gate answers every request while this node does not serve (a follower, a
-// candidate, or a leader whose fence is closed): /healthz 200, /readyz 503,
-// and everything else forwarded to the leader, or answered 503 with
-// Retry-After: 1 when no leader can be reached, or the leader named in
-// etcd is not authenticated. Nothing is ever served from this node's copy
-// of the data.
+// New is the gate of node: it answers every request while this node does
+// not serve (a follower, a candidate, or a leader whose fence is closed):
+// /healthz 200, /readyz 503, and everything else forwarded to the leader,
+// or answered 503 with Retry-After: 1 when no leader can be reached, or the
+// leader named in etcd is not authenticated. Nothing is ever served from
+// this node's copy of the data. The path is forwarded as the client sent
+// it: the leader answers an unclean one (/v1//pets) as the public listener
+// does, with the documented 404.
 //
 // The forwarded request says what this node's own rules decided, and no
 // header of the client's naming an address, a request id or a forwarding
@@ -55,12 +72,22 @@ var clientHeaders = []string{"X-Real-IP", "Forwarded", requestid.Header}
 // proxy's, or a new one), and with the cluster's secret, the time and a
 // MAC of all of it (signForward), which the leader checks before it
 // believes any of it. trust may be nil: no peer is a proxy.
-func (n *Node) Gate(trust ClientTrust) http.Handler {
+//
+// At most maxForwards requests are forwarded at once, on at most as many
+// connections to the leader: a follower takes no more of the leader's
+// connections than one client network may (--max-conns-per-network), so
+// that clients through one follower cannot fill the leader's global bound.
+// A request over it is answered 503 with Retry-After: 1. 0: no bound.
+func New(node Node, trust ClientTrust, maxForwards int, log *slog.Logger) http.Handler {
+	g := &gate{node: node, log: log}
+	if maxForwards > 0 {
+		g.forwards = make(chan struct{}, maxForwards)
+	}
 	fromProxy := func(string) bool { return false }
 	if trust != nil {
 		fromProxy = trust.Has
 	}
-	proxy := &httputil.ReverseProxy{
+	g.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			in, out := pr.In, pr.Out
 			pr.SetURL(in.Context().Value(leaderURLKey{}).(*url.URL))
@@ -88,9 +115,9 @@ func (n *Node) Gate(trust ClientTrust) http.Handler {
 			out.Header.Set("X-Forwarded-Host", host)
 			out.Header.Set("X-Forwarded-Proto", proto)
 			out.Header.Set(requestid.Header, requestid.Decide(in, fromProxy))
-			out.Header.Set(ForwardedByHeader, n.cfg.NodeName)
+			out.Header.Set(ForwardedByHeader, node.Name())
 			out.Header.Set(ForwardedForHeader, client)
-			n.signForward(out, time.Now())
+			signForward(node, out, time.Now())
 		},
 		// Realtime (server-sent events) streams pass at once.
 		FlushInterval: -1,
@@ -100,48 +127,65 @@ func (n *Node) Gate(trust ClientTrust) http.Handler {
 			ResponseHeaderTimeout: time.Minute,
 			IdleConnTimeout:       time.Minute,
 			MaxIdleConnsPerHost:   64,
+			MaxConnsPerHost:       maxForwards,
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			n.log.Warn("Cluster: the leader did not answer a forwarded request", "path", r.URL.Path, "error", err.Error())
+			log.Warn("Cluster: the leader did not answer a forwarded request", "path", r.URL.Path, "error", err.Error())
 			notLeader(w, "This node is not the leader, and the leader did not answer; retry shortly.")
 		},
 	}
-	mux := http.NewServeMux()
-	named := func(h http.HandlerFunc) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
+	return g
+}
+
+type gate struct {
+	node     Node
+	log      *slog.Logger
+	proxy    *httputil.ReverseProxy
+	forwards chan struct{} // a place per request being forwarded; nil: no bound
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		switch r.URL.Path {
+		case "/healthz":
 			nameAnswer(w)
-			h(w, r)
+			_ = api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+			return
+		case "/readyz":
+			nameAnswer(w)
+			api.WriteError(w, http.StatusServiceUnavailable, api.CodeNotReady, g.notReadyMessage())
+			return
 		}
 	}
-	mux.HandleFunc("GET /healthz", named(func(w http.ResponseWriter, r *http.Request) {
-		_ = api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	}))
-	mux.HandleFunc("GET /readyz", named(func(w http.ResponseWriter, r *http.Request) {
-		api.WriteError(w, http.StatusServiceUnavailable, api.CodeNotReady, n.notReadyMessage())
-	}))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		status := n.Status()
-		switch {
-		case r.Header.Get(ForwardedByHeader) != "":
-			notLeader(w, "This node is not the leader yet; retry shortly.")
-		case status.Leader == nil && status.LeaderRefused != "":
-			notLeader(w, "This node is not the leader, and the leader named in etcd does not prove that it belongs to the cluster; the server log says why.")
-		case status.Leader == nil:
-			notLeader(w, "This node is not the leader, and no leader is elected yet; retry shortly.")
-		case status.Leader.Node == n.cfg.NodeName:
-			// Elected and promoting, or a leader whose fence closed.
-			notLeader(w, "This node cannot prove that it leads the cluster now; retry shortly.")
-		default:
-			leader, err := url.Parse(status.Leader.URL)
-			if err != nil {
-				notLeader(w, "This node is not the leader, and the leader's URL is not valid; the server log says why.")
-				n.log.Error("Cluster: the leader's URL is not valid", "url", status.Leader.URL)
+	status := g.node.Status()
+	switch {
+	case r.Header.Get(ForwardedByHeader) != "":
+		notLeader(w, "This node is not the leader yet; retry shortly.")
+	case status.Leader == nil && status.LeaderRefused != "":
+		notLeader(w, "This node is not the leader, and the leader named in etcd does not prove that it belongs to the cluster; the server log says why.")
+	case status.Leader == nil:
+		notLeader(w, "This node is not the leader, and no leader is elected yet; retry shortly.")
+	case status.Leader.Node == g.node.Name():
+		// Elected and promoting, or a leader whose fence closed.
+		notLeader(w, "This node cannot prove that it leads the cluster now; retry shortly.")
+	default:
+		leader, err := url.Parse(status.Leader.URL)
+		if err != nil {
+			notLeader(w, "This node is not the leader, and the leader's URL is not valid; the server log says why.")
+			g.log.Error("Cluster: the leader's URL is not valid", "url", status.Leader.URL)
+			return
+		}
+		if g.forwards != nil {
+			select {
+			case g.forwards <- struct{}{}:
+				defer func() { <-g.forwards }()
+			default:
+				notLeader(w, "This node is not the leader, and forwards to it as many requests at once as it may; retry shortly.")
 				return
 			}
-			proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderURLKey{}, leader)))
 		}
-	})
-	return mux
+		g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderURLKey{}, leader)))
+	}
 }
 
 // leaderURLKey holds, in a forwarded request's context, the leader's URL.
@@ -176,10 +220,10 @@ func notLeader(w http.ResponseWriter, message string) {
 }
 
 // notReadyMessage says why this node does not serve, naming the leader.
-func (n *Node) notReadyMessage() string {
-	s := n.Status()
+func (g *gate) notReadyMessage() string {
+	s := g.node.Status()
 	switch {
-	case s.Role == Candidate && s.Term != 0:
+	case s.Role == cluster.Candidate && s.Term != 0:
 		return fmt.Sprintf("This node won the election (term %d) and is preparing to serve.", s.Term)
 	case s.EtcdError != "":
 		return "This node cannot reach etcd; it keeps trying. The server log says why."
