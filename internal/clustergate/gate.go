@@ -19,9 +19,14 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"petstore/internal/api"
 	"petstore/internal/cluster"
 	"petstore/internal/requestid"
+	"petstore/internal/tracing"
 )
 
 // Node is what the gate reads of the cluster's node (cluster.Node).
@@ -117,6 +122,8 @@ func New(node Node, trust ClientTrust, maxForwards int, log *slog.Logger) http.H
 			out.Header.Set(requestid.Header, requestid.Decide(in, fromProxy))
 			out.Header.Set(ForwardedByHeader, node.Name())
 			out.Header.Set(ForwardedForHeader, client)
+			// The forward's span is the leader's request's parent.
+			tracing.Inject(in.Context(), propagation.HeaderCarrier(out.Header))
 			signForward(node, out, time.Now())
 		},
 		// Realtime (server-sent events) streams pass at once.
@@ -129,7 +136,15 @@ func New(node Node, trust ClientTrust, maxForwards int, log *slog.Logger) http.H
 			MaxIdleConnsPerHost:   64,
 			MaxConnsPerHost:       maxForwards,
 		},
+		ModifyResponse: func(resp *http.Response) error {
+			if span := trace.SpanFromContext(resp.Request.Context()); span.IsRecording() {
+				span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			span := trace.SpanFromContext(r.Context())
+			tracing.Fail(span, err)
 			log.Warn("Cluster: the leader did not answer a forwarded request", "path", r.URL.Path, "error", err.Error())
 			notLeader(w, "This node is not the leader, and the leader did not answer; retry shortly.")
 		},
@@ -184,7 +199,13 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderURLKey{}, leader)))
+		ctx, span := tracing.StartServer(r.Context(), propagation.HeaderCarrier(r.Header), "cluster.forward")
+		defer span.End()
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.EscapedPath()),
+				attribute.String("petstore.leader", status.Leader.Node))
+		}
+		g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, leaderURLKey{}, leader)))
 	}
 }
 

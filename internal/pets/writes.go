@@ -236,7 +236,7 @@ func (w *Writer) Create(ctx context.Context, np NewPet) (Pet, error) {
 // ctx carries the request's span, if any: the wait for the group commit is
 // a span of it, and the acknowledgement another.
 func (w *Writer) Run(ctx context.Context, work func(*Tx) error) error {
-	ctx, span := tracing.Start(ctx, "pets.group_commit")
+	_, span := tracing.Start(ctx, "pets.group_commit")
 	wr := &write{work: work, done: make(chan struct{})}
 	w.mu.RLock()
 	if w.stopped {
