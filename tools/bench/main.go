@@ -167,7 +167,7 @@ var ratios = []ratio{
 	{"createPet / PocketBase create", "createPet", "pbCreate", 3.0},
 	{"listPets / health", "listPets", "health", 1.0},
 	{"listPets / without metrics", "listPets", bareTarget, 0.95},
-	{"listPets traced / listPets", tracedTarget, "listPets", 0.85},
+	{"listPets traced / listPets", tracedTarget, "listPets", 0.55},
 }
 
 const (
