@@ -3,8 +3,10 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
@@ -19,7 +21,13 @@ func TestFenceTurnsAwayReadsAsWellAsWrites(t *testing.T) {
 	var turnedAway atomic.Int64
 	elsewhere := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		turnedAway.Add(1)
-		w.Header().Set("Retry-After", "1")
+		// As the cluster's gate answers (clustergate): the headers every
+		// /v1 answer carries, this node's own.
+		h := w.Header()
+		h.Set("Retry-After", "1")
+		h.Set("X-RateLimit-Limit", "0")
+		h.Set("X-RateLimit-Remaining", "0")
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Unix()+1, 10))
 		api.WriteError(w, http.StatusServiceUnavailable, api.CodeNotLeader, "This node cannot prove that it leads the cluster now; retry shortly.")
 	})
 	s := apptest.StartWith(t, apptest.Config{Middleware: api.Fence(open.Load, elsewhere)})
