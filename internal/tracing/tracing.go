@@ -197,8 +197,12 @@ func Inject(ctx context.Context, header propagation.TextMapCarrier) {
 	}
 }
 
-// ID is the trace id of ctx's span, or "" without one.
+// ID is the trace id of ctx's span, or "" without one. With tracing off it
+// reads nothing: every request's metrics and log lines ask.
 func ID(ctx context.Context) string {
+	if !On() {
+		return ""
+	}
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.HasTraceID() {
 		return ""

@@ -16,6 +16,7 @@ import (
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -88,7 +89,7 @@ func (r *Receiver) export(w http.ResponseWriter, req *http.Request) {
 				span := Span{
 					Service: service, TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
 					ParentID: hex.EncodeToString(s.ParentSpanId), Name: s.Name, Kind: s.Kind.String(),
-					Attributes: attributes(s.Attributes), Failed: s.GetStatus().GetCode() == 2,
+					Attributes: attributes(s.Attributes), Failed: s.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR,
 				}
 				for _, l := range s.Links {
 					span.Links = append(span.Links, hex.EncodeToString(l.TraceId))
