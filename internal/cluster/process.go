@@ -112,10 +112,39 @@ func (p *Process) WaitElected(ctx context.Context) (int64, error) {
 	return term, nil
 }
 
-// Serving records that PocketBase serves: the node is the leader. A node
-// that cannot record it (its term ended meanwhile, or etcd does not answer)
-// never writes: it restarts as a follower.
-func (p *Process) Serving(ctx context.Context) {
+// FirstShipmentTimeout bounds how long a new leader waits for its term's
+// replica to hold its database before it serves (Serving): storage that
+// takes longer is failing, or the database is too large for it to copy in
+// that time, and the cluster is better served with writes than without.
+const FirstShipmentTimeout = 30 * time.Second
+
+// servingRecordTimeout bounds the record in etcd that the node serves.
+const servingRecordTimeout = 5 * time.Second
+
+// Serving records that PocketBase serves: the node is the leader. A term's
+// replica holds nothing until its leader's first shipment, a copy of the
+// whole database, lands there, and until then a node that promotes from
+// the replica finds none of the term's writes; the node therefore ships
+// first, and opens its fence once the replica holds the database, so that
+// a leader lost later loses at most what it committed within
+// replica.MonitorInterval of the loss. When the shipment fails or takes longer than
+// FirstShipmentTimeout, the node serves anyway, and says so: what it
+// commits until shipping works is lost with it. A node that cannot record
+// that it serves (its term ended meanwhile, or etcd does not answer) never
+// writes: it restarts as a follower.
+func (p *Process) Serving() {
+	start := time.Now()
+	shipping, cancel := context.WithTimeout(context.Background(), FirstShipmentTimeout)
+	err := p.Data.Sync(shipping)
+	cancel()
+	if err != nil {
+		p.log.Error("Cluster: the term's first shipment did not reach the replica; serving anyway, and what this node commits until shipping works is lost with it",
+			"term", p.Node.Status().Term, "took", time.Since(start).Round(time.Millisecond).String(), "error", err.Error())
+	} else {
+		p.log.Info("Cluster: the term's replica holds the database", "term", p.Node.Status().Term, "took", time.Since(start).Round(time.Millisecond).String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), servingRecordTimeout)
+	defer cancel()
 	if err := p.Node.Serving(ctx); err != nil {
 		p.log.Error("Cluster: cannot serve as the leader", "error", err.Error())
 		p.stepDown(p.Node.Status().Term)

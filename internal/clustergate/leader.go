@@ -110,9 +110,7 @@ func Acknowledge(p *cluster.Process) func() error {
 // Promoted records that p's node serves as the leader of term: the fence
 // opens, and the audit trail says so.
 func Promoted(p *cluster.Process, app core.App, term int64, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	p.Serving(ctx)
+	p.Serving()
 	if err := writeAudit(app, audit.ClusterPromoted, p.Node.Name(), term, "elected"); err != nil {
 		log.Error("Could not record the promotion in the audit trail", "error", err)
 	}

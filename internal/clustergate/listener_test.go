@@ -94,7 +94,7 @@ func TestTheGateHandsItsListenerToTheLeader(t *testing.T) {
 	})}
 	go func() { _ = server.Serve(listener) }()
 	t.Cleanup(func() { _ = server.Close() })
-	p.Serving(ctx)
+	p.Serving()
 	resp, err = client.Post("http://"+addr+"/v1/pets", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)

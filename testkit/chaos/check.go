@@ -241,9 +241,6 @@ func nextLoss(t time.Time, faults []*fault, claims []claim) string {
 		led := ""
 		if term != 0 {
 			led = fmt.Sprintf(", which led term %d from %s (%s before the loss)", term, stamp(since), f.began.Sub(since).Round(time.Millisecond))
-			if t.Sub(since) < 3*time.Second {
-				led += ": acknowledged in a new term's first seconds, before its first snapshot shipped?"
-			}
 		}
 		return fmt.Sprintf("; %s before %s (%s) at %s%s", f.began.Sub(t).Round(time.Millisecond), f.kind, f.target, stamp(f.began), led)
 	}
