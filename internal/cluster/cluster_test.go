@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"petstore/internal/cluster"
 	"petstore/internal/clustergate"
 	"petstore/testkit/etcdtest"
@@ -616,4 +618,50 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A node that falls behind while it waits in the election leaves it (its
+// key goes), so that it never wins with a copy too far behind; once caught
+// up it campaigns again, and wins when the leader is gone.
+func TestANodeThatFallsBehindLeavesTheElection(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	leader := startNode(t, etcd, "a", cluster.Options{})
+	waitFor(t, 10*time.Second, "a leads", leader.MayWrite)
+	var mu sync.Mutex
+	var behind error
+	waiting := startNode(t, etcd, "b", cluster.Options{Eligible: func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return behind
+	}})
+	setBehind := func(err error) {
+		mu.Lock()
+		behind = err
+		mu.Unlock()
+	}
+	client := etcd.Client(t, "", "")
+	inElection := func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := client.Get(ctx, "/test/leader/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(resp.Count)
+	}
+	waitFor(t, 5*time.Second, "b waits in the election", func() bool { return inElection() == 2 })
+
+	setBehind(errors.New("15 s behind the leader's replica"))
+	took := waitFor(t, 3*time.Second, "b leaves the election once behind", func() bool { return inElection() == 1 })
+	t.Logf("b left the election %s after falling behind", took)
+	if !strings.Contains(waiting.logs.String(), "leaving the election") {
+		t.Errorf("b's log does not say it left the election:\n%s", waiting.logs.String())
+	}
+	leader.kill()
+	time.Sleep(testTTL + time.Second)
+	if waiting.MayWrite() || waiting.Status().Role == cluster.Leader {
+		t.Fatal("a node that fell behind won the election")
+	}
+	setBehind(nil)
+	waitFor(t, 5*time.Second, "b leads once caught up", waiting.MayWrite)
 }

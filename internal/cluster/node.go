@@ -592,35 +592,97 @@ func (n *Node) renew(ctx context.Context, lease clientv3.LeaseID) error {
 	}
 }
 
+// eligibleEvery is how often a node waiting to campaign, or waiting in the
+// election, asks whether it is eligible.
+const eligibleEvery = 500 * time.Millisecond
+
 // campaign waits until the node is eligible, then campaigns; it returns nil
-// once this node is the leader.
+// once this node is the leader. A node that stops being eligible while it
+// waits in the election (its copy falls behind) leaves the election, and
+// campaigns again once it is eligible: it wins only while eligible.
 func (n *Node) campaign(ctx context.Context, election *concurrency.Election) error {
+	for {
+		caughtUp, err := n.waitEligible(ctx)
+		if err != nil {
+			return err
+		}
+		n.log.Info("Cluster: campaigning", "caughtUp", caughtUp)
+		won, err := n.campaignWhileEligible(ctx, election)
+		if won || err != nil {
+			return err
+		}
+	}
+}
+
+// waitEligible returns once the node may campaign, saying whether it had to
+// wait; a resigned node waits for ctx's end.
+func (n *Node) waitEligible(ctx context.Context) (waited bool, err error) {
 	var said string
-	for n.opts.Eligible != nil {
+	for {
 		if n.isResigned() {
 			<-ctx.Done()
-			return ctx.Err()
+			return false, ctx.Err()
 		}
-		err := n.opts.Eligible()
-		if err == nil {
-			break
+		why := n.ineligible()
+		if why == nil {
+			return said != "", nil
 		}
-		if err.Error() != said {
-			said = err.Error()
+		if why.Error() != said {
+			said = why.Error()
 			n.log.Info("Cluster: standing aside from the election", "reason", said)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+			return false, ctx.Err()
+		case <-time.After(eligibleEvery):
 		}
 	}
-	if n.isResigned() {
-		<-ctx.Done()
-		return ctx.Err()
+}
+
+// ineligible says why the node may not campaign now; nil: it may.
+func (n *Node) ineligible() error {
+	if n.opts.Eligible == nil {
+		return nil
 	}
-	n.log.Info("Cluster: campaigning", "caughtUp", said != "")
-	return election.Campaign(ctx, n.leaderValue(0))
+	return n.opts.Eligible()
+}
+
+// campaignWhileEligible waits in the election until the node wins (won), or
+// is no longer eligible, when it leaves the election (etcd's Campaign
+// deletes its key when its context ends) and returns neither won nor an
+// error.
+func (n *Node) campaignWhileEligible(ctx context.Context, election *concurrency.Election) (won bool, err error) {
+	campaigning, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var left error // why the node left the election; written before cancel
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		tick := time.NewTicker(eligibleEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-campaigning.Done():
+				return
+			case <-tick.C:
+			}
+			if why := n.ineligible(); why != nil {
+				left = why
+				cancel()
+				return
+			}
+		}
+	})
+	err = election.Campaign(campaigning, n.leaderValue(0))
+	cancel()
+	watch.Wait()
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() != nil || left == nil:
+		return false, err
+	}
+	n.log.Info("Cluster: leaving the election", "reason", left.Error())
+	return false, nil
 }
 
 // observe follows the election's leader key until ctx ends. A record the
