@@ -27,3 +27,6 @@ func (n *Node) LeaderValue(term int64) string { return n.leaderValue(term) }
 func (n *Node) ReadLeader(value string, term int64) (LeaderInfo, error) {
 	return n.readLeader(&mvccpb.KeyValue{Value: []byte(value), CreateRevision: term})
 }
+
+// SetPromoteTimeout bounds the promotions of the test's processes.
+func SetPromoteTimeout(d time.Duration) { promoteTimeout = d }

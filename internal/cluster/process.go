@@ -72,10 +72,19 @@ func Start(cfg Config, dataDir string, log *slog.Logger, steppedDown func()) (p 
 	return p, nil
 }
 
+// promoteTimeout bounds a winner's promotion (applying what the last term
+// shipped, and starting its own term's shipping): a replica that answers
+// slower than that holds the whole cluster without a leader, and another
+// node may reach it better.
+var promoteTimeout = 30 * time.Second
+
 // WaitElected waits until this node wins the election, then stops
 // following, promotes the copy and starts shipping the new term; it returns
 // the term. It returns early with Run's error (a taken node name), when ctx
-// ends, or with ErrSteppedDown when the node steps down meanwhile.
+// ends, or with ErrSteppedDown when the node steps down meanwhile. A
+// winner that cannot promote within promoteTimeout gives the election up:
+// it steps down (ErrSteppedDown), so that another node wins at once, and
+// the process, replaced, follows again.
 func (p *Process) WaitElected(ctx context.Context) (int64, error) {
 	var term int64
 	select {
@@ -85,7 +94,7 @@ func (p *Process) WaitElected(ctx context.Context) (int64, error) {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-	promoting, cancel := context.WithCancel(ctx)
+	promoting, cancel := context.WithTimeout(ctx, promoteTimeout)
 	var watch sync.WaitGroup
 	watch.Go(func() {
 		select {
@@ -106,8 +115,13 @@ func (p *Process) WaitElected(ctx context.Context) (int64, error) {
 		return 0, ErrSteppedDown
 	default:
 	}
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
 		return 0, err
+	case err != nil:
+		p.log.Error("Cluster: cannot promote; giving the election up", "term", term, "error", err.Error())
+		p.stepDown(term)
+		return 0, ErrSteppedDown
 	}
 	return term, nil
 }

@@ -1,0 +1,214 @@
+package cluster_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	_ "modernc.org/sqlite"
+
+	"petstore/internal/cluster"
+	"petstore/internal/database"
+	"petstore/internal/replica"
+	"petstore/testkit/etcdtest"
+)
+
+// A new leader opens its fence only once its term's replica holds its
+// database: until its first shipment lands, a node promoting from the
+// replica would find none of the term's writes, so a leader lost in its
+// first seconds would take with it what it acknowledged long before the
+// documented window (the Jepsen-style test's seed 7 lost four creates that
+// way). Here, the moment the node serves, the term's replica holds the
+// shipment, and a copy restored from it holds every row.
+func TestANewLeaderServesOnceItsTermsReplicaHoldsItsDatabase(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	dataDir, replicaDir := t.TempDir(), t.TempDir()
+	const rows = 20_000 // 20 MB: a copy that takes Litestream more than one MonitorInterval
+	writeDatabase(t, filepath.Join(dataDir, database.DataFile), rows)
+
+	flags := nodeFlags(t, etcd, "a", "http://127.0.0.1:1")
+	flags.ReplicaURL = "file://" + replicaDir
+	cfg, err := flags.Config("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	p, err := cluster.Start(cfg, dataDir, slog.New(slog.NewTextHandler(logs, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	term, err := p.WaitElected(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Serving()
+	if !p.Node.MayWrite() {
+		t.Fatalf("the leader's fence is closed after Serving; log:\n%s", logs)
+	}
+	st, ok := p.Data.Shipping()
+	if !ok || st.Term != term || st.Shipped == 0 || st.Shipped < st.Committed || st.Err != nil {
+		t.Fatalf("when the leader serves, its term's shipping is %+v (shipping: %v), want the database shipped", st, ok)
+	}
+	if !strings.Contains(logs.String(), "the term's replica holds the database") {
+		t.Errorf("the log does not say the first shipment landed:\n%s", logs)
+	}
+
+	// What a node promoting now would get.
+	root, err := replica.ParseURL(flags.ReplicaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(t.TempDir(), database.DataFile)
+	f, err := replica.StartFollowing(ctx, root, flags.Name, term, copyPath, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, copyPath); n != rows {
+		t.Errorf("the term's replica restores %d rows, want %d", n, rows)
+	}
+}
+
+// A node that wins while the replica does not answer (an S3 endpoint that
+// holds every request) cannot apply what the last term shipped: it gives
+// the election up within the promotion's bound, its lease revoked, so that
+// another node may win at once, and its process is to be replaced (it
+// follows again), rather than hold the cluster without a leader.
+func TestAWinnerThatCannotPromoteGivesTheElectionUp(t *testing.T) {
+	cluster.SetPromoteTimeout(3 * time.Second)
+	t.Cleanup(func() { cluster.SetPromoteTimeout(30 * time.Second) })
+	etcd := etcdtest.Start(t, 1)
+	backend := s3mem.New()
+	if err := backend.CreateBucket("pets"); err != nil {
+		t.Fatal(err)
+	}
+	var hold atomic.Bool
+	released := make(chan struct{})
+	s3 := gofakes3.New(backend).Server()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hold.Load() {
+			select {
+			case <-r.Context().Done():
+			case <-released:
+			}
+			http.Error(w, "held", http.StatusServiceUnavailable)
+			return
+		}
+		s3.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(released) }) // before the server's Close, which waits for the requests held
+	t.Setenv("LITESTREAM_ACCESS_KEY_ID", "test")
+	t.Setenv("LITESTREAM_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CA_BUNDLE", "")
+	replicaURL := "s3://pets/cluster?endpoint=" + srv.URL + "&region=us-east-1&forcePathStyle=true"
+
+	start := func(name, dataDir string, steppedDown func()) (*cluster.Process, *syncBuffer) {
+		t.Helper()
+		flags := nodeFlags(t, etcd, name, "http://127.0.0.1:1")
+		flags.ReplicaURL = replicaURL
+		cfg, err := flags.Config("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := &syncBuffer{}
+		p, err := cluster.Start(cfg, dataDir, slog.New(slog.NewTextHandler(logs, nil)), steppedDown)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		return p, logs
+	}
+	leaderDir := t.TempDir()
+	writeDatabase(t, filepath.Join(leaderDir, database.DataFile), 100)
+	leader, _ := start("a", leaderDir, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := leader.WaitElected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	leader.Serving()
+
+	var gaveUp atomic.Bool
+	follower, logs := start("b", t.TempDir(), func() { gaveUp.Store(true) })
+	waitFor(t, 10*time.Second, "b waits in the election", func() bool {
+		return strings.Contains(logs.String(), "Cluster: campaigning")
+	})
+	hold.Store(true)
+	if err := leader.Close(); err != nil { // the lease revoked: b wins at once
+		t.Fatal(err)
+	}
+	began := time.Now()
+	_, err := follower.WaitElected(ctx)
+	took := time.Since(began)
+	if !errors.Is(err, cluster.ErrSteppedDown) || !gaveUp.Load() {
+		t.Fatalf("a winner that cannot promote: WaitElected %v after %s (stepped down: %v), want ErrSteppedDown within the bound; log:\n%s",
+			err, took, gaveUp.Load(), logs)
+	}
+	if took > 3*time.Second+testTTL {
+		t.Errorf("gave the election up %s after the leader left, want within the 3 s bound", took)
+	}
+	if !strings.Contains(logs.String(), "cannot promote; giving the election up") {
+		t.Errorf("the log does not say why b gave the election up:\n%s", logs)
+	}
+	// Its lease revoked: nobody holds the election, nobody is registered.
+	client := etcd.Client(t, "", "")
+	for _, prefix := range []string{"/test/leader/", "/test/nodes/"} {
+		resp, err := client.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Count != 0 {
+			t.Errorf("%d keys under %s after b gave the election up, want none", resp.Count, prefix)
+		}
+	}
+	t.Logf("b gave the election up %s after the leader left", took)
+}
+
+// writeDatabase makes a SQLite database in WAL mode at path with n rows of
+// 1 KB each.
+func writeDatabase(t *testing.T, path string, n int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE filler (id INTEGER PRIMARY KEY, body BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < ?)
+		INSERT INTO filler SELECT i, randomblob(1000) FROM n`, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func countRows(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM filler`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
