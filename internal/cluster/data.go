@@ -103,7 +103,7 @@ func (d *Data) recordLeader(leader string) {
 
 // Eligible says why this node may not campaign now, or nil: a node may
 // lead a cluster that never served, or once its copy follows the replica
-// within MaxLagOnFailover.
+// within MaxLagOnFailover, as last read within MaxLagOnFailover.
 func (d *Data) Eligible(served int64) error {
 	if served == 0 {
 		return nil
@@ -121,6 +121,9 @@ func (d *Data) Eligible(served int64) error {
 		return fmt.Errorf("cannot read the replica: %w", lag.Err)
 	case lag.CheckedAt.IsZero():
 		return errors.New("the copy's lag is not known yet")
+	case time.Since(lag.CheckedAt) > MaxLagOnFailover:
+		// The replica does not answer: the copy may be any way behind.
+		return fmt.Errorf("the replica has not answered for %s", time.Since(lag.CheckedAt).Round(time.Second))
 	case lag.Seconds > MaxLagOnFailover.Seconds():
 		return fmt.Errorf("the copy is %.1f s behind the replica, more than %s", lag.Seconds, MaxLagOnFailover)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,24 +86,28 @@ func TestANewLeaderServesOnceItsTermsReplicaHoldsItsDatabase(t *testing.T) {
 	}
 }
 
-// A node that wins while the replica does not answer (an S3 endpoint that
-// holds every request) cannot apply what the last term shipped: it gives
-// the election up within the promotion's bound, its lease revoked, so that
-// another node may win at once, and its process is to be replaced (it
-// follows again), rather than hold the cluster without a leader.
-func TestAWinnerThatCannotPromoteGivesTheElectionUp(t *testing.T) {
-	cluster.SetPromoteTimeout(3 * time.Second)
-	t.Cleanup(func() { cluster.SetPromoteTimeout(30 * time.Second) })
-	etcd := etcdtest.Start(t, 1)
+// heldS3 is an S3 API on loopback (gofakes3) that can hold every request
+// until released: a replica that stops answering.
+type heldS3 struct {
+	URL string // the replica URL of its bucket
+
+	mu       sync.Mutex
+	released chan struct{} // nil: requests are served
+}
+
+func startHeldS3(t *testing.T) *heldS3 {
+	t.Helper()
 	backend := s3mem.New()
 	if err := backend.CreateBucket("pets"); err != nil {
 		t.Fatal(err)
 	}
-	var hold atomic.Bool
-	released := make(chan struct{})
+	h := &heldS3{}
 	s3 := gofakes3.New(backend).Server()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hold.Load() {
+		h.mu.Lock()
+		released := h.released
+		h.mu.Unlock()
+		if released != nil {
 			select {
 			case <-r.Context().Done():
 			case <-released:
@@ -113,47 +118,88 @@ func TestAWinnerThatCannotPromoteGivesTheElectionUp(t *testing.T) {
 		s3.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(released) }) // before the server's Close, which waits for the requests held
+	t.Cleanup(h.release) // before the server's Close, which waits for the requests held
 	t.Setenv("LITESTREAM_ACCESS_KEY_ID", "test")
 	t.Setenv("LITESTREAM_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_CA_BUNDLE", "")
-	replicaURL := "s3://pets/cluster?endpoint=" + srv.URL + "&region=us-east-1&forcePathStyle=true"
+	h.URL = "s3://pets/cluster?endpoint=" + srv.URL + "&region=us-east-1&forcePathStyle=true"
+	return h
+}
 
-	start := func(name, dataDir string, steppedDown func()) (*cluster.Process, *syncBuffer) {
-		t.Helper()
-		flags := nodeFlags(t, etcd, name, "http://127.0.0.1:1")
-		flags.ReplicaURL = replicaURL
-		cfg, err := flags.Config("127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs := &syncBuffer{}
-		p, err := cluster.Start(cfg, dataDir, slog.New(slog.NewTextHandler(logs, nil)), steppedDown)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = p.Close() })
-		return p, logs
+func (h *heldS3) hold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released == nil {
+		h.released = make(chan struct{})
 	}
-	leaderDir := t.TempDir()
-	writeDatabase(t, filepath.Join(leaderDir, database.DataFile), 100)
-	leader, _ := start("a", leaderDir, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := leader.WaitElected(ctx); err != nil {
+}
+
+func (h *heldS3) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released != nil {
+		close(h.released)
+		h.released = nil
+	}
+}
+
+// startProcess starts node name of the test cluster on dataDir, as serve
+// does, replicating to replicaURL; its log is returned.
+func startProcess(t *testing.T, etcd *etcdtest.Cluster, name, dataDir, replicaURL string, steppedDown func()) (*cluster.Process, *syncBuffer) {
+	t.Helper()
+	flags := nodeFlags(t, etcd, name, "http://127.0.0.1:1")
+	flags.ReplicaURL = replicaURL
+	cfg, err := flags.Config("127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	leader.Serving()
+	logs := &syncBuffer{}
+	p, err := cluster.Start(cfg, dataDir, slog.New(slog.NewTextHandler(logs, nil)), steppedDown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p, logs
+}
 
+// startServing starts node name on a data directory holding a database,
+// and waits until it serves as the leader.
+func startServing(t *testing.T, etcd *etcdtest.Cluster, name, replicaURL string) *cluster.Process {
+	t.Helper()
+	dataDir := t.TempDir()
+	writeDatabase(t, filepath.Join(dataDir, database.DataFile), 100)
+	p, _ := startProcess(t, etcd, name, dataDir, replicaURL, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := p.WaitElected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Serving()
+	return p
+}
+
+// A node that wins while the replica does not answer (an S3 endpoint that
+// holds every request) cannot apply what the last term shipped: it gives
+// the election up within the promotion's bound, its lease revoked, so that
+// another node may win at once, and its process is to be replaced (it
+// follows again), rather than hold the cluster without a leader.
+func TestAWinnerThatCannotPromoteGivesTheElectionUp(t *testing.T) {
+	cluster.SetPromoteTimeout(3 * time.Second)
+	t.Cleanup(func() { cluster.SetPromoteTimeout(30 * time.Second) })
+	etcd := etcdtest.Start(t, 1)
+	s3 := startHeldS3(t)
+	leader := startServing(t, etcd, "a", s3.URL)
 	var gaveUp atomic.Bool
-	follower, logs := start("b", t.TempDir(), func() { gaveUp.Store(true) })
+	follower, logs := startProcess(t, etcd, "b", t.TempDir(), s3.URL, func() { gaveUp.Store(true) })
 	waitFor(t, 10*time.Second, "b waits in the election", func() bool {
 		return strings.Contains(logs.String(), "Cluster: campaigning")
 	})
-	hold.Store(true)
+	s3.hold()
 	if err := leader.Close(); err != nil { // the lease revoked: b wins at once
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	began := time.Now()
 	_, err := follower.WaitElected(ctx)
 	took := time.Since(began)
@@ -179,6 +225,32 @@ func TestAWinnerThatCannotPromoteGivesTheElectionUp(t *testing.T) {
 		}
 	}
 	t.Logf("b gave the election up %s after the leader left", took)
+}
+
+// A follower that cannot read the replica any more does not know how far
+// behind it is: once its last reading is older than MaxLagOnFailover, it is
+// not eligible, and leaves the election; it campaigns again once the
+// replica answers.
+func TestAFollowerCutFromTheReplicaLeavesTheElection(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	s3 := startHeldS3(t)
+	startServing(t, etcd, "a", s3.URL)
+	follower, logs := startProcess(t, etcd, "b", t.TempDir(), s3.URL, nil)
+	waitFor(t, 10*time.Second, "b waits in the election", func() bool {
+		return strings.Contains(logs.String(), "Cluster: campaigning")
+	})
+	s3.hold()
+	took := waitFor(t, cluster.MaxLagOnFailover+3*time.Second, "b leaves the election", func() bool {
+		return strings.Contains(logs.String(), "Cluster: leaving the election")
+	})
+	if err := follower.Data.Eligible(follower.Node.Status().Served); err == nil || !strings.Contains(err.Error(), "has not answered") {
+		t.Errorf("b's eligibility while the replica holds every request: %v", err)
+	}
+	t.Logf("b left the election %s after the replica stopped answering", took)
+	s3.release()
+	waitFor(t, 10*time.Second, "b campaigns again", func() bool {
+		return strings.Count(logs.String(), "Cluster: campaigning") == 2
+	})
 }
 
 // writeDatabase makes a SQLite database in WAL mode at path with n rows of
