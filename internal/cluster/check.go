@@ -30,8 +30,28 @@ func (n *Node) Check(ctx context.Context) error {
 	// checks the permissions of every operation in it: reading and writing
 	// the cluster's keys.
 	key := n.prefix("term")
-	_, err = client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "<", 0)).Then(clientv3.OpPut(key, "")).Else(clientv3.OpGet(key)).Commit()
-	return n.refusal(err)
+	resp, err := client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "<", 0)).Then(clientv3.OpPut(key, "")).
+		Else(clientv3.OpGet(key), clientv3.OpGet(n.replicaKey())).Commit()
+	if err != nil {
+		return n.refusal(err)
+	}
+	if kv := firstKV(resp.Responses[1]); kv != nil {
+		return n.sameReplica(string(kv.Value))
+	}
+	return nil
+}
+
+// replicaKey is the key where the cluster's leaders record its replica.
+func (n *Node) replicaKey() string { return n.prefix("replica") }
+
+// sameReplica says, naming both, when the cluster's replica (recorded) is
+// not this node's: a node that followed or shipped elsewhere would promote
+// a copy without the cluster's last writes, or write where no one follows.
+func (n *Node) sameReplica(recorded string) error {
+	if mine := n.cfg.Replica.String(); recorded != mine {
+		return fmt.Errorf("--replica-url: this node replicates to %s, and cluster %q to %s (recorded in etcd by its leaders): every node of a cluster uses the same replica", mine, n.cfg.Name, recorded)
+	}
+	return nil
 }
 
 // refusal is err when it says etcd refuses this node's user, password or

@@ -665,3 +665,24 @@ func TestANodeThatFallsBehindLeavesTheElection(t *testing.T) {
 	setBehind(nil)
 	waitFor(t, 5*time.Second, "b leads once caught up", waiting.MayWrite)
 }
+
+// A node that wins with another replica than the one recorded in etcd
+// (recorded after it started) does not serve.
+func TestAWinnerWithAnotherReplicaDoesNotServe(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	first := startNode(t, etcd, "a", cluster.Options{})
+	waitFor(t, 10*time.Second, "a leads", first.MayWrite)
+	next := startNode(t, etcd, "b", cluster.Options{})
+	waitFor(t, 5*time.Second, "b follows", func() bool { return next.Status().Role == cluster.Follower })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := etcd.Client(t, "", "").Put(ctx, "/test/replica", "file:///elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	first.kill()
+	waitFor(t, testTTL+3*time.Second, "b wins", func() bool { return next.Status().Term != 0 || strings.Contains(next.logs.String(), "elected leader") })
+	time.Sleep(time.Second)
+	if next.MayWrite() || next.Status().Role == cluster.Leader {
+		t.Fatalf("b serves with another replica than the cluster's: %+v", next.Status())
+	}
+}

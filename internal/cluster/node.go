@@ -12,6 +12,7 @@
 //	                 {"node","url","term"}; term is the key's create revision
 //	nodes/<node>     each node's registration on its session's lease: {"node","url","role","term","lag","replica"}
 //	term             the last term whose leader served: the followers follow its replica
+//	replica          the cluster's replica (--replica-url), recorded by its leaders: a node with another refuses to start
 package cluster
 
 import (
@@ -261,18 +262,34 @@ func (n *Node) Serving(ctx context.Context) error {
 	if election == nil {
 		return errors.New("cluster: serving without leading")
 	}
+	// The cluster's replica is this node's: the first leader records it,
+	// and no leader serves with another (Check refuses such a node at its
+	// start, while etcd answers).
+	sameReplica := clientv3.Compare(clientv3.CreateRevision(n.replicaKey()), "=", 0)
+	recorded, err := n.client.Get(ctx, n.replicaKey())
+	if err != nil {
+		return fmt.Errorf("cluster: read the cluster's replica: %w", err)
+	}
+	if len(recorded.Kvs) > 0 {
+		kv := recorded.Kvs[0]
+		if err := n.sameReplica(string(kv.Value)); err != nil {
+			return err
+		}
+		sameReplica = clientv3.Compare(clientv3.ModRevision(n.replicaKey()), "=", kv.ModRevision)
+	}
 	// The registration says leader before the fence opens: a node elected
 	// while this one lives deposes it (deposeOthers).
 	resp, err := n.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(election.Key()), "=", term)).
+		If(clientv3.Compare(clientv3.CreateRevision(election.Key()), "=", term), sameReplica).
 		Then(clientv3.OpPut(n.prefix("term"), strconv.FormatInt(term, 10)),
+			clientv3.OpPut(n.replicaKey(), n.cfg.Replica.String()),
 			clientv3.OpPut(n.prefix("nodes/"+n.cfg.NodeName), n.registrationAs(Leader, term), clientv3.WithLease(clientv3.LeaseID(lease)))).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("cluster: record the term served: %w", err)
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("cluster: term %d is over", term)
+		return fmt.Errorf("cluster: term %d is over, or the cluster's replica changed meanwhile", term)
 	}
 	if !n.fence.lead(lease) {
 		return fmt.Errorf("cluster: term %d's lease is no longer provably held", term)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -283,4 +284,39 @@ func countRows(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// Every node of a cluster uses the same replica: once a leader served, a
+// node started with another --replica-url refuses to start, naming both,
+// and one with the same starts; before any leader served, nothing is
+// recorded and any node starts.
+func TestANodeWithAnotherReplicaRefusesToStart(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	replicaURL, otherURL := "file://"+t.TempDir(), "file://"+t.TempDir()
+	// start starts a node and, once started, stops it (it would win).
+	start := func(name, url string) error {
+		flags := nodeFlags(t, etcd, name, "http://127.0.0.1:1")
+		flags.ReplicaURL = url
+		cfg, err := flags.Config("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := cluster.Start(cfg, t.TempDir(), slog.New(slog.DiscardHandler), nil)
+		if err == nil {
+			_ = p.Close()
+		}
+		return err
+	}
+	if err := start("before", otherURL); err != nil {
+		t.Fatalf("before any leader served, a node with any replica starts: %v", err)
+	}
+	startServing(t, etcd, "a", replicaURL)
+	err := start("b", otherURL)
+	want := fmt.Sprintf(`--replica-url: this node replicates to %s, and cluster "test" to %s`, otherURL, replicaURL)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("a node with another replica: %v, want %q…", err, want)
+	}
+	if err := start("c", replicaURL); err != nil {
+		t.Errorf("a node with the cluster's replica: %v", err)
+	}
 }
