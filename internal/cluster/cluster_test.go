@@ -165,8 +165,11 @@ func secretFile(t *testing.T, secret string) string {
 // holding testSecret, whose URL is url.
 func nodeFlags(t *testing.T, etcd *etcdtest.Cluster, name, url string) cluster.Flags {
 	return cluster.Flags{Etcd: strings.Join(etcd.Endpoints(), ","), Name: "test", NodeName: name,
-		AdvertiseURL: url, ReplicaURL: "file:///unused", TTL: testTTL, SecretFile: secretFile(t, testSecret)}
+		AdvertiseURL: url, ReplicaURL: testReplicaURL, TTL: testTTL, SecretFile: secretFile(t, testSecret)}
 }
+
+// testReplicaURL is the test nodes' replica: the cluster tests ship nothing.
+const testReplicaURL = "file:///unused"
 
 func startNode(t *testing.T, etcd *etcdtest.Cluster, name string, opts cluster.Options) *testNode {
 	t.Helper()

@@ -205,6 +205,18 @@ func (d *Data) Replicate(ctx context.Context, term int64) error {
 	return nil
 }
 
+// Unshipped is how long the oldest commit not in the replica has waited,
+// on the leader; zero elsewhere.
+func (d *Data) Unshipped() time.Duration {
+	d.mu.Lock()
+	r := d.replicator
+	d.mu.Unlock()
+	if r == nil {
+		return 0
+	}
+	return r.Unshipped()
+}
+
 // Sync ships every transaction committed before the call (a handover, a
 // create under --cluster-sync); concurrent calls share shipments.
 func (d *Data) Sync(ctx context.Context) error {

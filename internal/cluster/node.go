@@ -73,6 +73,9 @@ type Registration struct {
 	// Replica says what the node's data does with the replica: "shipping"
 	// (the leader), "following term N", "restoring", or why not.
 	Replica string `json:"replica"`
+	// Unshipped is, on the leader, how many whole seconds its oldest
+	// commit not in the replica has waited: what a failover would lose.
+	Unshipped int64 `json:"unshipped,omitempty"`
 }
 
 // Status is a node's view of the cluster at one moment.
@@ -92,6 +95,10 @@ type Status struct {
 	// RefusedForwards counts the forwarded requests this node refused,
 	// as the leader, as not authenticated (VerifyForward).
 	RefusedForwards int64
+	// LeaderUnshipped is how long the leader's oldest commit not in the
+	// replica had waited when it last said (its registration's Unshipped):
+	// kept once the leader is gone, as what promoting a copy would lose.
+	LeaderUnshipped time.Duration
 }
 
 // Options connect a node to the parts that hold the data.
@@ -104,6 +111,9 @@ type Options struct {
 	// Replica says what the node's data does with the replica, for its
 	// registration. Nil: nothing.
 	Replica func() string
+	// Unshipped is how long the oldest commit not in the replica has
+	// waited, on the leader, for its registration. Nil: none.
+	Unshipped func() time.Duration
 	// OnElected runs when this node wins term; it promotes the data and
 	// starts serving, then calls Serving. The first read of the term key
 	// is done before the node campaigns.
@@ -425,6 +435,7 @@ func (n *Node) runSession(ctx context.Context) error {
 		return err
 	}
 	tasks.Go(func() { n.watchServed(ctx, rev) })
+	tasks.Go(func() { n.watchLeaderShipping(ctx) })
 	election := concurrency.NewElection(session, n.prefix("leader"))
 	tasks.Go(func() { n.observe(ctx, election) })
 

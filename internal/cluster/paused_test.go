@@ -16,6 +16,7 @@ import (
 
 	"petstore/internal/cluster"
 	"petstore/internal/clustergate"
+	"petstore/internal/replica"
 	"petstore/testkit/etcdtest"
 )
 
@@ -54,7 +55,13 @@ func runNodeProcess(endpoints string) {
 		os.Exit(1)
 	}
 	url := "http://" + ln.Addr().String()
-	cfg := cluster.Config{Endpoints: strings.Split(endpoints, ","), Name: "test", NodeName: "paused", AdvertiseURL: url, TTL: testTTL, Secret: []byte(testSecret)}
+	root, err := replica.ParseURL(testReplicaURL)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg := cluster.Config{Endpoints: strings.Split(endpoints, ","), Name: "test", NodeName: "paused", AdvertiseURL: url, TTL: testTTL, Secret: []byte(testSecret),
+		Replica: root}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	node = cluster.New(cfg, log, cluster.Options{OnElected: func(int64) { _ = node.Serving(context.Background()) }})
 	gate = clustergate.New(node, nil, 0, log)

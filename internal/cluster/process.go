@@ -47,9 +47,10 @@ func Start(cfg Config, dataDir string, log *slog.Logger, steppedDown func()) (p 
 	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), steppedDown: make(chan struct{}), onSteppedDown: steppedDown}
 	p.Data = NewData(cfg.Replica, cfg.Name, dataDir, log)
 	p.Node = New(cfg, log, Options{
-		Eligible:      func() error { return p.Data.Eligible(p.Node.Status().Served) },
+		Eligible:      p.eligible,
 		Lag:           p.Data.Lag,
 		Replica:       p.Data.Replica,
+		Unshipped:     p.Data.Unshipped,
 		OnElected:     func(term int64) { p.elected <- term },
 		OnSteppedDown: func(term int64) { p.stepDown(term) },
 	})
@@ -77,6 +78,19 @@ func Start(cfg Config, dataDir string, log *slog.Logger, steppedDown func()) (p 
 // slower than that holds the whole cluster without a leader, and another
 // node may reach it better.
 var promoteTimeout = 30 * time.Second
+
+// eligible says why this node may not campaign now, or nil: its copy must
+// follow the replica closely (Data.Eligible), and the replica must hold the
+// leader's commits but those of the last MaxLagOnFailover, as the leader
+// last said: a copy promoted from a replica the leader stopped shipping to
+// would lose more than a failover may.
+func (p *Process) eligible() error {
+	status := p.Node.Status()
+	if u := status.LeaderUnshipped; u > MaxLagOnFailover {
+		return fmt.Errorf("the leader last said its commits of the last %s were not in the replica, more than %s", u, MaxLagOnFailover)
+	}
+	return p.Data.Eligible(status.Served)
+}
 
 // WaitElected waits until this node wins the election, then stops
 // following, promotes the copy and starts shipping the new term; it returns

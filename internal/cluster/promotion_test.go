@@ -87,13 +87,15 @@ func TestANewLeaderServesOnceItsTermsReplicaHoldsItsDatabase(t *testing.T) {
 	}
 }
 
-// heldS3 is an S3 API on loopback (gofakes3) that can hold every request
-// until released: a replica that stops answering.
+// heldS3 is an S3 API on loopback (gofakes3) that can hold every request,
+// or every write, until released: a replica that stops answering, or that
+// its leader can no longer write to.
 type heldS3 struct {
 	URL string // the replica URL of its bucket
 
-	mu       sync.Mutex
-	released chan struct{} // nil: requests are served
+	mu         sync.Mutex
+	released   chan struct{} // nil: requests are served
+	writesOnly bool          // reads are served while released is not nil
 }
 
 func startHeldS3(t *testing.T) *heldS3 {
@@ -107,6 +109,9 @@ func startHeldS3(t *testing.T) *heldS3 {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		released := h.released
+		if h.writesOnly && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			released = nil
+		}
 		h.mu.Unlock()
 		if released != nil {
 			select {
@@ -127,12 +132,17 @@ func startHeldS3(t *testing.T) *heldS3 {
 	return h
 }
 
-func (h *heldS3) hold() {
+func (h *heldS3) hold() { h.holdRequests(false) }
+
+func (h *heldS3) holdWrites() { h.holdRequests(true) }
+
+func (h *heldS3) holdRequests(writesOnly bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released == nil {
 		h.released = make(chan struct{})
 	}
+	h.writesOnly = writesOnly
 }
 
 func (h *heldS3) release() {
@@ -163,11 +173,10 @@ func startProcess(t *testing.T, etcd *etcdtest.Cluster, name, dataDir, replicaUR
 	return p, logs
 }
 
-// startServing starts node name on a data directory holding a database,
-// and waits until it serves as the leader.
-func startServing(t *testing.T, etcd *etcdtest.Cluster, name, replicaURL string) *cluster.Process {
+// startServing starts node name on dataDir, holding a database, and waits
+// until it serves as the leader.
+func startServing(t *testing.T, etcd *etcdtest.Cluster, name, dataDir, replicaURL string) *cluster.Process {
 	t.Helper()
-	dataDir := t.TempDir()
 	writeDatabase(t, filepath.Join(dataDir, database.DataFile), 100)
 	p, _ := startProcess(t, etcd, name, dataDir, replicaURL, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -189,7 +198,7 @@ func TestAWinnerThatCannotPromoteGivesTheElectionUp(t *testing.T) {
 	t.Cleanup(func() { cluster.SetPromoteTimeout(30 * time.Second) })
 	etcd := etcdtest.Start(t, 1)
 	s3 := startHeldS3(t)
-	leader := startServing(t, etcd, "a", s3.URL)
+	leader := startServing(t, etcd, "a", t.TempDir(), s3.URL)
 	var gaveUp atomic.Bool
 	follower, logs := startProcess(t, etcd, "b", t.TempDir(), s3.URL, func() { gaveUp.Store(true) })
 	waitFor(t, 10*time.Second, "b waits in the election", func() bool {
@@ -235,7 +244,7 @@ func TestAWinnerThatCannotPromoteGivesTheElectionUp(t *testing.T) {
 func TestAFollowerCutFromTheReplicaLeavesTheElection(t *testing.T) {
 	etcd := etcdtest.Start(t, 1)
 	s3 := startHeldS3(t)
-	startServing(t, etcd, "a", s3.URL)
+	startServing(t, etcd, "a", t.TempDir(), s3.URL)
 	follower, logs := startProcess(t, etcd, "b", t.TempDir(), s3.URL, nil)
 	waitFor(t, 10*time.Second, "b waits in the election", func() bool {
 		return strings.Contains(logs.String(), "Cluster: campaigning")
@@ -252,6 +261,60 @@ func TestAFollowerCutFromTheReplicaLeavesTheElection(t *testing.T) {
 	waitFor(t, 10*time.Second, "b campaigns again", func() bool {
 		return strings.Count(logs.String(), "Cluster: campaigning") == 2
 	})
+}
+
+// A follower knows when the leader stops shipping, from the leader's own
+// registration: once the replica lacks more than MaxLagOnFailover of the
+// leader's commits, the follower says so (/readyz's words, the metric's
+// figure) and leaves the election, and does not win once that leader is
+// gone: promoting the replica would lose those commits. A follower started
+// afresh knows nothing of it, and wins: that is how staff accept the loss.
+func TestAFollowerKnowsTheLeaderStoppedShipping(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	s3 := startHeldS3(t)
+	leaderDir := t.TempDir()
+	leader := startServing(t, etcd, "a", leaderDir, s3.URL)
+	followerDir := t.TempDir()
+	follower, logs := startProcess(t, etcd, "b", followerDir, s3.URL, nil)
+	waitFor(t, 10*time.Second, "b waits in the election", func() bool {
+		return strings.Contains(logs.String(), "Cluster: campaigning")
+	})
+	s3.holdWrites()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(leaderDir, database.DataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO filler (body) VALUES (randomblob(10))`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	took := waitFor(t, cluster.MaxLagOnFailover+5*time.Second, "b leaves the election", func() bool {
+		return strings.Contains(logs.String(), "Cluster: leaving the election")
+	})
+	t.Logf("b left the election %s after the leader's writes to the replica stopped", took)
+	if u := follower.Node.Status().LeaderUnshipped; u <= cluster.MaxLagOnFailover {
+		t.Errorf("b's LeaderUnshipped %s, want more than %s", u, cluster.MaxLagOnFailover)
+	}
+	if !strings.Contains(logs.String(), "were not in the replica") {
+		t.Errorf("b's log does not say why it left:\n%s", logs)
+	}
+	if err := leader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(testTTL + time.Second)
+	if term := follower.Node.Status().Term; term != 0 {
+		t.Fatalf("b won term %d with a replica that lacks the leader's last commits", term)
+	}
+	s3.release()
+	if err := follower.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restarted, _ := startProcess(t, etcd, "b", followerDir, s3.URL, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := restarted.WaitElected(ctx); err != nil {
+		t.Fatalf("b restarted does not win: %v", err)
+	}
 }
 
 // writeDatabase makes a SQLite database in WAL mode at path with n rows of
@@ -310,7 +373,7 @@ func TestANodeWithAnotherReplicaRefusesToStart(t *testing.T) {
 	if err := start("before", otherURL); err != nil {
 		t.Fatalf("before any leader served, a node with any replica starts: %v", err)
 	}
-	startServing(t, etcd, "a", replicaURL)
+	startServing(t, etcd, "a", t.TempDir(), replicaURL)
 	err := start("b", otherURL)
 	want := fmt.Sprintf(`--replica-url: this node replicates to %s, and cluster "test" to %s`, otherURL, replicaURL)
 	if err == nil || !strings.HasPrefix(err.Error(), want) {

@@ -153,6 +153,9 @@ func (n *Node) registrationAs(role Role, term int64) string {
 	if n.opts.Replica != nil {
 		r.Replica = n.opts.Replica()
 	}
+	if n.opts.Unshipped != nil && role == Leader {
+		r.Unshipped = int64(n.opts.Unshipped() / time.Second) // whole seconds: a put when it changes, not at every shipment
+	}
 	n.mu.Lock()
 	n.status.Lag = r.Lag
 	n.mu.Unlock()
@@ -213,4 +216,42 @@ func (n *Node) View(ctx context.Context) (View, error) {
 		v.Nodes = append(v.Nodes, NodeView{Registration: r, Leader: r.Node == v.Leader})
 	}
 	return v, nil
+}
+
+// watchLeaderShipping follows the registrations of the nodes that say they
+// lead, until ctx ends, and keeps what the last one said of its commits not
+// in the replica (Status.LeaderUnshipped): a follower knows that shipping
+// stopped from the leader itself, and still knows it once that leader is
+// gone, when it matters.
+func (n *Node) watchLeaderShipping(ctx context.Context) {
+	for ctx.Err() == nil {
+		resp, err := n.client.Get(ctx, n.prefix("nodes/"), clientv3.WithPrefix())
+		if err == nil {
+			for _, kv := range resp.Kvs {
+				n.readLeaderShipping(kv.Value)
+			}
+			for wr := range n.client.Watch(ctx, n.prefix("nodes/"), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
+				for _, ev := range wr.Events {
+					if ev.Type == clientv3.EventTypePut {
+						n.readLeaderShipping(ev.Kv.Value)
+					}
+				}
+			}
+		}
+		if sleep(ctx, minBackoff) != nil {
+			return
+		}
+	}
+}
+
+// readLeaderShipping keeps what a leader's registration says of its commits
+// not in the replica.
+func (n *Node) readLeaderShipping(value []byte) {
+	var r Registration
+	if json.Unmarshal(value, &r) != nil || r.Role != Leader || r.Node == n.cfg.NodeName {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.status.LeaderUnshipped = time.Duration(r.Unshipped) * time.Second
 }

@@ -251,8 +251,17 @@ func (g *gate) notReadyMessage() string {
 	case s.Leader == nil && s.LeaderRefused != "":
 		return "This node refuses the leader named in etcd: it does not prove that it belongs to the cluster. The server log says why."
 	case s.Leader == nil:
-		return "This node is a candidate: no leader is elected yet."
+		return "This node is a candidate: no leader is elected yet." + unshippedMessage(s)
 	default:
-		return fmt.Sprintf("This node is a %s; the leader is %s at %s (term %d).", s.Role, s.Leader.Node, s.Leader.URL, s.Leader.Term)
+		return fmt.Sprintf("This node is a %s; the leader is %s at %s (term %d).", s.Role, s.Leader.Node, s.Leader.URL, s.Leader.Term) + unshippedMessage(s)
 	}
+}
+
+// unshippedMessage says, when the leader last said so, that the replica
+// lacks its latest commits: a failover would lose them.
+func unshippedMessage(s cluster.Status) string {
+	if s.LeaderUnshipped == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" The leader last said its commits of the last %s were not in the replica: a failover would lose them.", s.LeaderUnshipped)
 }

@@ -55,6 +55,7 @@
 //	petstore_cluster_lag_seconds                gauge      a follower's copy: age of the oldest transaction not applied
 //	petstore_cluster_lag_transactions           gauge      a follower's copy: transactions not applied
 //	petstore_cluster_replica_up                 gauge      the leader: 1 while its data ships to the replica
+//	petstore_cluster_leader_unshipped_seconds   gauge      age of the leader's oldest commit not in the replica (a follower: as the leader last said)
 //	petstore_cluster_syncs_total                counter    the leader under --cluster-sync: shipments made for creates (each serves those waiting)
 //	petstore_build_info                         gauge      version, revision, goversion; always 1
 //	go_*, process_*                                        the Go and process collectors

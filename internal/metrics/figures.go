@@ -3,6 +3,7 @@ package metrics
 import (
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -121,6 +122,14 @@ func Cluster(p *cluster.Process) []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "petstore_cluster_forwards_refused_total",
 			Help: "Requests naming a forwarding node that this node refused as the leader: not authenticated by the cluster's secret."},
 			func() float64 { return float64(status().RefusedForwards) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_cluster_leader_unshipped_seconds",
+			Help: "How long the leader's oldest commit not in the replica had waited, as the leader last said (whole seconds): what a failover would lose."},
+			func() float64 {
+				if status().Role == cluster.Leader {
+					return p.Data.Unshipped().Truncate(time.Second).Seconds()
+				}
+				return status().LeaderUnshipped.Seconds()
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_cluster_lag_seconds", Help: "How long the oldest transaction this follower has not applied has been in the replica."},
 			func() float64 { return p.Data.Lag().Seconds }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_cluster_lag_transactions", Help: "Transactions in the replica this follower has not applied."},

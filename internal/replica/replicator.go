@@ -71,7 +71,7 @@ type Status struct {
 	Committed, Shipped uint64
 
 	// ShippedAt is when the replica last held every transaction copied
-	// from the WAL (zero before the first upload).
+	// from the WAL: the start, before anything was copied.
 	ShippedAt time.Time
 
 	// Syncs counts the shipments Sync made: one serves every caller that
@@ -142,7 +142,7 @@ func StartReplicating(ctx context.Context, dbPath string, root Root, cluster str
 	r := &Replicator{
 		db: db, replica: replica, store: store, log: log,
 		ctx: loopCtx, cancel: cancel, done: make(chan struct{}),
-		status: Status{Term: term, URL: termURL},
+		status: Status{Term: term, URL: termURL, ShippedAt: time.Now()},
 	}
 	r.shipFunc = r.shipNow
 	go r.run(loopCtx)
@@ -362,6 +362,19 @@ func (r *Replicator) shipNow(ctx context.Context) error {
 		return r.record(0, fmt.Errorf("copy the WAL: %w", err))
 	}
 	return err
+}
+
+// Unshipped is how long the oldest transaction copied from the WAL and not
+// in the replica has waited for its shipment, at most: zero while the
+// replica holds every one. It asks Litestream what it has copied, as an
+// upload that hangs records nothing in Status.
+func (r *Replicator) Unshipped() time.Duration {
+	pos, err := r.db.Pos()
+	st := r.Status()
+	if err != nil || pos.IsZero() || uint64(pos.TXID) <= st.Shipped {
+		return 0
+	}
+	return time.Since(st.ShippedAt)
 }
 
 // Status returns what has been shipped, and why shipping fails if it does.
