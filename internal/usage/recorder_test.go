@@ -194,7 +194,7 @@ func TestOutcomeOf(t *testing.T) {
 	for status, want := range map[int]usage.Outcome{
 		http.StatusOK: usage.Served, http.StatusCreated: usage.Served, http.StatusNotModified: usage.Served,
 		http.StatusBadRequest: usage.Refused, http.StatusForbidden: usage.Refused, http.StatusGone: usage.Refused,
-		http.StatusTooManyRequests: usage.Limited,
+		http.StatusTooManyRequests:     usage.Limited,
 		http.StatusInternalServerError: usage.Failed, http.StatusServiceUnavailable: usage.Failed,
 	} {
 		if got := usage.OutcomeOf(status); got != want {
