@@ -126,6 +126,9 @@ func Start(app core.App, cfg Config, logger *slog.Logger) (*Recorder, error) {
 // operation (its operation id in the document, or OtherOperation), in at's
 // UTC hour (at: when its rate limit counted it), with its outcome.
 func (r *Recorder) Record(keyID, operation string, at time.Time, outcome Outcome) {
+	if !counting {
+		return
+	}
 	e := entry{keyID, hourOf(at), operation, outcome}
 	r.mu.Lock()
 	r.pending[e]++
