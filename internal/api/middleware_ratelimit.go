@@ -27,7 +27,7 @@ const (
 //
 // A key's request goes into its usage history once answered, whatever the
 // answer: its operation, the UTC hour its windows counted it in, and its
-// outcome by status. The decision stays on the event for getUsage.
+// outcome: limited when the limit refused it, else by status. The decision stays on the event for getUsage.
 //
 // o, when not nil, counts each decision by plan and outcome; dayUsed, when
 // not nil, hears of a key whose day window admits no more.
@@ -75,7 +75,13 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer, dayUsed f
 				err = refusedOrNext(e, d)
 			}
 			answered = true
-			history.Record(key.ID, operation, d.At, usage.OutcomeOf(statusOf(e, err)))
+			outcome := usage.OutcomeOf(statusOf(e, err))
+			if d.Exceeded() {
+				// Refused by the limit, whatever answered (a 403 for the
+				// scope comes first): counted in no window.
+				outcome = usage.Limited
+			}
+			history.Record(key.ID, operation, d.At, outcome)
 			return err
 		},
 	}

@@ -77,6 +77,10 @@ func TestUsageCountsEveryRequest(t *testing.T) {
 	smallID := a.KeyRecord(t, small).Id
 	readOnly := a.NewKey(t, apikeys.NewKey{Plan: "free", Scopes: []apikeys.Scope{apikeys.ScopePetsRead}})
 	readOnlyID := a.KeyRecord(t, readOnly).Id
+	// Out of scope and, the second time, over its minute: refused by the
+	// limit though the scope's 403 answers, counted in no window.
+	tiny := a.NewKey(t, apikeys.NewKey{Plan: "free", PerMinute: 1, PerDay: 1000, Scopes: []apikeys.Scope{apikeys.ScopePetsRead}})
+	tinyID := a.KeyRecord(t, tiny).Id
 
 	send := func(s *apptest.Server, n int, key, method, path string, body any, status int) {
 		t.Helper()
@@ -101,6 +105,7 @@ func TestUsageCountsEveryRequest(t *testing.T) {
 	send(a, 2, small, http.MethodGet, "/v1/pets", nil, http.StatusTooManyRequests)
 	send(b, 2, readOnly, http.MethodPost, "/v1/pets", pet, http.StatusForbidden)
 	send(b, 1, "", http.MethodGet, "/v1/pets", nil, http.StatusUnauthorized) // no key: no one's use
+	send(a, 2, tiny, http.MethodPost, "/v1/pets", pet, http.StatusForbidden)
 
 	// A failure on our side: listPets' table is gone (a page not kept).
 	if _, err := a.App.DB().NewQuery("ALTER TABLE pets RENAME TO pets_away").Execute(); err != nil {
@@ -159,8 +164,11 @@ func TestUsageCountsEveryRequest(t *testing.T) {
 	if rows := usageRows(t, c, readOnlyID); !maps.Equal(rows, map[string]int64{"createPet refused": 2}) {
 		t.Errorf("the read-only key's rows: %v", rows)
 	}
-	if n := c.CountRecords(t, usage.Collection); n != int64(len(want)+3) {
-		t.Errorf("%d rows, want %d: one per key, hour, operation and outcome", n, len(want)+3)
+	if rows := usageRows(t, c, tinyID); !maps.Equal(rows, map[string]int64{"createPet refused": 1, "createPet limited": 1}) {
+		t.Errorf("the tiny key's rows: %v", rows)
+	}
+	if n := c.CountRecords(t, usage.Collection); n != int64(len(want)+5) {
+		t.Errorf("%d rows, want %d: one per key, hour, operation and outcome", n, len(want)+5)
 	}
 
 	// After the restart, getUsage reads it all back.
