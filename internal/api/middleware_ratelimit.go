@@ -27,7 +27,8 @@ const (
 //
 // A key's request goes into its usage history once answered, whatever the
 // answer: its operation, the UTC hour its windows counted it in, and its
-// outcome: limited when the limit refused it, else by status. The decision stays on the event for getUsage.
+// outcome: limited when the limit refused it, else by status. getUsage's
+// requests keep the decision on the event, for its handler.
 //
 // o, when not nil, counts each decision by plan and outcome; dayUsed, when
 // not nil, hears of a key whose day window admits no more.
@@ -56,14 +57,18 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer, dayUsed f
 				return err
 			}
 			d.SetHeaders(e.Response.Header())
-			e.Set(eventKeyDecision, d)
+			operation := operationOf(e.Request.Pattern)
+			if operation == getUsageOperation {
+				// Kept for its handler alone: storing it costs every other
+				// request an allocation.
+				e.Set(eventKeyDecision, d)
+			}
 			if dayUsed != nil && d.DayUsedUp() {
 				dayUsed(key.ID, d.At)
 			}
 			if o != nil {
 				observeDecision(o, key, d)
 			}
-			operation := operationOf(e.Request.Pattern)
 			answered := false
 			defer func() {
 				if !answered { // a panic, which PocketBase's recovery answers with 500

@@ -116,10 +116,14 @@ var operations = map[string]string{
 	"POST /v1/pets":        "createPet",
 	"GET /v1/pets/{petId}": "getPet",
 	"GET /v1/categories":   "listCategories",
-	"GET /v1/usage":        "getUsage",
+	"GET /v1/usage":        getUsageOperation,
 	"GET /v1/openapi.json": "getOpenAPIDocument",
 	"GET /v1/openapi.yaml": "getOpenAPIDocumentYAML",
 }
+
+// getUsageOperation is getUsage's id: its requests keep the rate limit's
+// decision for its handler.
+const getUsageOperation = "getUsage"
 
 // operationOf is the operation id of the route pattern a request matched,
 // or usage.OtherOperation.
