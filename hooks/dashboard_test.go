@@ -160,7 +160,7 @@ func TestDashboardCollections(t *testing.T) {
 		{"api_keys", "key_hash", "a save here that changes it is refused"},
 		{"api_keys", "prefix", "a save here that changes it is refused"},
 		{"api_keys", "scopes", "a save here that changes them is refused"},
-		{"api_key_usage", "limited", "requests minus limited"},
+		{"usage_hours", "outcome", "A day window counts every outcome but limited"},
 		{"plans", "ban_after", "0 means the per-minute quota"},
 		{"plans", "ban_minutes", "0 disables bans"},
 		{"pets", "categoryId", "from 1 to 9007199254740991"},

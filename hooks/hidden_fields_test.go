@@ -47,7 +47,7 @@ func TestHiddenFieldsCannotBeSearched(t *testing.T) {
 		{"api_keys", q("filter", "previous_hash != ''")},
 		{"api_keys", q("sort", "key_hash")},
 		{"pets", q("filter", "@collection.webhook_endpoints.secret >= 'whsec_'")},
-		{"api_key_usage", q("filter", "api_key.key_hash >= '8'")},
+		{"usage_hours", q("filter", "api_key.key_hash >= '8'")},
 		{"plans", q("filter", "api_keys_via_plan.key_hash ?>= '8'")},
 	} {
 		r := list(c.collection, c.query)

@@ -126,7 +126,7 @@ func (p *serviceParts) startSettings() (func() error, error) {
 }
 
 func (p *serviceParts) startUsage() (func() error, error) {
-	history, err := usage.Start(p.app, 0, p.s.log)
+	history, err := usage.Start(p.app, usage.Config{Retention: p.opts.UsageRetention}, p.s.log)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -373,5 +374,89 @@ func TestChangeCountersAreWhatTheWatchExpects(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The per-day usage history moves to usage_hours, each day to its 00:00
+// hour with the operation unknown: its admitted requests served, its 429s
+// limited, so that each day counts the same; reverted, the days come back.
+func TestUsageDaysBecomeHours(t *testing.T) {
+	app := newApp(t)
+	if _, err := core.NewMigrationsRunner(app, migrationsBefore("1763684100")).Up(); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := app.FindFirstRecordByData("plans", "name", "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := app.FindCollectionByNameOrId("api_keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := core.NewRecord(keys)
+	key.Set("name", "shop")
+	key.Set("plan", plan.Id)
+	key.Set("key_hash", strings.Repeat("a", 64))
+	key.Set("scopes", []string{"pets:read"})
+	if err := app.Save(key); err != nil {
+		t.Fatal(err)
+	}
+	days := []dbx.Params{
+		{"api_key": key.Id, "day": "2026-01-30", "requests": 10, "limited": 3},
+		{"api_key": key.Id, "day": "2026-01-31", "requests": 4, "limited": 0},
+		{"api_key": key.Id, "day": "2026-02-01", "requests": 2, "limited": 2},
+	}
+	for _, d := range days {
+		if _, err := app.DB().Insert("api_key_usage", d).Execute(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.RunAllMigrations(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.FindCollectionByNameOrId("api_key_usage"); err == nil {
+		t.Error("api_key_usage is still there")
+	}
+	var rows []struct {
+		Hour      string `db:"hour"`
+		Operation string `db:"operation"`
+		Outcome   string `db:"outcome"`
+		Requests  int    `db:"requests"`
+	}
+	if err := app.DB().NewQuery("SELECT hour, operation, outcome, requests FROM usage_hours ORDER BY hour, outcome").All(&rows); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"2026-01-30 00:00:00.000Z unknown limited 3", "2026-01-30 00:00:00.000Z unknown served 7",
+		"2026-01-31 00:00:00.000Z unknown served 4", "2026-02-01 00:00:00.000Z unknown limited 2",
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s %s %s %d", r.Hour, r.Operation, r.Outcome, r.Requests))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("usage_hours:\n%q\nwant\n%q", got, want)
+	}
+
+	runner := core.NewMigrationsRunner(app, core.AppMigrations)
+	for {
+		reverted, err := runner.Down(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reverted) == 0 || strings.HasPrefix(reverted[0], "1763684100") {
+			break
+		}
+	}
+	var back []dbx.NullStringMap
+	if err := app.DB().NewQuery("SELECT day, requests, limited FROM api_key_usage ORDER BY day").All(&back); err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, r := range back {
+		got = append(got, r["day"].String+" "+r["requests"].String+" "+r["limited"].String)
+	}
+	if want := []string{"2026-01-30 10 3", "2026-01-31 4 0", "2026-02-01 2 2"}; !slices.Equal(got, want) {
+		t.Errorf("reverted, api_key_usage: %q, want %q", got, want)
 	}
 }

@@ -49,7 +49,7 @@ func TestPreflightAllowsThePathsMethods(t *testing.T) {
 	// Not a preflight: no CORS methods are listed, and Allow names the
 	// path's methods.
 	for path, allow := range map[string]string{"/v1/pets": "GET, HEAD, POST, OPTIONS", fmt.Sprint("/v1/pets/", pet.ID): "GET, HEAD, OPTIONS",
-		"/v1/categories": "GET, HEAD, OPTIONS", "/v1/nowhere": "OPTIONS"} {
+		"/v1/categories": "GET, HEAD, OPTIONS", "/v1/usage": "GET, HEAD, OPTIONS", "/v1/nowhere": "OPTIONS"} {
 		r := s.Do(t, http.MethodOptions, path, "", nil)
 		if r.StatusCode != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Methods") != "" || r.Header.Get("Allow") != allow {
 			t.Errorf("OPTIONS %s without Origin: %d, Access-Control-Allow-Methods %q, Allow %q; want 204, none, %q",

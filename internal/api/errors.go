@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/pocketbase/pocketbase/apis"
+	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
 )
 
@@ -63,6 +64,18 @@ var genericErrors = map[int]*Error{
 	http.StatusRequestEntityTooLarge: {CodePayloadTooLarge, "The request body is larger than 64 KiB.", http.StatusRequestEntityTooLarge},
 	http.StatusTooManyRequests:       {CodeRateLimitExceeded, "Too many requests.", http.StatusTooManyRequests},
 	http.StatusInternalServerError:   {CodeInternalError, "Internal error; it has been logged.", http.StatusInternalServerError},
+}
+
+// statusOf is the status the request is answered with, err being what its
+// chain returned: the status written, else the one errorBody writes for err.
+func statusOf(e *core.RequestEvent, err error) int {
+	if status := e.Status(); status != 0 {
+		return status
+	}
+	if err != nil {
+		return asError(err).Status
+	}
+	return http.StatusOK
 }
 
 // asError turns any error reaching the top of a /v1 route into an Error.

@@ -80,7 +80,7 @@ func routeLabel(pattern string) string {
 		pattern = path
 	}
 	switch pattern {
-	case "/v1/pets", "/v1/pets/{petId}", "/v1/categories", "/v1/openapi.json", "/v1/openapi.yaml":
+	case "/v1/pets", "/v1/pets/{petId}", "/v1/categories", "/v1/usage", "/v1/openapi.json", "/v1/openapi.yaml":
 		return pattern
 	}
 	return routeOther

@@ -153,6 +153,10 @@ func TestMiddlewareOrder(t *testing.T) {
 			[]string{"route:petstoreStability", "v1:petstorePreflightHeaders"}, inner,
 			[]string{"route:petstoreRequireScope"}, limit,
 			[]string{"route:petstoreRequireKey"})},
+		{"getUsage", http.MethodGet, "/v1/usage", join(outer,
+			[]string{"route:petstoreStability", "v1:petstorePreflightHeaders"}, inner,
+			[]string{"route:petstoreRequireScope"}, limit,
+			[]string{"route:petstoreRequireKey"})},
 		{"unknown path", http.MethodGet, "/v1/nothing", join(
 			[]string{"global:petstoreRequestID", "global:" + apis.DefaultWWWRedirectMiddlewareId, "v1:petstoreObserveRequests", "route:petstoreSentURL", "v1:petstoreErrorBodyOuter", "v1:petstoreExposeHeaders",
 				"v1:petstorePreflightHeaders", "route:petstorePreflightAllows"}, inner, limit)},

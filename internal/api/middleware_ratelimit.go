@@ -13,16 +13,22 @@ import (
 	"petstore/internal/usage"
 )
 
-const rateLimitMiddlewareId = "petstoreRateLimit"
+const (
+	rateLimitMiddlewareId = "petstoreRateLimit"
+	eventKeyDecision      = "petstoreDecision"
+)
 
 // rateLimit decides every /v1 request: against its API key's quota when it
 // has a valid one, and then against nothing else; otherwise against its
 // client network's window for requests without a valid key. Refused
 // requests (429) count in no window. Every response carries the rate-limit
-// headers. A key's request goes into its usage history, served or refused,
-// on the UTC day its day window counted it in. Once counted, a request
-// whose key lacks the route's scope is refused (outOfScope), before the
-// limit may refuse it.
+// headers. Once counted, a request whose key lacks the route's scope is
+// refused (outOfScope), before the limit may refuse it.
+//
+// A key's request goes into its usage history once answered, whatever the
+// answer: its operation, the UTC hour its windows counted it in, and its
+// outcome: limited when the limit refused it, else by status. getUsage's
+// requests keep the decision on the event, for its handler.
 //
 // o, when not nil, counts each decision by plan and outcome; dayUsed, when
 // not nil, hears of a key whose day window admits no more.
@@ -34,45 +40,77 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer, dayUsed f
 			// A client hanging up must neither skip the count nor look like a
 			// Redis failure; the store bounds its own calls.
 			ctx := context.WithoutCancel(e.Request.Context())
-			var d limits.Decision
-			var err error
 			key := apiKeyOf(e)
-			if key != nil {
-				d, err = l.TakeKey(ctx, limitsKey(key))
-			} else {
-				d, err = l.TakeAnonymous(ctx, e.RealIP())
+			if key == nil {
+				d, err := l.TakeAnonymous(ctx, e.RealIP())
+				if err != nil {
+					return err
+				}
+				d.SetHeaders(e.Response.Header())
+				if o != nil {
+					observeDecision(o, nil, d)
+				}
+				return refusedOrNext(e, d)
 			}
+			d, err := l.TakeKey(ctx, limitsKey(key))
 			if err != nil {
 				return err
 			}
 			d.SetHeaders(e.Response.Header())
-			refused := d.Exceeded()
-			if key != nil {
-				history.Record(key.ID, d.At, refused)
-				if dayUsed != nil && d.DayUsedUp() {
-					dayUsed(key.ID, d.At)
-				}
+			operation := operationOf(e.Request.Pattern)
+			if operation == getUsageOperation {
+				// Kept for its handler alone: storing it costs every other
+				// request an allocation.
+				e.Set(eventKeyDecision, d)
+			}
+			if dayUsed != nil && d.DayUsedUp() {
+				dayUsed(key.ID, d.At)
 			}
 			if o != nil {
 				observeDecision(o, key, d)
 			}
-			if key != nil {
-				if err := outOfScope(e, key); err != nil {
-					return err
+			answered := false
+			defer func() {
+				if !answered { // a panic, which PocketBase's recovery answers with 500
+					history.Record(key.ID, operation, d.At, usage.Failed)
 				}
+			}()
+			err = outOfScope(e, key)
+			if err == nil {
+				err = refusedOrNext(e, d)
 			}
-			switch {
-			case d.Banned():
-				return newError(http.StatusTooManyRequests, CodeAPIKeyBanned,
-					"This API key is banned until %s for sending requests while rate limited.",
-					d.BannedUntil.UTC().Format(time.RFC3339))
-			case refused:
-				return newError(http.StatusTooManyRequests, CodeRateLimitExceeded,
-					"Rate limit exceeded: retry after %d seconds.", d.RetryAfter())
+			answered = true
+			outcome := usage.OutcomeOf(statusOf(e, err))
+			if d.Exceeded() {
+				// Refused by the limit, whatever answered (a 403 for the
+				// scope comes first): counted in no window.
+				outcome = usage.Limited
 			}
-			return e.Next()
+			history.Record(key.ID, operation, d.At, outcome)
+			return err
 		},
 	}
+}
+
+// refusedOrNext is the refusal of a request d refused, or the rest of the
+// chain.
+func refusedOrNext(e *core.RequestEvent, d limits.Decision) error {
+	switch {
+	case d.Banned():
+		return newError(http.StatusTooManyRequests, CodeAPIKeyBanned,
+			"This API key is banned until %s for sending requests while rate limited.",
+			d.BannedUntil.UTC().Format(time.RFC3339))
+	case d.Exceeded():
+		return newError(http.StatusTooManyRequests, CodeRateLimitExceeded,
+			"Rate limit exceeded: retry after %d seconds.", d.RetryAfter())
+	}
+	return e.Next()
+}
+
+// decisionOf is the rate limit's decision on the request of a valid key.
+func decisionOf(e *core.RequestEvent) (limits.Decision, bool) {
+	d, ok := e.Get(eventKeyDecision).(limits.Decision)
+	return d, ok
 }
 
 // countUncounted counts a request that failed before rateLimit could count

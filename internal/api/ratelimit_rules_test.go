@@ -142,7 +142,7 @@ func TestRefusedRequestsAreFree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := today[id]; c.Served() != 5 || c.Limited != 15 {
+		if c := today[id]; c.Admitted() != 5 || c.Limited != 15 {
 			t.Errorf("usage history today: %+v, want 5 served and 15 refused", c)
 		}
 		var out bytes.Buffer

@@ -62,8 +62,9 @@ type Deps struct {
 //	countUncounted   a request failing before rateLimit is counted against its IP
 //	identifyKey      resolves the bearer API key, if any
 //	rateLimit        counts the request (per key, else per IP), sets the headers;
-//	                 records a key's request in its usage history; then 403 for a
-//	                 key without the route's scope (requireScope), else 429
+//	                 then 403 for a key without the route's scope (requireScope),
+//	                 else 429; once the request is answered, records a key's
+//	                 request in its usage history (operation, hour, outcome)
 //	BodyLimit        64 KiB (replaces PocketBase's 32 MB for /v1)
 //
 // Each operation's route adds requireKey (401 without a valid API key, after
@@ -89,6 +90,7 @@ func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 		removedAfter(getPetSunset, d.Now, getPetReplacement))
 	v1.GET("/categories", handleListCategories(d.Categories, d.Version, d.Base.links()+"/categories")).Bind(requireKey(),
 		requireScope(apikeys.ScopePetsRead), stability(stabilityBeta))
+	v1.GET("/usage", handleGetUsage(d.Usage)).Bind(requireKey(), requireScope(apikeys.ScopePetsRead), stability(stabilityBeta))
 	// The contract itself needs no API key.
 	v1.GET("/openapi.json", d.Documents.JSON.Serve)
 	v1.GET("/openapi.yaml", d.Documents.YAML.Serve)
@@ -99,10 +101,37 @@ func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 	knownPath(v1, "/pets", http.MethodGet, http.MethodHead, http.MethodPost)
 	knownPath(v1, "/pets/{petId}", http.MethodGet, http.MethodHead)
 	knownPath(v1, "/categories", http.MethodGet, http.MethodHead)
+	knownPath(v1, "/usage", http.MethodGet, http.MethodHead)
 	knownPath(v1, "/openapi.json", http.MethodGet, http.MethodHead)
 	knownPath(v1, "/openapi.yaml", http.MethodGet, http.MethodHead)
 	v1.Any("", notFound).Bind(preflightAllows(""))
 	v1.Any("/{path...}", notFound).Bind(sentURL(), preflightAllows("")) // also paths refused before routing (uncleanPathGuard)
+}
+
+// operations are the document's operation ids by the pattern of their
+// route: the usage history counts each key's requests by them
+// (TestOperationsAreTheDocuments holds them to the document).
+var operations = map[string]string{
+	"GET /v1/pets":         "listPets",
+	"POST /v1/pets":        "createPet",
+	"GET /v1/pets/{petId}": "getPet",
+	"GET /v1/categories":   "listCategories",
+	"GET /v1/usage":        getUsageOperation,
+	"GET /v1/openapi.json": "getOpenAPIDocument",
+	"GET /v1/openapi.yaml": "getOpenAPIDocumentYAML",
+}
+
+// getUsageOperation is getUsage's id: its requests keep the rate limit's
+// decision for its handler.
+const getUsageOperation = "getUsage"
+
+// operationOf is the operation id of the route pattern a request matched,
+// or usage.OtherOperation.
+func operationOf(pattern string) string {
+	if id, ok := operations[pattern]; ok {
+		return id
+	}
+	return usage.OtherOperation
 }
 
 // knownPath answers the methods of path other than allowed with 405 and

@@ -36,7 +36,7 @@ func (k Ledger) Served(day time.Time) (map[string]int64, error) {
 	}
 	served := make(map[string]int64, len(counts))
 	for id, c := range counts {
-		served[id] = c.Served()
+		served[id] = c.Admitted()
 	}
 	return served, nil
 }

@@ -145,7 +145,7 @@ func (c *KeysCommand) listCommand(app core.App) *cobra.Command {
 				counts := today[k.Id]
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", k.Id, orDash(printable(k.Name())),
 					k.Prefix()+"…", plan, k.State(now), strings.Join(apikeys.ScopeNames(k.Scopes()), ","),
-					orDash(dateOrEmpty(k.Expires())), orDash(dateOrEmpty(k.LastUsed())), counts.Served(), counts.Limited)
+					orDash(dateOrEmpty(k.Expires())), orDash(dateOrEmpty(k.LastUsed())), counts.Admitted(), counts.Limited)
 			}
 			return w.Flush()
 		},

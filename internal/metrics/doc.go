@@ -16,7 +16,7 @@
 //
 //	http_server_request_duration_seconds        histogram  http_request_method, http_route, http_response_status_code
 //	                                                       (OpenTelemetry's HTTP server names as Prometheus exports them;
-//	                                                       http_route is the pattern: /v1/pets, /v1/pets/{petId}, /v1/categories,
+//	                                                       http_route is the pattern: /v1/pets, /v1/pets/{petId}, /v1/categories, /v1/usage,
 //	                                                       /v1/openapi.json, /v1/openapi.yaml, or "other" under /v1; outside it,
 //	                                                       the registered pattern that answered, PocketBase's included)
 //	petstore_ratelimit_requests_total           counter    plan ("anonymous" without a valid key), outcome (admitted, limited, banned)

@@ -23,6 +23,7 @@ import (
 	"petstore/internal/realtime"
 	"petstore/internal/requestlog"
 	"petstore/internal/tracing"
+	"petstore/internal/usage"
 	"petstore/internal/webhooks"
 )
 
@@ -117,6 +118,8 @@ func Bind(root, serve *pflag.FlagSet, self banner.Invocation, pocketBase ...stri
 		"which requests go to PocketBase's logs, /v1's and the rest alike: bounded (every error, and 100 successes a second with a row counting the rest), all, or errors (4xx and 5xx) only")
 	root.DurationVar(&o.AuditRetention, "audit-retention", audit.DefaultRetention,
 		"how long the audit trail (changes of keys, plans, webhook endpoints and categories; backups; cluster leadership) keeps a record (0: forever)")
+	root.DurationVar(&o.UsageRetention, "usage-retention", usage.DefaultRetention,
+		"how long the usage history (each key's requests per UTC hour, operation and outcome) keeps an hour (0: forever)")
 	root.DurationVar(&o.WebhooksRetention, "webhooks-retention", webhooks.DefaultRetention,
 		"how long webhook delivery attempts, and events delivered or failed, are kept (0: forever)")
 	root.BoolVar(&o.AccessLog, "access-log", false, "log one console line per /v1 request")
@@ -197,7 +200,7 @@ func (f *Flags) Parse(serving bool, stdout, stderr io.Writer) (Options, error) {
 	}{
 		{"read-header-timeout", opts.Server.ReadHeaderTimeout}, {"idle-timeout", opts.Server.IdleTimeout}, {"body-timeout", opts.Server.BodyTimeout},
 		{"shutdown-timeout", opts.Server.ShutdownTimeout}, {"drain-delay", opts.Server.DrainDelay},
-		{"slow-request", opts.SlowRequest}, {"audit-retention", opts.AuditRetention}, {"webhooks-retention", opts.WebhooksRetention},
+		{"slow-request", opts.SlowRequest}, {"audit-retention", opts.AuditRetention}, {"usage-retention", opts.UsageRetention}, {"webhooks-retention", opts.WebhooksRetention},
 		{"lock-timeout", f.startup.LockTimeout}, {"quick-check", f.startup.QuickCheck},
 	} {
 		if d.d < 0 {

@@ -67,6 +67,9 @@ type Options struct {
 	// AllowBackupRestore lets backups be uploaded and restored through
 	// PocketBase's API and dashboard (serve --allow-backup-restore).
 	AllowBackupRestore bool
+	// UsageRetention is how long the usage history keeps an hour; 0:
+	// forever.
+	UsageRetention time.Duration
 	// WebhooksRetention is how long webhook attempts, and events delivered
 	// or failed, are kept; 0: forever.
 	WebhooksRetention time.Duration

@@ -12,6 +12,7 @@ import (
 
 	"petstore/internal/banner"
 	"petstore/internal/options"
+	"petstore/internal/usage"
 )
 
 // parse binds the flags on new flag sets (serve with PocketBase's --http
@@ -37,7 +38,7 @@ func TestParseMakesValues(t *testing.T) {
 	opts, err := parse(t, "--http", "10.0.0.7:8090", "--public-url", "https://shop.example.org/api/v1",
 		"--proxy-addresses", "127.0.0.1, 10.0.0.0/8", "--trusted-proxy-headers", "X-Forwarded-For",
 		"--ratelimit-redis", "redis://:hunter2@127.0.0.1:6379/0", "--metrics-addr", "127.0.0.1:9090",
-		"--cluster-etcd", "http://127.0.0.1:2379,http://127.0.0.1:2380", "--replica-url", "file:///var/lib/replica/", "--cluster-insecure-peers", "--drain-delay", "2s")
+		"--cluster-etcd", "http://127.0.0.1:2379,http://127.0.0.1:2380", "--replica-url", "file:///var/lib/replica/", "--cluster-insecure-peers", "--drain-delay", "2s", "--usage-retention", "48h")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,8 @@ func TestParseMakesValues(t *testing.T) {
 	if !c.Enabled() || len(c.Endpoints) != 2 || c.AdvertiseURL != "http://10.0.0.7:8090" || c.Replica.String() != "file:///var/lib/replica" {
 		t.Errorf("cluster %+v", c)
 	}
-	if opts.MetricsAddr != "127.0.0.1:9090" || opts.Server.DrainDelay != 2*time.Second || !opts.Startup.Serving || !opts.Startup.Cluster {
+	if opts.MetricsAddr != "127.0.0.1:9090" || opts.Server.DrainDelay != 2*time.Second || opts.UsageRetention != 48*time.Hour ||
+		!opts.Startup.Serving || !opts.Startup.Cluster {
 		t.Errorf("options %+v, startup %+v", opts, opts.Startup)
 	}
 }
@@ -66,8 +68,8 @@ func TestParseMakesValues(t *testing.T) {
 // password. TestEveryFlagRefusesABadValue (testkit/realserver) walks every
 // flag through the binary.
 func TestParseNamesTheFlag(t *testing.T) {
-	if _, err := parse(t); err != nil {
-		t.Fatalf("the defaults: %v", err)
+	if opts, err := parse(t); err != nil || opts.UsageRetention != usage.DefaultRetention {
+		t.Fatalf("the defaults: %v, usage kept %v", err, opts.UsageRetention)
 	}
 	for _, tt := range []struct {
 		args []string

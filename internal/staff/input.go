@@ -19,7 +19,6 @@ import (
 	"petstore/internal/fielderr"
 	"petstore/internal/rollgrace"
 	"petstore/internal/strictinput"
-	"petstore/internal/usage"
 )
 
 // The request bodies. Pointers tell "not sent" from zero.
@@ -247,18 +246,21 @@ func historyQuery(rawQuery string) (page, perPage int, err error) {
 	return page, perPage, nil
 }
 
-// parseDays reads ?days=N: 1 to usage.Retention, default 30, given once.
+// maxChartDays is how many days the per-key chart may ask for.
+const maxChartDays = 90
+
+// parseDays reads ?days=N: 1 to maxChartDays, default 30, given once.
 func parseDays(rawQuery string) (int, error) {
 	q, err := parseQuery(rawQuery)
 	if err != nil {
 		return 0, err
 	}
 	if len(q["days"]) > 1 {
-		return 0, badRequest("days must be a whole number from 1 to %d, given once", usage.Retention)
+		return 0, badRequest("days must be a whole number from 1 to %d, given once", maxChartDays)
 	}
-	n, err := wholeNumber(q, "days", 30, usage.Retention)
+	n, err := wholeNumber(q, "days", 30, maxChartDays)
 	if err != nil {
-		return 0, badRequest("days must be a whole number from 1 to %d, given once", usage.Retention)
+		return 0, badRequest("days must be a whole number from 1 to %d, given once", maxChartDays)
 	}
 	return n, nil
 }

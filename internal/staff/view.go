@@ -39,15 +39,16 @@ type quotaView struct {
 	Own   bool  `json:"own"`
 }
 
-// todayView is a key's requests on the current UTC day: served, and
-// refused with 429.
+// todayView is a key's requests on the current UTC day: served (admitted
+// by the limits, whatever their answer: what PerDay counts), and refused
+// with 429.
 type todayView struct {
 	Served  int64 `json:"served"`
 	Refused int64 `json:"refused"`
 }
 
 func todayOf(c usage.Counts) todayView {
-	return todayView{Served: c.Served(), Refused: c.Limited}
+	return todayView{Served: c.Admitted(), Refused: c.Limited}
 }
 
 type previousView struct {

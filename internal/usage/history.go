@@ -7,6 +7,34 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 )
 
+// Counts are requests by outcome.
+type Counts struct {
+	Requests int64 `json:"requests"` // every outcome
+	Refused  int64 `json:"refused"`  // 4xx but 429: the client's mistake
+	Limited  int64 `json:"limited"`  // 429: refused by a limit (rate limit or ban)
+	Failed   int64 `json:"failed"`   // 5xx: failed on our side
+}
+
+// Served is how many of the requests were served (1xx to 3xx).
+func (c Counts) Served() int64 { return c.Requests - c.Refused - c.Limited - c.Failed }
+
+// Admitted is how many of the requests the limits admitted, whatever their
+// answer: what the key's day window counts, as refused requests count in
+// no window.
+func (c Counts) Admitted() int64 { return c.Requests - c.Limited }
+
+func (c *Counts) add(o Outcome, n int64) {
+	c.Requests += n
+	switch o {
+	case Refused:
+		c.Refused += n
+	case Limited:
+		c.Limited += n
+	case Failed:
+		c.Failed += n
+	}
+}
+
 // Day is one key's use on one UTC day.
 type Day struct {
 	Day string `json:"day"` // YYYY-MM-DD
@@ -21,12 +49,15 @@ func (r *Recorder) History(keyID string, days int, now time.Time) ([]Day, error)
 	first := today - int64(days) + 1
 	var rows []struct {
 		Day      string `db:"day"`
+		Outcome  string `db:"outcome"`
 		Requests int64  `db:"requests"`
-		Limited  int64  `db:"limited"`
 	}
-	err := r.app.DB().Select("day", "requests", "limited").From(Collection).
+	// substr(hour, 1, 10) is the hour's UTC day; the (api_key, hour, ...)
+	// index finds the key's hours since first.
+	err := r.app.DB().Select("substr(hour, 1, 10) AS day", "outcome", "SUM(requests) AS requests").From(Collection).
 		Where(dbx.HashExp{"api_key": keyID}).
-		AndWhere(dbx.NewExp("day >= {:first}", dbx.Params{"first": dayString(first)})).
+		AndWhere(dbx.NewExp("hour >= {:first}", dbx.Params{"first": hourString(first * 24)})).
+		GroupBy("day", "outcome").
 		All(&rows)
 	if err != nil {
 		return nil, err
@@ -39,20 +70,51 @@ func (r *Recorder) History(keyID string, days int, now time.Time) ([]Day, error)
 	}
 	for _, row := range rows {
 		if d := byDay[row.Day]; d != nil {
-			d.Requests += row.Requests
-			d.Limited += row.Limited
+			d.add(outcomeNamed(row.Outcome), row.Requests)
 		}
 	}
 	r.mu.Lock()
-	for e, c := range r.pending {
-		if e.keyID == keyID && e.day >= first && e.day <= today {
-			d := &history[e.day-first]
-			d.Requests += c.Requests
-			d.Limited += c.Limited
+	for e, n := range r.pending {
+		if day := e.hour / 24; e.keyID == keyID && day >= first && day <= today {
+			history[day-first].add(e.outcome, n)
 		}
 	}
 	r.mu.Unlock()
 	return history, nil
+}
+
+// Report is one key's use as its caller sees it.
+type Report struct {
+	Today Day   // now's UTC day
+	Month Month // now's UTC month, up to now
+	Days  []Day // the last ReportDays UTC days, today's included, oldest first
+}
+
+// Month is one key's use in one UTC month.
+type Month struct {
+	Month string // YYYY-MM
+	Counts
+}
+
+// ReportDays is how many days a Report lists.
+const ReportDays = 30
+
+// Report is the use of the key with the given record id today, this month
+// and on each of the last ReportDays days, as History counts it.
+func (r *Recorder) Report(keyID string, now time.Time) (Report, error) {
+	now = now.UTC()
+	days, err := r.History(keyID, max(ReportDays, now.Day()), now)
+	if err != nil {
+		return Report{}, err
+	}
+	month := Month{Month: now.Format("2006-01")}
+	for _, d := range days[len(days)-now.Day():] {
+		month.Requests += d.Requests
+		month.Refused += d.Refused
+		month.Limited += d.Limited
+		month.Failed += d.Failed
+	}
+	return Report{Today: days[len(days)-1], Month: month, Days: days[len(days)-ReportDays:]}, nil
 }
 
 // Today is the use on now's UTC day of the keys with the given record ids,
@@ -69,11 +131,10 @@ func (r *Recorder) Today(now time.Time, keyIDs ...string) (map[string]Counts, er
 	}
 	today := dayOf(now)
 	r.mu.Lock()
-	for e, c := range r.pending {
-		if e.day == today && (len(keyIDs) == 0 || wanted[e.keyID]) {
+	for e, n := range r.pending {
+		if e.hour/24 == today && (len(keyIDs) == 0 || wanted[e.keyID]) {
 			sum := counts[e.keyID]
-			sum.Requests += c.Requests
-			sum.Limited += c.Limited
+			sum.add(e.outcome, n)
 			counts[e.keyID] = sum
 		}
 	}
@@ -87,24 +148,39 @@ func (r *Recorder) Today(now time.Time, keyIDs ...string) (map[string]Counts, er
 func Saved(app core.App, day time.Time, keyIDs ...string) (map[string]Counts, error) {
 	var rows []struct {
 		Key      string `db:"api_key"`
+		Outcome  string `db:"outcome"`
 		Requests int64  `db:"requests"`
-		Limited  int64  `db:"limited"`
 	}
-	where := dbx.HashExp{"day": dayString(dayOf(day))}
+	first := dayOf(day) * 24
+	q := app.DB().Select("api_key", "outcome", "SUM(requests) AS requests").From(Collection).
+		Where(dbx.NewExp("hour >= {:first} AND hour < {:end}", dbx.Params{
+			"first": hourString(first), "end": hourString(first + 24),
+		}))
 	if len(keyIDs) > 0 {
 		ids := make([]any, len(keyIDs))
 		for i, id := range keyIDs {
 			ids[i] = id
 		}
-		where["api_key"] = ids
+		q.AndWhere(dbx.In("api_key", ids...))
 	}
-	err := app.DB().Select("api_key", "requests", "limited").From(Collection).Where(where).All(&rows)
-	if err != nil {
+	if err := q.GroupBy("api_key", "outcome").All(&rows); err != nil {
 		return nil, err
 	}
 	counts := make(map[string]Counts, len(rows))
 	for _, row := range rows {
-		counts[row.Key] = Counts{Requests: row.Requests, Limited: row.Limited}
+		c := counts[row.Key]
+		c.add(outcomeNamed(row.Outcome), row.Requests)
+		counts[row.Key] = c
 	}
 	return counts, nil
+}
+
+// outcomeNamed is the outcome the table calls name.
+func outcomeNamed(name string) Outcome {
+	for o, n := range outcomeNames {
+		if n == name {
+			return Outcome(o)
+		}
+	}
+	return Served // the field's select allows no other value
 }

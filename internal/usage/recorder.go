@@ -1,13 +1,17 @@
-// Package usage keeps each API key's use per UTC day: requests made, and of
-// those the ones refused with 429; the others, served, are what the key's
-// day quota counts. Requests are counted in memory and added to the
-// api_key_usage table every few seconds and at shutdown, so that several
-// instances sharing one data directory add up. Days older than Retention are
-// purged.
+// Package usage keeps each API key's use per UTC hour, /v1 operation and
+// outcome: served, refused for the client's mistake, refused by a limit,
+// failed on our side. Requests are counted in memory, off every lock the
+// database writer holds, and added to the usage_hours table every few
+// seconds and at shutdown (one row per key, hour, operation and outcome,
+// never one per request), so that several instances sharing one data
+// directory add up. Hours older than the retention are purged once a day.
+// The package also answers the reads of that history: a key's days, its
+// caller's report, every key's count today.
 package usage
 
 import (
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -15,57 +19,100 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 )
 
-// Collection holds one row per key and UTC day.
-const Collection = "api_key_usage"
+// Collection holds one row per key, UTC hour, operation and outcome.
+const Collection = "usage_hours"
 
-// Retention is how many UTC days are kept, today included.
-const Retention = 90
+// DefaultRetention is --usage-retention's default: 400 days, so that a year
+// compares with the one before.
+const DefaultRetention = 400 * 24 * time.Hour
 
-// DefaultFlushEvery is how often counts are added to the table.
+// DefaultFlushEvery is how often counts are added to the table: what a
+// kill -9 may lose.
 const DefaultFlushEvery = 5 * time.Second
 
-const dayLayout = "2006-01-02"
+// The operations that are no /v1 operation of the document.
+const (
+	// OtherOperation is a request with a key that matched no operation: the
+	// document itself, an unknown path (404), a known path with another
+	// method (405).
+	OtherOperation = "other"
+	// UnknownOperation is the history kept per day before hours were: its
+	// days became their 00:00 hour, the operation unknown.
+	UnknownOperation = "unknown"
+)
 
-// Recorder counts requests per key and day in memory and adds the counts to
-// the table.
+// Outcome is what became of a request, by the status it was answered with.
+type Outcome uint8
+
+const (
+	Served  Outcome = iota // 1xx to 3xx
+	Refused                // 4xx but 429: refused for the client's mistake
+	Limited                // 429: refused by a limit (rate limit or ban)
+	Failed                 // 5xx: failed on our side
+	outcomes
+)
+
+// outcomeNames are the outcomes as the table stores them.
+var outcomeNames = [outcomes]string{"served", "refused", "limited", "failed"}
+
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// OutcomeOf is the outcome of a request answered with status. Only the rate
+// limit answers /v1 with 429.
+func OutcomeOf(status int) Outcome {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return Limited
+	case status >= 500:
+		return Failed
+	case status >= 400:
+		return Refused
+	}
+	return Served
+}
+
+// Config is how a Recorder keeps its counts.
+type Config struct {
+	// Retention is how long an hour is kept; 0: forever.
+	Retention time.Duration
+	// FlushEvery is how often counts are added to the table;
+	// DefaultFlushEvery when 0.
+	FlushEvery time.Duration
+}
+
+// Recorder counts requests per key, hour, operation and outcome in memory
+// and adds the counts to the table.
 type Recorder struct {
-	app        core.App
-	logger     *slog.Logger
-	flushEvery time.Duration
+	app    core.App
+	logger *slog.Logger
+	cfg    Config
 
 	mu      sync.Mutex
-	pending map[entry]Counts
+	pending map[entry]int64
 
 	purgedDay int64 // the day of the last purge; touched by the flush loop only
 	stop      chan struct{}
 	done      chan struct{}
 }
 
-// entry is one key on one UTC day (days since the Unix epoch).
+// entry is one key's requests of one operation and outcome in one UTC hour
+// (hours since the Unix epoch).
 type entry struct {
-	keyID string
-	day   int64
+	keyID     string
+	hour      int64
+	operation string
+	outcome   Outcome
 }
 
-// Counts are one key's requests on one day.
-type Counts struct {
-	Requests int64 `json:"requests"` // served and refused
-	Limited  int64 `json:"limited"`  // refused with 429 (rate limit or ban)
-}
-
-// Served is how many of the requests were served: what the key's day window
-// counts, as refused requests count in no window.
-func (c Counts) Served() int64 { return c.Requests - c.Limited }
-
-// Start returns a Recorder adding its counts to app's table every flushEvery
-// (DefaultFlushEvery when 0) until Close, logging failures to logger. It
-// purges old days at once.
-func Start(app core.App, flushEvery time.Duration, logger *slog.Logger) (*Recorder, error) {
-	if flushEvery <= 0 {
-		flushEvery = DefaultFlushEvery
+// Start returns a Recorder adding its counts to app's table every
+// cfg.FlushEvery until Close, logging failures to logger. It purges old
+// hours at once.
+func Start(app core.App, cfg Config, logger *slog.Logger) (*Recorder, error) {
+	if cfg.FlushEvery <= 0 {
+		cfg.FlushEvery = DefaultFlushEvery
 	}
 	r := &Recorder{
-		app: app, logger: logger, flushEvery: flushEvery, pending: map[entry]Counts{},
+		app: app, logger: logger, cfg: cfg, pending: map[entry]int64{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if err := r.purge(time.Now()); err != nil {
@@ -75,18 +122,16 @@ func Start(app core.App, flushEvery time.Duration, logger *slog.Logger) (*Record
 	return r, nil
 }
 
-// Record counts one request of the key with the given record id on now's
-// UTC day (the day its rate limit counted it in); limited when it was
-// refused with 429.
-func (r *Recorder) Record(keyID string, now time.Time, limited bool) {
-	e := entry{keyID, dayOf(now)}
-	r.mu.Lock()
-	c := r.pending[e]
-	c.Requests++
-	if limited {
-		c.Limited++
+// Record counts one request of the key with the given record id to
+// operation (its operation id in the document, or OtherOperation), in at's
+// UTC hour (at: when its rate limit counted it), with its outcome.
+func (r *Recorder) Record(keyID, operation string, at time.Time, outcome Outcome) {
+	if !counting {
+		return
 	}
-	r.pending[e] = c
+	e := entry{keyID, hourOf(at), operation, outcome}
+	r.mu.Lock()
+	r.pending[e]++
 	r.mu.Unlock()
 }
 
@@ -99,7 +144,7 @@ func (r *Recorder) Close() error {
 
 func (r *Recorder) loop() {
 	defer close(r.done)
-	t := time.NewTicker(r.flushEvery)
+	t := time.NewTicker(r.cfg.FlushEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -118,25 +163,26 @@ func (r *Recorder) loop() {
 	}
 }
 
-const addSQL = `INSERT INTO ` + Collection + ` (api_key, day, requests, limited)
-	VALUES ({:key}, {:day}, {:requests}, {:limited})
-	ON CONFLICT (api_key, day) DO UPDATE SET
-		requests = requests + excluded.requests, limited = limited + excluded.limited`
+const addSQL = `INSERT INTO ` + Collection + ` (api_key, hour, operation, outcome, requests)
+	VALUES ({:key}, {:hour}, {:operation}, {:outcome}, {:requests})
+	ON CONFLICT (api_key, hour, operation, outcome) DO UPDATE SET requests = requests + excluded.requests`
 
 // flush adds the counts in memory to the table in one transaction. On
 // failure they go back in memory for the next try.
 func (r *Recorder) flush() error {
 	r.mu.Lock()
 	batch := r.pending
-	r.pending = map[entry]Counts{}
+	r.pending = make(map[entry]int64, len(batch))
 	r.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
 	}
 	err := r.app.RunInTransaction(func(tx core.App) error {
-		for e, c := range batch {
-			_, err := tx.DB().NewQuery(addSQL).Bind(dbx.Params{
-				"key": e.keyID, "day": dayString(e.day), "requests": c.Requests, "limited": c.Limited,
+		add := tx.DB().NewQuery(addSQL).Prepare()
+		defer add.Close()
+		for e, n := range batch {
+			_, err := add.Bind(dbx.Params{
+				"key": e.keyID, "hour": hourString(e.hour), "operation": e.operation, "outcome": e.outcome.String(), "requests": n,
 			}).Execute()
 			if err != nil {
 				return err
@@ -146,32 +192,37 @@ func (r *Recorder) flush() error {
 	})
 	if err != nil {
 		r.mu.Lock()
-		for e, c := range batch {
-			p := r.pending[e]
-			p.Requests += c.Requests
-			p.Limited += c.Limited
-			r.pending[e] = p
+		for e, n := range batch {
+			r.pending[e] += n
 		}
 		r.mu.Unlock()
 	}
 	return err
 }
 
-// purge deletes the days before the last Retention.
+// purge deletes the hours older than the retention.
 func (r *Recorder) purge(now time.Time) error {
-	today := dayOf(now)
-	_, err := r.app.DB().Delete(Collection, dbx.NewExp("day < {:oldest}",
-		dbx.Params{"oldest": dayString(today - Retention + 1)})).Execute()
-	if err == nil {
-		r.purgedDay = today
+	if r.cfg.Retention > 0 {
+		oldest := hourOf(now.Add(-r.cfg.Retention))
+		_, err := r.app.DB().Delete(Collection, dbx.NewExp("hour < {:oldest}",
+			dbx.Params{"oldest": hourString(oldest)})).Execute()
+		if err != nil {
+			return err
+		}
 	}
-	return err
+	r.purgedDay = dayOf(now)
+	return nil
 }
 
-func dayOf(t time.Time) int64 {
-	return t.Unix() / 86400 // Unix time has no leap seconds: days are whole
+// Unix time has no leap seconds: hours and days are whole.
+func hourOf(t time.Time) int64 { return t.Unix() / 3600 }
+func dayOf(t time.Time) int64  { return t.Unix() / 86400 }
+
+// hourString is an hour as the table's date field stores it.
+func hourString(hour int64) string {
+	return time.Unix(hour*3600, 0).UTC().Format("2006-01-02 15:04:05.000Z")
 }
 
 func dayString(day int64) string {
-	return time.Unix(day*86400, 0).UTC().Format(dayLayout)
+	return time.Unix(day*86400, 0).UTC().Format(time.DateOnly)
 }

@@ -407,7 +407,7 @@ func (s *Server) CreatePet(t testing.TB, key string, body any) pets.Pet {
 // SeedKeys stores n API keys straight into the database, in one
 // transaction (through apikeys.Create a key takes a few milliseconds): keys
 // named "<name> I" on the free plan, the I-th created I minutes after the
-// first, each used today (I mod 500 requests, I mod 7 of them refused) and
+// first, each used today (I mod 500 listPets served, I mod 7 refused with 429) and
 // last used up to 1,000 minutes ago, with every scope; of every ten, one is revoked, one
 // expires (the first half have expired) and one is banned for an hour. It
 // returns the keys, in the order of I.
@@ -445,11 +445,16 @@ func (s *Server) SeedKeys(t testing.TB, n int, name string) []string {
 			if _, err := tx.DB().Insert(apikeys.Collection, row).Execute(); err != nil {
 				return err
 			}
-			_, err := tx.DB().Insert(usage.Collection, dbx.Params{
-				"api_key": row["id"], "day": now.Format("2006-01-02"), "requests": i % 500, "limited": i % 7,
-			}).Execute()
-			if err != nil {
-				return err
+			for outcome, n := range map[string]int{"served": i % 500, "limited": i % 7} {
+				if n == 0 {
+					continue
+				}
+				_, err := tx.DB().Insert(usage.Collection, dbx.Params{
+					"api_key": row["id"], "hour": date(now.Truncate(time.Hour)), "operation": "listPets", "outcome": outcome, "requests": n,
+				}).Execute()
+				if err != nil {
+					return err
+				}
 			}
 		}
 		return nil

@@ -69,6 +69,7 @@ var badFlags = []badFlag{
 	{flag: "request-log", value: "some"},
 	{flag: "audit-retention", value: "-1h"},
 	{flag: "webhooks-retention", value: "-1h"},
+	{flag: "usage-retention", value: "-1h"},
 	{flag: "access-log", value: "maybe"},
 	{flag: "slow-request", value: "-1s"},
 	{flag: "drain-delay", value: "-1s"},

@@ -107,7 +107,7 @@ func TestSIGTERMLetsRequestsFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if served := today[keyID].Served(); served != before+1 {
+	if served := today[keyID].Admitted(); served != before+1 {
 		t.Fatalf("served today, saved at exit: %d, want %d (the in-flight request included)", served, before+1)
 	}
 }

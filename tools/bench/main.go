@@ -15,7 +15,10 @@
 // listPetsBare's, a third on the same data: listPets over listPetsBare is
 // what metrics cost. listPetsTraced runs on a fourth, with OpenTelemetry's
 // tracing on (every request sampled, its spans sent over OTLP/HTTP to a sink
-// in this process): listPetsTraced over listPets is what tracing costs. Targets run one after the other, in rounds, so that
+// in this process): listPetsTraced over listPets is what tracing costs.
+// listPetsUncounted runs on a fifth, built with the tag usage.uncounted,
+// whose usage history counts nothing: listPets' CPU per request over
+// listPetsUncounted's is what counting each key's requests costs. Targets run one after the other, in rounds, so that
 // each target's figures are the median of runs spread over the whole
 // benchmark.
 //
@@ -118,7 +121,7 @@ func main() {
 		// One server serves pprof: the first, or the one of a target with a
 		// server of its own.
 		alone := slices.Contains(cfg.profile, redisTarget) || slices.Contains(cfg.profile, bareTarget) || slices.Contains(cfg.profile, syncTarget) ||
-			slices.Contains(cfg.profile, tracedTarget)
+			slices.Contains(cfg.profile, tracedTarget) || slices.Contains(cfg.profile, uncountedTarget)
 		onlyLeader := !slices.ContainsFunc(cfg.profile, func(n string) bool { return n != leaderTarget && n != leaderMixedTarget })
 		if len(cfg.profile) > 1 && (alone || slices.ContainsFunc(cfg.profile, isClusterTarget) && !onlyLeader) {
 			fmt.Fprintf(os.Stderr, "bench: profile %s, %s or %s alone, and the leader's targets (%s, %s) only together\n",
@@ -133,7 +136,7 @@ func main() {
 }
 
 // The targets, in the order each round runs them.
-var targetNames = []string{"health", "listPets", bareTarget, tracedTarget, "pbList", "getPet", "pbView", "createPet", leaderTarget, syncTarget,
+var targetNames = []string{"health", "listPets", bareTarget, tracedTarget, uncountedTarget, "pbList", "getPet", "pbView", "createPet", leaderTarget, syncTarget,
 	realtimeTarget, floodTarget, webhookTarget, "pbCreate", healthMixedTarget, "mixedReads", "mixed", openLoopTarget, leaderMixedTarget, redisTarget}
 
 // The servers run with --metrics-addr, as a self-hoster with Prometheus
@@ -149,6 +152,9 @@ const (
 	// tracedTarget is listPets on a server, on the same data directory,
 	// with tracing on: what tracing costs.
 	tracedTarget = "listPetsTraced"
+	// uncountedTarget is listPets on a server, on the same data directory,
+	// built with the tag usage.uncounted: what counting usage costs.
+	uncountedTarget = "listPetsUncounted"
 	// healthMixedTarget is PocketBase's /api/health loaded as the mixed
 	// targets are: the p99 of the same connections on the floor.
 	healthMixedTarget = "healthMixed"
@@ -182,6 +188,9 @@ const (
 	// maxWebhookCPU is the goal for the server's CPU per create with a
 	// subscribed webhook endpoint (its delivery included) over createPet's.
 	maxWebhookCPU = 1.5
+	// maxCountingCPU is the goal for listPets' server CPU per request over
+	// listPetsUncounted's: counting each key's requests costs at most 3 %.
+	maxCountingCPU = 1.03
 	// maxRSSAfterRun is the goal for the server's RSS after every target.
 	maxRSSAfterRun = 128 << 20
 )
@@ -299,6 +308,34 @@ func run(cfg config) error {
 		serverOf = func(name string) *realserver.Process {
 			if name == tracedTarget {
 				return pTraced
+			}
+			return others(name)
+		}
+	}
+	// The uncounted target's server, when it runs: the same data, a binary
+	// whose usage history counts nothing.
+	if slices.Contains(selected, uncountedTarget) {
+		uncountedDir := filepath.Join(tmp, "uncounted")
+		if err := os.Mkdir(uncountedDir, 0o700); err != nil {
+			return err
+		}
+		uncountedBin, err := realserver.Build(uncountedDir, append(slices.Clone(tags), "usage.uncounted")...)
+		if err != nil {
+			return err
+		}
+		counted := bin
+		bin = uncountedBin
+		pUncounted, err := start(dir, profiled(uncountedTarget), false)
+		bin = counted
+		if err != nil {
+			return err
+		}
+		defer pUncounted.Kill()
+		servers = append(servers, pUncounted)
+		others := serverOf
+		serverOf = func(name string) *realserver.Process {
+			if name == uncountedTarget {
+				return pUncounted
 			}
 			return others(name)
 		}
@@ -565,6 +602,7 @@ func newTargets(key, token string, ids []string) map[string]target {
 		{name: "listPets", method: http.MethodGet, paths: []string{"/v1/pets?limit=20"}, headers: v1},
 		{name: bareTarget, method: http.MethodGet, paths: []string{"/v1/pets?limit=20"}, headers: v1},
 		{name: tracedTarget, method: http.MethodGet, paths: []string{"/v1/pets?limit=20"}, headers: v1},
+		{name: uncountedTarget, method: http.MethodGet, paths: []string{"/v1/pets?limit=20"}, headers: v1},
 		{name: "pbList", method: http.MethodGet, paths: []string{"/api/collections/pets/records?perPage=20&skipTotal=1"}, headers: pb},
 		{name: "getPet", method: http.MethodGet, paths: v1Get, headers: v1},
 		{name: "pbView", method: http.MethodGet, paths: pbGet, headers: pb},
@@ -668,6 +706,13 @@ func printGoals(medians map[string]float64, results map[string][]result) {
 			got := mixed / parts
 			goal("mixed CPU/req / its weighted parts", fmt.Sprintf("%.2fx", got), fmt.Sprintf("<= %.2fx", maxMixedCPU), got <= maxMixedCPU)
 			fmt.Printf("  mixed %v a request; its parts %v (%s)\n", us(mixed), us(parts), strings.Join(terms, ", "))
+		}
+	}
+	if counted, ok := cpu("listPets"); ok {
+		if uncounted, ok := cpu(uncountedTarget); ok {
+			got := counted / uncounted
+			goal("listPets CPU/req / "+uncountedTarget, fmt.Sprintf("%.3fx", got), fmt.Sprintf("<= %.2fx", maxCountingCPU), got <= maxCountingCPU)
+			fmt.Printf("  listPets %.1f µs of CPU a request counted, %.1f µs uncounted\n", counted, uncounted)
 		}
 	}
 	p99 := func(name string) (float64, bool) {

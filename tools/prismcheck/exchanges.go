@@ -21,6 +21,7 @@ func (c *checker) exchangeAll(k keys) {
 	c.listPets(k)
 	c.getPet(k, ids)
 	c.listCategories(k)
+	c.getUsage(k)
 	c.documents(k)
 	c.rateLimited(k)
 	c.outsideTheDocument(k, ids[0])
@@ -201,6 +202,16 @@ func (c *checker) listCategories(k keys) {
 	c.send(exchange{op: "listCategories", method: http.MethodGet, path: "/categories", key: k.creator, want: http.StatusForbidden})
 }
 
+// getUsage reads each key's use and sends what the operation refuses.
+func (c *checker) getUsage(k keys) {
+	c.send(exchange{op: "getUsage", method: http.MethodGet, path: "/usage", key: k.writer, want: http.StatusOK})
+	c.send(exchange{op: "getUsage", method: http.MethodGet, path: "/usage", key: k.reader, want: http.StatusOK})
+	c.send(exchange{op: "getUsage", method: http.MethodGet, path: "/usage?days=7", key: k.writer, want: http.StatusBadRequest})
+	c.sendDirect(exchange{op: "getUsage", method: http.MethodGet, path: "/usage", want: http.StatusUnauthorized})
+	c.send(exchange{op: "getUsage", method: http.MethodGet, path: "/usage", key: k.creator, want: http.StatusForbidden})
+	c.sendDirect(exchange{op: "getUsage", method: http.MethodGet, path: "/usage", key: k.writer, body: bigBody, want: http.StatusRequestEntityTooLarge})
+}
+
 // documents fetches both copies of the document, with and without a key,
 // and revalidates them.
 func (c *checker) documents(k keys) {
@@ -225,6 +236,7 @@ func (c *checker) rateLimited(k keys) {
 	c.send(exchange{op: "createPet", method: http.MethodPost, path: "/pets", key: k.limited, body: []byte(`{"name": "Limited", "categoryId": 1}`), want: http.StatusTooManyRequests})
 	c.send(exchange{op: "getPet", method: http.MethodGet, path: "/pets/1", key: k.limited, want: http.StatusTooManyRequests})
 	c.send(exchange{op: "listCategories", method: http.MethodGet, path: "/categories", key: k.limited, want: http.StatusTooManyRequests})
+	c.send(exchange{op: "getUsage", method: http.MethodGet, path: "/usage", key: k.limited, want: http.StatusTooManyRequests})
 	c.send(exchange{op: "getOpenAPIDocument", method: http.MethodGet, path: "/openapi.json", key: k.limited, want: http.StatusTooManyRequests})
 	c.send(exchange{op: "getOpenAPIDocumentYAML", method: http.MethodGet, path: "/openapi.yaml", key: k.limited, want: http.StatusTooManyRequests})
 }
@@ -238,7 +250,7 @@ func (c *checker) outsideTheDocument(k keys, id int64) {
 		want int
 	}{
 		{"/pets?limit=5", http.StatusOK}, {"/pets?limit=0", http.StatusBadRequest}, {pet, http.StatusOK}, {"/pets/1", http.StatusNotFound},
-		{"/categories", http.StatusOK}, {"/openapi.json", http.StatusOK}, {"/openapi.yaml", http.StatusOK},
+		{"/categories", http.StatusOK}, {"/usage", http.StatusOK}, {"/openapi.json", http.StatusOK}, {"/openapi.yaml", http.StatusOK},
 	} {
 		c.sendDirect(exchange{op: "HEAD", method: http.MethodHead, path: head.path, key: k.writer, want: head.want})
 	}

@@ -59,6 +59,7 @@ func notLeader(c *checker, prismCLI, bin, tmp, doc string) error {
 		{op: "createPet", method: http.MethodPost, path: "/pets", key: "pet_any", body: []byte(`{"name": "Rex", "categoryId": 1}`)},
 		{op: "getPet", method: http.MethodGet, path: "/pets/1", key: "pet_any"},
 		{op: "listCategories", method: http.MethodGet, path: "/categories", key: "pet_any"},
+		{op: "getUsage", method: http.MethodGet, path: "/usage", key: "pet_any"},
 		{op: "getOpenAPIDocument", method: http.MethodGet, path: "/openapi.json"},
 		{op: "getOpenAPIDocumentYAML", method: http.MethodGet, path: "/openapi.yaml"},
 	} {

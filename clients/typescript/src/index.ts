@@ -26,6 +26,8 @@ export type NewPet = components["schemas"]["NewPet"];
 export type PetStatus = components["schemas"]["PetStatus"];
 /** A named category: the `categoryId` animals carry, and its name. */
 export type Category = components["schemas"]["Category"];
+/** The calling key's use today, this month and by day, and its rate windows (getUsage). */
+export type Usage = components["schemas"]["Usage"];
 /** The code of an Error body, one of the service's catalogue (docs/api.md). */
 export type ErrorCode = components["schemas"]["Error"]["code"];
 
@@ -386,6 +388,19 @@ export class PetstoreClient {
   /** Walks the pages of listCategories, each with the cursor of the one after it. */
   listCategoryPages(params: CategoryListParams = {}, call: CallOptions = {}): AsyncGenerator<Page<Category>, void, undefined> {
     return this.#pages("categories", params, call);
+  }
+
+  /**
+   * The calling key's use today and this month (UTC), its rate windows
+   * after this request, and the last 30 days by day, oldest first. The
+   * counts cover the requests answered before this one, as the service
+   * saves them every few seconds. The service marks getUsage beta
+   * (`API-Stability: beta`): it may change within v1, announced in its
+   * changelog first.
+   */
+  async getUsage(call: CallOptions = {}): Promise<Usage> {
+    const answer = await this.#call("GET", new URL("usage", this.#base), undefined, {}, 200, call);
+    return answer.body as Usage;
   }
 
   async *#pages<T>(path: string, params: ListParams | CategoryListParams, call: CallOptions): AsyncGenerator<Page<T>, void, undefined> {

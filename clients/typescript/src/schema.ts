@@ -92,6 +92,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's usage
+         * @description **Beta**: this operation may change within `v1`, announced in the changelog first. Every
+         *     response, errors included, carries `API-Stability: beta`.
+         *
+         *     The use of the calling API key today and this month (UTC), its rate windows as they stand
+         *     after this request (the same figures as the rate-limit headers, with the day quota), and
+         *     the last 30 UTC days by day, oldest first, today's last. Every request made with the key
+         *     is counted, whatever its answer: `served` (`1xx` to `3xx`), `refused` for the caller's
+         *     mistake (`4xx` but `429`), `limited` (`429`, refused by a rate limit or a ban, counted in
+         *     no window) and `failed` on the service's side (`5xx`); `requests` is their sum. The counts
+         *     cover the requests answered before this one, as this instance counted them and every
+         *     instance sharing its data saved them (every few seconds): another instance's last
+         *     seconds may be missing. The day window counts every request but the limited ones.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -440,6 +471,78 @@ export interface components {
         };
         /** @description A page of categories, in ascending `id` order. */
         Categories: components["schemas"]["Category"][];
+        /** @description The calling key's use, and its rate windows after this request. */
+        Usage: {
+            /** @description The key's plan. */
+            plan: string;
+            today: components["schemas"]["UsageDay"];
+            month: components["schemas"]["UsageMonth"];
+            limits: {
+                perMinute: components["schemas"]["UsageWindow"];
+                perDay: components["schemas"]["UsageWindow"];
+            };
+            /** @description The last 30 UTC days, oldest first, today's last; days without use included. */
+            days: components["schemas"]["UsageDay"][];
+        };
+        /** @description Requests by what became of them. */
+        UsageCounts: {
+            /**
+             * Format: int64
+             * @description Every request, whatever its answer; the sum of the four below.
+             */
+            requests: number;
+            /**
+             * Format: int64
+             * @description Answered `1xx` to `3xx`.
+             */
+            served: number;
+            /**
+             * Format: int64
+             * @description Refused for the caller's mistake, `4xx` but `429`.
+             */
+            refused: number;
+            /**
+             * Format: int64
+             * @description Refused with `429` by a rate limit or a ban; counted in no window.
+             */
+            limited: number;
+            /**
+             * Format: int64
+             * @description Failed on the service's side, `5xx`.
+             */
+            failed: number;
+        };
+        /** @description One UTC day's use. */
+        UsageDay: components["schemas"]["UsageCounts"] & {
+            /**
+             * Format: date
+             * @description The UTC day, YYYY-MM-DD.
+             */
+            day: string;
+        };
+        /** @description One UTC month's use, up to now. */
+        UsageMonth: components["schemas"]["UsageCounts"] & {
+            /** @description The UTC month, YYYY-MM. */
+            month: string;
+        };
+        /** @description A rate window after this request, as the rate-limit headers report it. */
+        UsageWindow: {
+            /**
+             * Format: int64
+             * @description The requests the window admits.
+             */
+            limit: number;
+            /**
+             * Format: int64
+             * @description The requests it admits still.
+             */
+            remaining: number;
+            /**
+             * Format: date-time
+             * @description When its count starts again (a ban holds the minute window until it ends).
+             */
+            reset: string;
+        };
         /** @description Every error's body. */
         Error: {
             /**
@@ -1249,6 +1352,133 @@ export interface operations {
                 };
             };
             /** @description The query is not valid. */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description The API key is missing or not valid. */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description The API key lacks the scope `pets:read`; nothing happened. */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate-insufficient-scope"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description The request body is larger than 64 KiB. */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description Over a rate limit (`rate_limit_exceeded`) or the key is banned for a while (`api_key_banned`). */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequestsError"];
+                };
+            };
+            /** @description A failure on the service's side; details are in its log. */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalServerError"];
+                };
+            };
+            503: components["responses"]["NotLeader"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's usage. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            /** @description A query parameter was given; this operation takes none. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];

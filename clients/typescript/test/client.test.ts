@@ -140,6 +140,25 @@ test("listCategories walks the named categories through Link", async () => {
   assert.deepEqual(all, walked);
 });
 
+test("getUsage reads the caller's own use and windows", async () => {
+  const own = await server.createKey("--plan", "free");
+  const petstore = client({ apiKey: own });
+  await petstore.listPage({ limit: 1 });
+  await petstore.listPage({ limit: 2 });
+  const refused = await rejection(petstore.listPage({ limit: 0 }));
+  assert.equal(refused.code, "invalid_request");
+  const usage = await petstore.getUsage();
+  const today = new Date().toISOString().slice(0, 10);
+  const counts = { requests: 3, served: 2, refused: 1, limited: 0, failed: 0 };
+  assert.equal(usage.plan, "free");
+  assert.deepEqual(usage.today, { day: today, ...counts });
+  assert.deepEqual(usage.month, { month: today.slice(0, 7), ...counts });
+  assert.equal(usage.days.length, 30);
+  assert.deepEqual(usage.days[29], usage.today);
+  assert.equal(usage.limits.perDay.limit - usage.limits.perDay.remaining, 4, "the day window counts this request too");
+  assert.ok(Date.parse(usage.limits.perDay.reset) > Date.now());
+});
+
 test("createPet retries a lost answer with the same Idempotency-Key and adds the pet once", async () => {
   const lossy = await proxy({
     // The first create reaches the service; its answer is lost with the connection.
