@@ -21,8 +21,7 @@ const (
 
 // errSettingsWrongKey is ResealSettings' error when the settings do not
 // open with from.
-var errSettingsWrongKey = errors.New("PocketBase's settings do not open with the key in the variable --encryptionEnv names: " +
-	"run the rotation with --encryptionEnv naming the key the service serves with now")
+var errSettingsWrongKey = errors.New("PocketBase's settings do not open with the key in the variable --encryptionEnv names")
 
 // ResealSettings encrypts PocketBase's stored settings with to, in tx,
 // opening them with from when they are encrypted, so that PocketBase reads
@@ -33,31 +32,51 @@ func ResealSettings(tx core.App, from, to *Key) error {
 	if err := tx.NonconcurrentDB().NewQuery(settingsSQL).Row(&stored); err != nil {
 		return err
 	}
-	plaintext := []byte(stored)
-	if !json.Valid(plaintext) {
-		if from == nil {
-			return errors.New("PocketBase's settings are encrypted, and --encryptionEnv names no key: " +
-				"run the rotation with --encryptionEnv naming the key the service serves with now")
-		}
-		// security.Decrypt slices the nonce off unchecked: a short value
-		// would panic there.
-		raw, err := base64.StdEncoding.DecodeString(stored)
-		if err != nil || len(raw) < from.aead.NonceSize()+from.aead.Overhead() {
-			return errSettingsWrongKey
-		}
-		if plaintext, err = security.Decrypt(stored, from.value); err != nil {
-			return errSettingsWrongKey
-		}
+	plaintext, err := openSettings(stored, from)
+	if err != nil {
+		return err
 	}
 	value := string(plaintext)
 	if to != nil {
-		var err error
 		if value, err = security.Encrypt(plaintext, to.value); err != nil {
 			return err
 		}
 	}
-	_, err := tx.NonconcurrentDB().NewQuery(updateSettingsSQL).Bind(dbx.Params{"value": value}).Execute()
+	_, err = tx.NonconcurrentDB().NewQuery(updateSettingsSQL).Bind(dbx.Params{"value": value}).Execute()
 	return err
+}
+
+// CheckSettings is an error when the settings stored in db are encrypted
+// and key does not open them.
+func CheckSettings(db dbx.Builder, key *Key) error {
+	var stored string
+	if err := db.NewQuery(settingsSQL).Row(&stored); err != nil {
+		return err
+	}
+	_, err := openSettings(stored, key)
+	return err
+}
+
+// openSettings is the JSON of the stored settings, opened with key when
+// they are encrypted.
+func openSettings(stored string, key *Key) ([]byte, error) {
+	if json.Valid([]byte(stored)) {
+		return []byte(stored), nil
+	}
+	if key == nil {
+		return nil, errors.New("PocketBase's settings are encrypted, and --encryptionEnv names no key")
+	}
+	// security.Decrypt slices the nonce off unchecked: a short value
+	// would panic there.
+	raw, err := base64.StdEncoding.DecodeString(stored)
+	if err != nil || len(raw) < key.aead.NonceSize()+key.aead.Overhead() {
+		return nil, errSettingsWrongKey
+	}
+	plaintext, err := security.Decrypt(stored, key.value)
+	if err != nil {
+		return nil, errSettingsWrongKey
+	}
+	return plaintext, nil
 }
 
 // Bind names --encryptionEnv in PocketBase's failure to read its settings

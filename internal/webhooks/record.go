@@ -325,6 +325,13 @@ const plaintextSecretsSQL = "SELECT COUNT(*) FROM " + EndpointsCollection + " WH
 	"(" + secretField + " != '' AND instr(" + secretField + ", '" + atrest.Prefix + "') != 1) OR " +
 	"(" + previousSecretField + " != '' AND instr(" + previousSecretField + ", '" + atrest.Prefix + "') != 1)"
 
+// A backup's stored secrets, read before it is restored: the endpoints'
+// table, if the backup has one, and every endpoint's secrets.
+const (
+	endpointsTableSQL = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '" + EndpointsCollection + "'"
+	storedSecretsSQL  = "SELECT " + secretField + ", " + previousSecretField + " FROM " + EndpointsCollection
+)
+
 // The endpoints' pages: an endpoint's history, deleted with it by plain
 // DELETEs; the pending and failed counts, of every endpoint or of one; its
 // last attempts, newest first; and a failed event, made pending again by

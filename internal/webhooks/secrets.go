@@ -3,6 +3,7 @@ package webhooks
 import (
 	"database/sql"
 
+	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/atrest"
@@ -83,6 +84,31 @@ func ResealSecrets(tx core.App, from, to *atrest.Key) (int, error) {
 		}
 	}
 	return len(records), nil
+}
+
+// CheckSecrets is an error when a secret stored in db, another data
+// directory's database (a backup's, before it is restored), does not open
+// with key; a database without endpoints passes.
+func CheckSecrets(db dbx.Builder, key *atrest.Key) error {
+	var tables int
+	if err := db.NewQuery(endpointsTableSQL).Row(&tables); err != nil || tables == 0 {
+		return err
+	}
+	var rows []struct {
+		Secret   string `db:"secret"`
+		Previous string `db:"previous_secret"`
+	}
+	if err := db.NewQuery(storedSecretsSQL).All(&rows); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		for _, stored := range []string{r.Secret, r.Previous} {
+			if _, err := key.Open(stored); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // PlaintextSecrets is how many endpoints keep a secret in plaintext: 0

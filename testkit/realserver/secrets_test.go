@@ -33,7 +33,8 @@ const (
 // nor in the data.db of a backup, while deliveries verify with it; `secrets
 // rotate-key` (refused while serving) seals it anew under another key, with
 // which the next start delivers verifiably, while the old key or none stops
-// the start with an error naming --encryptionEnv and holding no secret.
+// the start with an error naming --encryptionEnv and holding no secret, and
+// the API refuses to restore the backup made under the old key.
 func TestWebhookSecretsAtRest(t *testing.T) {
 	t.Setenv(keyA, "0123456789abcdefghijklmnopqrstuv")
 	t.Setenv(keyB, "vutsrqponmlkjihgfedcba9876543210")
@@ -64,6 +65,17 @@ func TestWebhookSecretsAtRest(t *testing.T) {
 	s.createPet(t, "Sealed Rex")
 	if d := rcv.waitFor(1, 10*time.Second)[0]; d.verified != nil {
 		t.Fatalf("the receiver's library refuses the signature under key A: %v", d.verified)
+	}
+
+	// PocketBase's settings, saved now, are encrypted with key A; the
+	// rotation reseals them too.
+	status, body, err = s.p.Do(context.Background(), http.MethodPatch, "/api/settings", s.token, []byte(`{"meta":{"appName":"Sealed store"}}`))
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("settings: %d %v %s", status, err, body)
+	}
+	var settings string
+	if err := openData(t, s.dir).QueryRow("SELECT value FROM _params WHERE id = 'settings'").Scan(&settings); err != nil || json.Valid([]byte(settings)) {
+		t.Fatalf("PocketBase's settings are stored in plaintext with --encryptionEnv: %v", err)
 	}
 
 	// The rotation refuses a directory in use, then, stopped, reseals.
@@ -101,7 +113,17 @@ func TestWebhookSecretsAtRest(t *testing.T) {
 		}
 	}
 
-	s.start(t, "--webhooks-allow-private", "--encryptionEnv", keyB)
+	s.start(t, "--webhooks-allow-private", "--encryptionEnv", keyB, "--allow-backup-restore")
+	// The backup made under key A is refused by the API's restore, which
+	// would restart the service into data it cannot open.
+	status, body, err = s.p.Do(context.Background(), http.MethodPost, "/api/backups/secrets.zip/restore", s.token, nil)
+	if err != nil || status != http.StatusBadRequest || !strings.Contains(string(body), "another encryption key than the one --encryptionEnv names") {
+		t.Fatalf("restore of a backup under the old key: %d %v %s", status, err, body)
+	}
+	status, body, err = s.p.Do(context.Background(), http.MethodGet, "/api/settings", s.token, nil)
+	if err != nil || status != http.StatusOK || !strings.Contains(string(body), `"appName":"Sealed store"`) {
+		t.Errorf("settings after the rotation: %d %v %s", status, err, body)
+	}
 	s.createPet(t, "Rotated Rex")
 	if d := rcv.waitFor(2, 10*time.Second)[1]; d.verified != nil {
 		t.Fatalf("the receiver's library refuses the signature under key B: %v", d.verified)
