@@ -87,8 +87,8 @@ const (
 	WebhookEventResent  Action = "webhook.event_resent"
 	WebhookTestSent     Action = "webhook.test_sent"
 	// The service sealed the secrets it found in plaintext at a start with
-	// a key (internal/atrest); its details list the endpoints
-	// ({"endpoints": [ids]}), never a secret.
+	// a key (internal/atrest); its details count the endpoints
+	// ({"endpoints": n}), never a secret.
 	WebhookSecretsSealed Action = "webhook.secrets_sealed"
 )
 

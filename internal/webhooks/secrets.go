@@ -13,7 +13,8 @@ import (
 // SealSecrets seals, with key, every endpoint secret stored in plaintext
 // (an install's from before its key, or a backup's from before it was
 // restored here), in one transaction audited as the system's
-// (webhook.secrets_encrypted, with how many endpoints), and checks that
+// (webhook.secrets_sealed, with how many endpoints: a list of ids could
+// outgrow the trail's bound), and checks that
 // every sealed one opens with key: serve runs it at each start, and it does
 // nothing when nothing is plaintext. Without a key (nil) it changes nothing
 // and returns how many endpoints keep a secret in plaintext; a sealed
@@ -36,7 +37,7 @@ func SealSecrets(app core.App, key *atrest.Key) (plaintext int, err error) {
 		if err != nil {
 			return err
 		}
-		var sealed []string
+		sealed := 0
 		for _, r := range records {
 			if _, err := r.Secrets(key); err != nil {
 				return err
@@ -54,9 +55,9 @@ func SealSecrets(app core.App, key *atrest.Key) (plaintext int, err error) {
 			if err := tx.Save(r); err != nil {
 				return err
 			}
-			sealed = append(sealed, r.Id)
+			sealed++
 		}
-		if len(sealed) == 0 {
+		if sealed == 0 {
 			return nil
 		}
 		return audit.Write(tx, audit.Entry{Action: audit.WebhookSecretsSealed, By: audit.System,

@@ -96,8 +96,8 @@ func TestWebhookSecretsAtRest(t *testing.T) {
 		}
 	}
 	checkNowhere(t, s.dir, secrets)
-	if n := auditCount(t, s.dir, "secrets.key_rotated"); n != 1 {
-		t.Errorf("%d secrets.key_rotated records, want 1", n)
+	if got := auditRecords(t, s.dir, "secrets.key_rotated"); len(got) != 1 || got[0] != `cli {"endpoints":1,"keyEnv":"`+keyB+`","settings":true}` {
+		t.Errorf("secrets.key_rotated records %q, want one by cli", got)
 	}
 
 	// The old key, and none, stop the start, naming the flag.
@@ -183,8 +183,8 @@ func TestWebhookSecretsSealedAtFirstStartWithAKey(t *testing.T) {
 		t.Fatalf("after a start with a key the secret is stored as %.12q…", v)
 	}
 	checkNowhere(t, s.dir, []string{secret})
-	if n := auditCount(t, s.dir, "webhook.secrets_sealed"); n != 1 {
-		t.Errorf("%d webhook.secrets_sealed records, want 1", n)
+	if got := auditRecords(t, s.dir, "webhook.secrets_sealed"); len(got) != 1 || got[0] != `system {"endpoints":1}` {
+		t.Errorf("webhook.secrets_sealed records %q, want one by system", got)
 	}
 	s.start(t, "--webhooks-allow-private", "--encryptionEnv", keyA)
 	s.createPet(t, "Sealed Rex")
@@ -218,12 +218,23 @@ func storedSecrets(t *testing.T, dir, id string) []string {
 	return []string{secret, previous}
 }
 
-func auditCount(t *testing.T, dir, action string) (n int) {
+// auditRecords are the actor and details of dir's audit records of action.
+func auditRecords(t *testing.T, dir, action string) []string {
 	t.Helper()
-	if err := openData(t, dir).QueryRow("SELECT COUNT(*) FROM audit_log WHERE action = ?", action).Scan(&n); err != nil {
+	rows, err := openData(t, dir).Query("SELECT actor || ' ' || details FROM audit_log WHERE action = ? ORDER BY created", action)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	return got
 }
 
 // secretForms are the forms a secret could be stored in: as given, and its
