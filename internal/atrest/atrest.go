@@ -166,8 +166,13 @@ func RunErasing(app core.App, fn func(tx core.App) error) error {
 		return err
 	}
 	if busy != 0 {
-		return errors.New("the secrets are sealed, but another connection kept the database's WAL, " +
-			"which may still hold their earlier version, from being emptied")
+		return ErrWALKept
 	}
 	return nil
 }
+
+// ErrWALKept is RunErasing's error when its transaction committed but
+// another connection kept the WAL from being emptied: the WAL may hold
+// the earlier versions until the next checkpoint that empties it.
+var ErrWALKept = errors.New("the secrets are sealed, but another connection kept the database's WAL, " +
+	"which may still hold their earlier version, from being emptied")

@@ -67,7 +67,9 @@ func secretsRotateKeyCommand(app core.App, takeDataDir func() error) *cobra.Comm
 				return audit.Write(tx, audit.Entry{Action: audit.SecretsKeyRotated, By: audit.CLI,
 					Details: map[string]any{"endpoints": endpoints, "settings": true, "keyEnv": newKeyEnv}})
 			})
-			if err != nil {
+			if errors.Is(err, atrest.ErrWALKept) { // committed: the rotation is done
+				fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", err)
+			} else if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Encrypted the secrets of %d webhook endpoints and PocketBase's settings with the key in %s. "+
