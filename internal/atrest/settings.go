@@ -19,14 +19,13 @@ const (
 	updateSettingsSQL = "UPDATE _params SET value = {:value} WHERE id = 'settings'"
 )
 
-// errSettingsWrongKey is ResealSettings' error when the settings do not
-// open with from.
+// errSettingsWrongKey is the error of settings that do not open with the
+// key given.
 var errSettingsWrongKey = errors.New("PocketBase's settings do not open with the key in the variable --encryptionEnv names")
 
 // ResealSettings encrypts PocketBase's stored settings with to, in tx,
 // opening them with from when they are encrypted, so that PocketBase reads
-// them with the new key after a rotation; without to (nil), it stores them
-// in plaintext. It changes no value in them.
+// them with the new key after a rotation. It changes no value in them.
 func ResealSettings(tx core.App, from, to *Key) error {
 	var stored string
 	if err := tx.NonconcurrentDB().NewQuery(settingsSQL).Row(&stored); err != nil {
@@ -36,11 +35,9 @@ func ResealSettings(tx core.App, from, to *Key) error {
 	if err != nil {
 		return err
 	}
-	value := string(plaintext)
-	if to != nil {
-		if value, err = security.Encrypt(plaintext, to.value); err != nil {
-			return err
-		}
+	value, err := security.Encrypt(plaintext, to.value)
+	if err != nil {
+		return err
 	}
 	_, err = tx.NonconcurrentDB().NewQuery(updateSettingsSQL).Bind(dbx.Params{"value": value}).Execute()
 	return err

@@ -11,16 +11,16 @@ import (
 )
 
 // SealSecrets seals, with key, every endpoint secret stored in plaintext
-// (an install's from before its key, or a backup's from before it was
-// restored here), in one transaction audited as the system's
-// (webhook.secrets_sealed, with how many endpoints: a list of ids could
-// outgrow the trail's bound), and checks that
-// every sealed one opens with key: serve runs it at each start, and it does
-// nothing when nothing is plaintext. Without a key (nil) it changes nothing
-// and returns how many endpoints keep a secret in plaintext; a sealed
-// secret is then an error (atrest.ErrNoKey), as is one that key does not
-// open (atrest.ErrWrongKey): the service refuses to start rather than send
-// deliveries no receiver can verify. The errors never hold a secret.
+// (an install's from before its key, or a restored backup's), in one
+// transaction audited as the system's (webhook.secrets_sealed, with how
+// many endpoints: a list of ids could outgrow the trail's bound), and
+// checks that every sealed one opens with key. Serve runs it at each start;
+// it changes nothing when nothing is plaintext. Without a key (nil) it
+// changes nothing and returns how many endpoints keep a secret in
+// plaintext. A sealed secret without a key (atrest.ErrNoKey), or one that
+// key does not open (atrest.ErrWrongKey), is an error: the service refuses
+// to start rather than send deliveries no receiver can verify. The errors
+// never hold a secret.
 func SealSecrets(app core.App, key *atrest.Key) (plaintext int, err error) {
 	run := app.RunInTransaction
 	if key != nil {
