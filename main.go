@@ -56,7 +56,9 @@ func main() {
 	keys := commands.NewKeysCommand(app)
 	healthcheck, versionCmd := newHealthcheckCommand(), newVersionCommand()
 	backups := backup.NewCommand(app, hooks.FixedCollections())
-	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, commands.NewCategoriesCommand(app), commands.NewCustomersCommand(app), backups.Command,
+	var service *hooks.Service // bound once the options are parsed
+	secrets := commands.NewSecretsCommand(app, func() error { return service.TakeDataDir() })
+	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, commands.NewCategoriesCommand(app), commands.NewCustomersCommand(app), secrets, backups.Command,
 		healthcheck.Command, versionCmd)
 	// None opens the data directory's databases: they run without the
 	// bootstrap, so that a start in progress (which holds the start lock)
@@ -88,7 +90,7 @@ func main() {
 			console = slog.New(opts.Console)
 		}
 		opts.SteppedDown = func() { stepOnce.Do(func() { close(steppedDown) }) }
-		hooks.Register(app, opts)
+		service = hooks.Register(app, opts)
 		if err := app.Bootstrap(); err != nil {
 			return err
 		}

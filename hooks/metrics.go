@@ -38,6 +38,8 @@ func startMetrics(app core.App, addr string, m *metrics.Metrics, reads *sql.DB, 
 		metrics.Count("petstore_customers", "Customers, who own keys.", count(customers.Count), log),
 		metrics.Count("petstore_categories_unnamed", "Numbers pets carry as categoryId that no category names.", count(categories.CountUnnamed), log),
 		metrics.Count("petstore_webhook_outbox_pending", "Webhook events not delivered yet (all instances).", count(webhooks.Pending), log),
+		metrics.Count("petstore_webhook_secrets_plaintext", "Webhook endpoints whose secret is stored in plaintext: 0 once --encryptionEnv names a key.",
+			count(webhooks.PlaintextSecrets), log),
 		metrics.Count("petstore_idempotency_keys", "Idempotency-Keys remembered.", count(idempotency.Count), log),
 		metrics.Counts("petstore_api_keys", "API keys by state.", "state", func() (map[string]int64, error) {
 			return apikeys.CountByState(reads, time.Now())

@@ -13,6 +13,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
+	"petstore/internal/atrest"
 	"petstore/internal/categories"
 	"petstore/internal/clustergate"
 	"petstore/internal/connlimit"
@@ -63,6 +64,7 @@ func (p *serviceParts) list() []part {
 		{name: "tracing", early: true, start: p.startTracing},
 		{name: "cluster node", early: true, start: p.startCluster},
 		{name: "declared settings", start: p.startSettings},
+		{name: "secrets at rest", start: p.startSecrets},
 		{name: "connection bounds", start: p.startConnLimits},
 		{name: "usage history", start: p.startUsage},
 		{name: "rate limiter", start: p.startLimiter},
@@ -186,6 +188,32 @@ func (p *serviceParts) startCheckpointer() (func() error, error) {
 		return nil, err
 	}
 	return checkpointer.Stop, nil
+}
+
+// startSecrets seals, with the key --encryptionEnv names, the webhook
+// secrets stored in plaintext, once (webhooks.SealSecrets), and refuses to
+// serve with secrets the key does not open. Without a key it warns at each
+// start while a secret is kept in plaintext, as the metric
+// petstore_webhook_secrets_plaintext counts. It runs before the parts that
+// read the database beside it, whose reads could keep the WAL, which held
+// the plaintext, from being emptied.
+func (p *serviceParts) startSecrets() (func() error, error) {
+	key, err := atrest.FromEnv(p.app)
+	if err != nil {
+		return nil, err
+	}
+	plaintext, err := webhooks.SealSecrets(p.app, key)
+	if errors.Is(err, atrest.ErrWALKept) {
+		p.s.log.Warn("Webhook secrets: " + err.Error())
+	} else if err != nil {
+		return nil, fmt.Errorf("webhook secrets: %w", err)
+	}
+	if plaintext > 0 {
+		p.s.log.Warn("Webhook secrets are stored in plaintext in data.db, and in every backup of it: "+
+			"serve with --encryptionEnv VAR (PETSTORE_ENCRYPTION_ENV), VAR holding a key of 32 characters, "+
+			"and the next start encrypts them (docs/operations.md, \"Secrets at rest\")", "endpoints", plaintext)
+	}
+	return nil, nil
 }
 
 // startOutbox keeps the webhooks' subscriptions at the data version the

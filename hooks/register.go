@@ -19,6 +19,7 @@ import (
 
 	"petstore/internal/api"
 	"petstore/internal/apikeys"
+	"petstore/internal/atrest"
 	"petstore/internal/audit"
 	"petstore/internal/authlimit"
 	"petstore/internal/backup"
@@ -56,6 +57,7 @@ type Service struct {
 	bans     func()             // counts a ban started; nil without metrics
 	audits   func(string)       // counts an audit record by action; nil without metrics
 	outbox   *webhooks.Outbox
+	held     *datadir.HeldUse // the data directory's use lock; nil in tests that bind no startup
 	// In cluster mode, the node, its gate, and the listener it hands
 	// PocketBase once elected; nil otherwise.
 	cluster  *cluster.Process
@@ -65,6 +67,12 @@ type Service struct {
 
 // Err is the error that stopped `serve` from starting, if any.
 func (s *Service) Err() error { return s.err }
+
+// TakeDataDir makes this process the data directory's only user, for a
+// command that changes what another would hold in memory (the key of the
+// secrets at rest): datadir.ErrInUse while another process has it open.
+// Held until the process ends.
+func (s *Service) TakeDataDir() error { return s.held.Exclusive() }
 
 // FixedCollections are the collections the service relies on as their
 // migrations make them: no API changes them (fixedcollections), and no
@@ -108,6 +116,7 @@ func Register(app core.App, opts options.Options) *Service {
 			return e.Next()
 		})
 	}
+	atrest.Bind(app)
 	bindServer(app, opts.Server, opts.HTTPS, s)
 	bindBanner(app, opts, s)
 	realtime.Bind(app, opts.Server.MaxRealtimePerNetwork)
@@ -118,6 +127,7 @@ func Register(app core.App, opts options.Options) *Service {
 	fixed := FixedCollections()
 	fixedcollections.Bind(app, fixed...)
 	hiddenfields.Bind(app)
+	s.held = held
 	backup.Bind(app, opts.AllowBackupRestore, fixed, held, s.log)
 	opts.Settings.Guard(app)
 	proxytrust.GuardHeaders(app, opts.Server.TrustedProxyHeaders)

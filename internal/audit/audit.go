@@ -86,6 +86,18 @@ const (
 	WebhookPaused       Action = "webhook.paused" // by the service: after failing for days, or at a 410 Gone
 	WebhookEventResent  Action = "webhook.event_resent"
 	WebhookTestSent     Action = "webhook.test_sent"
+	// The service sealed the secrets it found in plaintext at a start with
+	// a key (internal/atrest); its details count the endpoints
+	// ({"endpoints": n}), never a secret.
+	WebhookSecretsSealed Action = "webhook.secrets_sealed"
+)
+
+// The action of `petstore secrets rotate-key`: every secret at rest sealed
+// anew under the new key, and PocketBase's settings with them, in one
+// transaction. Its details count the endpoints ({"endpoints": n}) and say
+// whether the settings were encrypted ({"settings": true}).
+const (
+	SecretsKeyRotated Action = "secrets.key_rotated"
 )
 
 // The actions of cluster mode, by the service (System): a node became the
@@ -124,7 +136,8 @@ var Actions = []Action{
 	KeyCreated, KeyRolled, KeyRevoked, KeyExpiryChanged, KeyBanLifted, KeyBanned, KeyScopesChanged, KeyQuotaChanged,
 	PlanChanged,
 	BackupCreated, BackupDownloaded, BackupUploaded, BackupRestored, BackupDeleted, BackupRestoreRefused,
-	WebhookCreated, WebhookChanged, WebhookDeleted, WebhookSecretRolled, WebhookPaused, WebhookEventResent, WebhookTestSent,
+	WebhookCreated, WebhookChanged, WebhookDeleted, WebhookSecretRolled, WebhookPaused, WebhookEventResent, WebhookTestSent, WebhookSecretsSealed,
+	SecretsKeyRotated,
 	CategoryCreated, CategoryRenamed, CategoryDeleted,
 	CustomerCreated, CustomerChanged, CustomerDeleted, KeyCustomerChanged,
 	ClusterPromoted, ClusterSteppedDown,

@@ -21,10 +21,13 @@ import (
 	"github.com/pocketbase/pocketbase/tools/security"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/atrest"
 	"petstore/internal/audit"
+	"petstore/internal/database"
 	"petstore/internal/datadir"
 	"petstore/internal/fixedcollections"
 	"petstore/internal/requestid"
+	"petstore/internal/webhooks"
 )
 
 // errBackupRestoreOff answers an upload or a restore of a backup through
@@ -316,7 +319,38 @@ func (g *backupGuard) prepare(ctx context.Context, app core.App, name string) (s
 		}
 		zip = fetched.Name()
 	}
-	return prepare(ctx, zip, temp, g.fixed)
+	dir, leftOut, err := prepare(ctx, zip, temp, g.fixed)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := checkKey(app, dir); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, leftOut, nil
+}
+
+// checkKey refuses a backup, extracted in dir, whose secrets at rest (its
+// webhook secrets, PocketBase's settings) do not open with the key this
+// process serves with: the service it restarts with the backup's data
+// would not start. `petstore backup restore` restores it, for a start with
+// the key it was made under.
+func checkKey(app core.App, dir string) error {
+	key, err := atrest.FromEnv(app)
+	if err != nil {
+		return err
+	}
+	db, err := core.DefaultDBConnect(filepath.Join(dir, database.DataFile))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := errors.Join(webhooks.CheckSecrets(db, key), atrest.CheckSettings(db, key)); err != nil {
+		return fmt.Errorf("it was made under another encryption key than the one --encryptionEnv names now (%w); "+
+			"restore it with petstore backup restore into the stopped directory and start with the key it was made under, "+
+			"then rotate (docs/operations.md, \"Secrets at rest\")", err)
+	}
+	return nil
 }
 
 // refused audits, and logs, the refusal of the restore of the backup name

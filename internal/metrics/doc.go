@@ -45,6 +45,7 @@
 //	petstore_webhook_deliveries_total           counter    outcome (delivered, retried, failed)
 //	petstore_webhook_delivery_duration_seconds  histogram  one delivery attempt
 //	petstore_webhook_outbox_pending             gauge      events not yet delivered
+//	petstore_webhook_secrets_plaintext          gauge      endpoints whose secret is stored in plaintext
 //	petstore_backup_last_success_timestamp_seconds gauge  Unix time of the newest of PocketBase's backups, 0 without one
 //	petstore_cluster_role                       gauge      role (candidate, follower, leader): 1 for this node's, cluster mode only
 //	petstore_cluster_term                       gauge      the term this node leads (0: it does not)

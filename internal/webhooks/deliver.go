@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"petstore/internal/atrest"
 	"petstore/internal/audit"
 	"petstore/internal/database"
 	"petstore/internal/tracing"
@@ -101,7 +102,8 @@ type Deliverer struct {
 	app    core.App
 	outbox *Outbox
 	cfg    Config
-	owner  string // this instance's name in leases
+	owner  string      // this instance's name in leases
+	key    *atrest.Key // opens the endpoints' secrets; nil: stored in plaintext
 	stmts  statements
 
 	mu      sync.Mutex
@@ -126,6 +128,11 @@ func StartDeliverer(app core.App, outbox *Outbox, cfg Config) (*Deliverer, error
 			return nil, err
 		}
 	}
+	key, err := atrest.FromEnv(app)
+	if err != nil {
+		return nil, err
+	}
+	d.key = key
 	if err := d.stmts.prepare(app); err != nil {
 		return nil, err
 	}
@@ -326,7 +333,11 @@ func (d *Deliverer) readTarget(endpointID string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, err := secretKeys(r.Secrets()...)
+	secrets, err := r.Secrets(d.key)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := secretKeys(secrets...)
 	if err != nil {
 		return nil, err
 	}

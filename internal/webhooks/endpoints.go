@@ -13,6 +13,7 @@ import (
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
 
+	"petstore/internal/atrest"
 	"petstore/internal/audit"
 	"petstore/internal/fielderr"
 	"petstore/internal/rollgrace"
@@ -122,10 +123,16 @@ func Create(ctx context.Context, app core.App, t Targets, in Input, by audit.Act
 	if err := in.apply(ctx, r, t, true); err != nil {
 		return "", "", err
 	}
+	key, err := atrest.FromEnv(app)
+	if err != nil {
+		return "", "", err
+	}
 	if secret, err = NewSecret(); err != nil {
 		return "", "", err
 	}
-	r.SetSecret(secret, 0)
+	if err := r.SetSecret(key, secret, 0); err != nil {
+		return "", "", err
+	}
 	err = app.RunInTransaction(func(tx core.App) error {
 		if err := tx.Save(r); err != nil {
 			return err
@@ -201,11 +208,17 @@ func Roll(app core.App, id string, grace time.Duration, by audit.Actor) (string,
 	if err != nil {
 		return "", err
 	}
+	key, err := atrest.FromEnv(app)
+	if err != nil {
+		return "", err
+	}
 	secret, err := NewSecret()
 	if err != nil {
 		return "", err
 	}
-	r.SetSecret(secret, grace)
+	if err := r.SetSecret(key, secret, grace); err != nil {
+		return "", err
+	}
 	return secret, app.RunInTransaction(func(tx core.App) error {
 		if err := tx.Save(r); err != nil {
 			return err

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/atrest"
 )
 
 // The collections (migrations/1763683820_webhooks.go).
@@ -117,37 +119,73 @@ func (r *endpointRecord) Description() string { return r.GetString(descriptionFi
 // SetDescription sets staff's note on the endpoint.
 func (r *endpointRecord) SetDescription(d string) { r.Set(descriptionField, d) }
 
-// Secret is the secret that signs every delivery.
-func (r *endpointRecord) Secret() string { return r.GetString(secretField) }
-
-// PreviousSecret is the secret that signs beside Secret until
-// PreviousUntil, or "".
-func (r *endpointRecord) PreviousSecret() string { return r.GetString(previousSecretField) }
-
-// PreviousUntil is until when PreviousSecret signs; zero: never.
+// PreviousUntil is until when the previous secret signs; zero: never.
 func (r *endpointRecord) PreviousUntil() time.Time { return r.GetDateTime(previousUntilField).Time() }
 
-// Secrets are the secrets that sign a delivery now: Secret, and
-// PreviousSecret during its grace.
-func (r *endpointRecord) Secrets() []string {
-	secrets := []string{r.Secret()}
-	if prev := r.PreviousSecret(); prev != "" && r.PreviousUntil().After(time.Now()) {
-		secrets = append(secrets, prev)
+// Secrets are the secrets that sign a delivery now, opened with key
+// (package atrest: stored sealed, or plaintext from before a key): the
+// secret, and the previous one during its grace.
+func (r *endpointRecord) Secrets(key *atrest.Key) ([]string, error) {
+	stored := []string{r.GetString(secretField)}
+	if prev := r.GetString(previousSecretField); prev != "" && r.PreviousUntil().After(time.Now()) {
+		stored = append(stored, prev)
 	}
-	return secrets
+	secrets := make([]string, len(stored))
+	for i, s := range stored {
+		secret, err := key.Open(s)
+		if err != nil {
+			return nil, err
+		}
+		secrets[i] = secret
+	}
+	return secrets, nil
 }
 
-// SetSecret makes secret the endpoint's secret. With a grace (zero: none),
-// the secret it replaces signs beside it until then.
-func (r *endpointRecord) SetSecret(secret string, grace time.Duration) {
+// SetSecret makes secret, sealed with key, the endpoint's secret. With a
+// grace (zero: none), the secret it replaces signs beside it until then.
+func (r *endpointRecord) SetSecret(key *atrest.Key, secret string, grace time.Duration) error {
+	sealed, err := key.Seal(secret)
+	if err != nil {
+		return err
+	}
 	if grace > 0 {
-		r.Set(previousSecretField, r.Secret())
+		previous, err := atrest.Reseal(r.GetString(secretField), key, key)
+		if err != nil {
+			return err
+		}
+		r.Set(previousSecretField, previous)
 		r.Set(previousUntilField, time.Now().Add(grace).UTC())
 	} else {
 		r.Set(previousSecretField, "")
 		r.Set(previousUntilField, "")
 	}
-	r.Set(secretField, secret)
+	r.Set(secretField, sealed)
+	return nil
+}
+
+// plaintextSecrets is whether a secret of the endpoint is stored in
+// plaintext.
+func (r *endpointRecord) plaintextSecrets() bool {
+	for _, f := range secretFields {
+		if s := r.GetString(f); s != "" && !atrest.Sealed(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// reseal opens the endpoint's secrets with from and seals them with to.
+func (r *endpointRecord) reseal(from, to *atrest.Key) error {
+	for _, f := range secretFields {
+		if s := r.GetString(f); s != "" {
+			resealed, err := atrest.Reseal(s, from, to)
+			if err != nil {
+				return err
+			}
+			r.Set(f, resealed)
+		}
+	}
+	return nil
 }
 
 // Paused is whether the deliveries to the endpoint are paused.
@@ -279,6 +317,19 @@ const (
 	eventTakenSQL     = "SELECT COUNT(*) FROM " + EventsCollection + " WHERE id = ?"
 	pendingSQL        = "SELECT COUNT(*) FROM " + EndpointsCollection + " e JOIN " + EventsCollection +
 		" v ON v.endpoint = e.id AND v.status = 'pending'"
+)
+
+// plaintextSecretsSQL counts the endpoints with a secret stored in
+// plaintext: not empty, and not beginning with atrest.Prefix.
+const plaintextSecretsSQL = "SELECT COUNT(*) FROM " + EndpointsCollection + " WHERE " +
+	"(" + secretField + " != '' AND instr(" + secretField + ", '" + atrest.Prefix + "') != 1) OR " +
+	"(" + previousSecretField + " != '' AND instr(" + previousSecretField + ", '" + atrest.Prefix + "') != 1)"
+
+// A backup's stored secrets, read before it is restored: the endpoints'
+// table, if the backup has one, and every endpoint's secrets.
+const (
+	endpointsTableSQL = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '" + EndpointsCollection + "'"
+	storedSecretsSQL  = "SELECT " + secretField + ", " + previousSecretField + " FROM " + EndpointsCollection
 )
 
 // The endpoints' pages: an endpoint's history, deleted with it by plain

@@ -150,7 +150,7 @@ func TestSIGTERMStopsInTheListedOrder(t *testing.T) {
 	}
 	absent := map[string]bool{
 		"cluster handover": true, "cluster node": true, // a cluster node's
-		"declared settings": true, "connection bounds": true, // nothing to stop
+		"declared settings": true, "connection bounds": true, "secrets at rest": true, // nothing to stop
 		// PocketBase's own, which log nothing of ours.
 		"PocketBase's server": true, "PocketBase's log writer": true, "PocketBase's settings watcher": true,
 	}
