@@ -61,9 +61,8 @@ type Page struct {
 // shows may have changed, a new one when it may have. A page with a next one
 // holds no pet after its last, so only a change before the last pet
 // (dataversion.Before) moves its stamp; a last page's moves with every
-// commit, since a pet appended after every other joins it (the pets have no
-// counter of their own). The two kinds count differently: callers tell them
-// apart by Next.
+// change of the pets, since a pet appended after every other joins it. The
+// two kinds count differently: callers tell them apart by Next.
 func (p Page) Stamp(v dataversion.Version) int64 {
 	if p.Next != "" {
 		return v.Of(dataversion.Before(Collection))
