@@ -64,6 +64,15 @@ type Options struct {
 	// a call, on the calling goroutine, with what the call waits for and
 	// why: to log it, or to show it to someone waiting.
 	OnWait func(Wait)
+	// RevalidationEntries bounds the answers the client keeps to revalidate:
+	// the latest 200 with an ETag of each address it GETs (a page of pets,
+	// a pet, a page of categories). The next call of a kept address sends
+	// If-None-Match, and when the service answers 304 Not Modified, the
+	// call returns what the kept body holds, with Answer.StatusCode 304 and
+	// the 304's rate-limit state and Request-Id. Default 128
+	// (DefaultRevalidationEntries), the least recently used dropped first;
+	// negative: none kept, every call gets a whole answer.
+	RevalidationEntries int
 	// OnAttempt, when set, is called after each attempt of every call, on
 	// the calling goroutine, with its outcome: the client-wide hook for
 	// logging and metrics. The URL has any password redacted; the API key
@@ -118,6 +127,7 @@ type Client struct {
 	header    http.Header
 	onWait    func(Wait)
 	onAttempt func(Attempt)
+	answers   *keptAnswers // nil: none kept (Options.RevalidationEntries)
 }
 
 // New returns a client of the service whose base URL is baseURL, the address
@@ -157,7 +167,7 @@ func New(baseURL, apiKey string, opts Options) (*Client, error) {
 		ua = opts.UserAgent + " " + ua
 	}
 	return &Client{base: u, apiKey: apiKey, http: hc, policy: newPolicy(opts), userAgent: ua,
-		header: opts.Header.Clone(), onWait: opts.OnWait, onAttempt: opts.OnAttempt}, nil
+		header: opts.Header.Clone(), onWait: opts.OnWait, onAttempt: opts.OnAttempt, answers: newKeptAnswers(opts.RevalidationEntries)}, nil
 }
 
 // withV1 is the base URL to suggest for u in an error: u up to its /v1
@@ -262,6 +272,9 @@ func (c *Client) config(opts []CallOption) callConfig {
 
 // Answer is what a call's final answer tells besides its value.
 type Answer struct {
+	// StatusCode is the answer's status: 304 when the service confirmed
+	// the answer the client kept (Options.RevalidationEntries), whose body
+	// the call then used.
 	StatusCode int
 	// RequestID is the answer's Request-Id: the request's name in the
 	// service's logs, to quote when asking about a call.

@@ -54,6 +54,15 @@
 // page: paging works behind a gateway that serves the API under another
 // path, and the API key goes to no other address.
 //
+// # Revalidation
+//
+// The service tags its answers to ListPage, ListPets, GetPet and
+// ListCategories with an ETag. The client keeps the latest tagged answer
+// of each address (Options.RevalidationEntries, 128 by default) and sends
+// If-None-Match on the next call there; on 304 Not Modified, the call
+// returns what the kept body holds, and Answer.StatusCode is 304. A 304
+// counts against the key like a 200: it saves bytes, not quota.
+//
 // # Timeouts and retries
 //
 // Each attempt is bounded by Options.AttemptTimeout (30 s by default) and

@@ -78,19 +78,38 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			return nil, Answer{}, err
 		}
 	}
-	resp, attempts, err := c.send(ctx, cfg, method, c.endpoint(path, query), body, header)
+	u := c.endpoint(path, query)
+	revalidates := method == http.MethodGet && c.answers != nil && cfg.header.Get("If-None-Match") == ""
+	var kept *keptAnswer
+	if revalidates {
+		if kept = c.answers.get(u.String()); kept != nil {
+			header = header.Clone()
+			if header == nil {
+				header = http.Header{}
+			}
+			header.Set("If-None-Match", kept.etag)
+		}
+	}
+	resp, attempts, err := c.send(ctx, cfg, method, u, body, header)
 	if err != nil {
 		cfg.report(Answer{Attempts: attempts})
 		return nil, Answer{Attempts: attempts}, err
 	}
 	a := Answer{StatusCode: resp.status, RequestID: resp.header.Get("Request-Id"), Replayed: resp.header.Get("Idempotent-Replayed") == "true",
 		RateLimit: parseRateLimit(resp.header, time.Now()), Header: resp.header, Attempts: attempts}
+	if kept != nil && resp.status == http.StatusNotModified {
+		resp = kept.revalidated(resp)
+		a.Header = resp.header
+	}
 	cfg.report(a)
 	if resp.status != want {
 		return resp, a, c.errorFrom(resp, a)
 	}
 	if !isJSON(resp.header) || len(resp.body) > maxAnswerBytes || json.Unmarshal(resp.body, out) != nil || !valid() {
 		return resp, a, c.notTheAPI(resp, a)
+	}
+	if revalidates {
+		c.answers.keep(u.String(), resp)
 	}
 	return resp, a, nil
 }

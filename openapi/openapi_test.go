@@ -123,3 +123,37 @@ func TestEveryResponseDeclaresRequestIDAndNo405(t *testing.T) {
 		}
 	}
 }
+
+// The tagged reads (internal/api/conditional.go) declare what they send and
+// read: If-None-Match, an ETag and Cache-Control on their 200 and their 304,
+// and the rate-limit headers on the 304, which a client reads from it as
+// from a 200. kin-openapi never checks a 304 (its validator passes them
+// all), so the contract checks of the tests check these (testkit/contract).
+func TestTaggedReadsDeclareConditionalRequests(t *testing.T) {
+	doc := contract.Load(t).Doc
+	for _, path := range []string{"/pets", "/pets/{petId}", "/categories"} {
+		op := doc.Paths.Value(path).Get
+		if p := op.Parameters.GetByInAndName("header", "If-None-Match"); p == nil {
+			t.Errorf("GET %s does not declare If-None-Match", path)
+		}
+		for _, status := range []int{200, 304} {
+			resp := op.Responses.Status(status)
+			if resp == nil {
+				t.Errorf("GET %s does not declare %d", path, status)
+				continue
+			}
+			for name, component := range map[string]string{
+				"ETag": "ETag", "Cache-Control": "Cache-Control-revalidate", "X-RateLimit-Limit": "X-RateLimit-Limit",
+				"X-RateLimit-Remaining": "X-RateLimit-Remaining", "X-RateLimit-Reset": "X-RateLimit-Reset",
+			} {
+				h := resp.Value.Headers[name]
+				if h == nil || h.Ref != "#/components/headers/"+component || !h.Value.Required {
+					t.Errorf("GET %s %d: header %s is not a required $ref to components.headers.%s", path, status, name, component)
+				}
+			}
+			if status == 304 && len(resp.Value.Content) != 0 {
+				t.Errorf("GET %s 304 declares a body", path)
+			}
+		}
+	}
+}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/base64"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -34,7 +33,7 @@ func handleListCategories(reads *categories.Reads, version *dataversion.Watch, c
 			e.Response.Header().Set("Link", nextPage+encodeCategoryCursor(page.Next)+
 				"&limit="+strconv.Itoa(limit)+`>; rel="next"`)
 		}
-		return writeJSONBytes(e.Response, http.StatusOK, page.JSON)
+		return writeTaggedJSON(e, categoriesPageTag(v, limit, after), page.JSON)
 	}
 }
 

@@ -33,7 +33,7 @@ func handleListPets(reads *pets.Reads, version *dataversion.Watch, petsURL strin
 		if page.Next != "" {
 			e.Response.Header().Set("Link", nextPageLink(nextPage, q, page.Next))
 		}
-		return writeJSONBytes(e.Response, http.StatusOK, page.JSON)
+		return writeTaggedJSON(e, petsPageTag(v, q, page), page.JSON)
 	}
 }
 
@@ -181,6 +181,6 @@ func handleGetPet(reads *pets.Reads, version *dataversion.Watch) func(*core.Requ
 		if err != nil {
 			return err
 		}
-		return writeJSONBytes(e.Response, http.StatusOK, body)
+		return writeTaggedJSON(e, petTag(v, id), body)
 	}
 }

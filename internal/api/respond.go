@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+
+	"github.com/pocketbase/pocketbase/core"
 )
 
 // writeJSON writes body as the whole JSON response. PocketBase's e.JSON is
@@ -34,6 +36,27 @@ func writeJSONBytes(w http.ResponseWriter, status int, data []byte) error {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, err := w.Write(data)
+	return err
+}
+
+// writeTaggedJSON writes data, a 200's body from EncodeJSON, with its
+// etag (conditional.go), or 304 Not Modified without a body when the
+// request's If-None-Match names etag. Both carry the ETag and
+// Cache-Control: private, no-cache, which lets the client (never a shared
+// cache: the answer is to an API key) keep the body and asks it to
+// revalidate before each use; the headers set before (rate limits, request
+// id, Link) are kept on both.
+func writeTaggedJSON(e *core.RequestEvent, etag string, data []byte) error {
+	h := e.Response.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "private, no-cache")
+	if noneMatch(e.Request.Header, etag) {
+		e.Response.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	h.Set("Content-Type", "application/json")
+	e.Response.WriteHeader(http.StatusOK)
+	_, err := e.Response.Write(data)
 	return err
 }
 

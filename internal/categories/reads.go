@@ -29,6 +29,10 @@ type Page struct {
 	Next int64
 }
 
+// Stamp is a number that, with v's Epoch, names every page List answers at
+// v: a change of the categories moves it.
+func Stamp(v dataversion.Version) int64 { return v.Of(Collection) }
+
 // maxKeptPages bounds the pages kept.
 const maxKeptPages = 256
 

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -100,6 +101,7 @@ type fresh struct {
 type Version struct {
 	seq    int64   // grows with every move of the data version the Watch saw
 	tables *stamps // nil: no table is watched
+	epoch  uint64  // the Watch's (Epoch)
 }
 
 // stamps are, per watched table, the seq at which the Watch last saw its
@@ -125,9 +127,18 @@ func (v Version) Of(tables ...string) int64 {
 	return of
 }
 
+// Epoch names the Watch that read v: a random number drawn when the Watch
+// was made. Of's numbers count from the Watch's start, so they say nothing
+// across Watches: a number seen before a restart, a restore or a cluster's
+// failover (each a new process, with a new Watch) may name another state
+// now. Of with Epoch names one state of the tables, for as long as anyone
+// may remember it.
+func (v Version) Epoch() uint64 { return v.epoch }
+
 // Watch reads the data version of one database, and the change counters.
 type Watch struct {
-	conn *sql.Conn
+	epoch uint64 // each Version's Epoch
+	conn  *sql.Conn
 	// Statements on conn's driver connection, used inside conn.Raw only.
 	data, schema driver.StmtQueryContext
 	counters     driver.StmtQueryContext // prepared once a table is watched
@@ -163,7 +174,7 @@ func NewWatch(db *sql.DB) (*Watch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataversion: %w", err)
 	}
-	w := &Watch{conn: conn, dest: make([]driver.Value, 3), schemaSeen: -1}
+	w := &Watch{epoch: rand.Uint64(), conn: conn, dest: make([]driver.Value, 3), schemaSeen: -1}
 	err = conn.Raw(func(dc any) error {
 		if w.data, err = prepare(dc, "PRAGMA data_version"); err != nil {
 			return err
@@ -293,7 +304,7 @@ func (w *Watch) read(dc any) error {
 		return err
 	}
 	w.dataSeen = data
-	w.last = Version{seq: seq, tables: tables}
+	w.last = Version{seq: seq, tables: tables, epoch: w.epoch}
 	return nil
 }
 

@@ -430,3 +430,33 @@ func loadOf(t *testing.T, db *sql.DB, counter string) (load func() (loaded bool)
 	cache, loadFrom := dataversion.NewCache[int](10, counter), loader(t, newWatch(t, db))
 	return func() bool { t.Helper(); return loadFrom(cache) }
 }
+
+// Of's numbers start again with each Watch, so each Watch's Versions carry
+// an Epoch of their own: a number from before a restart (a new Watch on the
+// same database) never names a state with the same Epoch.
+func TestEachWatchHasItsOwnEpoch(t *testing.T) {
+	db, other := openTwoPools(t)
+	first := newWatch(t, db)
+	before, err := first.Version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec("INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := first.Version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Epoch() != after.Epoch() || before.Of() == after.Of() {
+		t.Errorf("one Watch across a commit: epochs %d and %d, numbers %d and %d; want one epoch, two numbers",
+			before.Epoch(), after.Epoch(), before.Of(), after.Of())
+	}
+	restarted, err := newWatch(t, other).Version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restarted.Epoch() == before.Epoch() {
+		t.Errorf("a second Watch has the first one's epoch %d", before.Epoch())
+	}
+}

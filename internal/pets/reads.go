@@ -56,6 +56,25 @@ type Page struct {
 	Next string // empty on the last page
 }
 
+// Stamp is a number that, with v's Epoch, names the answer p (read at v or
+// since) among the answers to its query: the same while nothing the page
+// shows may have changed, a new one when it may have. A page with a next one
+// holds no pet after its last, so only a change before the last pet
+// (dataversion.Before) moves its stamp; a last page's moves with every
+// change of the pets, since a pet appended after every other joins it. The
+// two kinds count differently: callers tell them apart by Next.
+func (p Page) Stamp(v dataversion.Version) int64 {
+	if p.Next != "" {
+		return v.Of(dataversion.Before(Collection))
+	}
+	return v.Of(Collection)
+}
+
+// PetStamp is a number that, with v's Epoch, names the answer Get gives for
+// any one pet at v: only an update, a deletion or an insert that replaces a
+// pet moves it (dataversion.Rows), not a new pet.
+func PetStamp(v dataversion.Version) int64 { return v.Of(dataversion.Rows(Collection)) }
+
 // maxKeptPages bounds the pages kept: at most about 7 KB each (100 pets).
 // maxKeptPets bounds the single pets kept: about 100 bytes each.
 const (

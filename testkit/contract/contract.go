@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -216,6 +217,9 @@ func (c *Contract) check(req *http.Request, resp *http.Response, body []byte) st
 	if refused != nil && (resp.StatusCode < 400 || resp.StatusCode > 499) {
 		return fmt.Sprintf("the document does not allow this request (%v), but it was not refused", refused)
 	}
+	if resp.StatusCode == http.StatusNotModified {
+		return notModifiedProblem(route.Operation, resp, body)
+	}
 	err = openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: in,
 		Status:                 resp.StatusCode,
@@ -230,6 +234,30 @@ func (c *Contract) check(req *http.Request, resp *http.Response, body []byte) st
 		// The schema follows; the body is printed anyway.
 		reason, _, _ := strings.Cut(err.Error(), "\nSchema:")
 		return "the response does not match the document: " + reason
+	}
+	return ""
+}
+
+// notModifiedProblem checks a 304, which kin-openapi's validator passes
+// whatever it is: the operation must declare it, and the answer must carry
+// every header the declaration requires, and no body.
+func notModifiedProblem(op *openapi3.Operation, resp *http.Response, body []byte) string {
+	declared := op.Responses.Status(http.StatusNotModified)
+	if declared == nil || declared.Value == nil {
+		return "the operation declares no 304"
+	}
+	if len(body) != 0 {
+		return "a 304 with a body"
+	}
+	var missing []string
+	for name, h := range declared.Value.Headers {
+		if h.Value != nil && h.Value.Required && resp.Header.Get(name) == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) != 0 {
+		slices.Sort(missing)
+		return "the 304 lacks the required headers " + strings.Join(missing, ", ")
 	}
 	return ""
 }

@@ -4,7 +4,8 @@
 // quotas never bind and a superuser token for PocketBase's API. The load of
 // the single targets comes from wrk (Debian's wrk, a separate process) with a
 // fixed number of connections, each sending its next request when the
-// previous one is answered. The mixed targets send what one key's clients do
+// previous one is answered; listPets304 is listPets with the page's ETag in
+// If-None-Match, every answer a 304 without a body. The mixed targets send what one key's clients do
 // (70 % listPets, 20 % getPet, 10 % createPet; mixedReads without the
 // creates) over 100 connections in the same way, from this process
 // (mixed.go), and healthMixed loads /api/health so, the floor of their p99;
@@ -136,7 +137,7 @@ func main() {
 }
 
 // The targets, in the order each round runs them.
-var targetNames = []string{"health", "listPets", bareTarget, tracedTarget, uncountedTarget, "pbList", "getPet", "pbView", "createPet", leaderTarget, syncTarget,
+var targetNames = []string{"health", "listPets", notModifiedTarget, bareTarget, tracedTarget, uncountedTarget, "pbList", "getPet", "pbView", "createPet", leaderTarget, syncTarget,
 	realtimeTarget, floodTarget, webhookTarget, "pbCreate", healthMixedTarget, "mixedReads", "mixed", openLoopTarget, leaderMixedTarget, redisTarget}
 
 // The servers run with --metrics-addr, as a self-hoster with Prometheus
@@ -155,6 +156,9 @@ const (
 	// uncountedTarget is listPets on a server, on the same data directory,
 	// built with the tag usage.uncounted: what counting usage costs.
 	uncountedTarget = "listPetsUncounted"
+	// notModifiedTarget is listPets revalidated: the same page with its
+	// ETag in If-None-Match, answered 304 without a body.
+	notModifiedTarget = "listPets304"
 	// healthMixedTarget is PocketBase's /api/health loaded as the mixed
 	// targets are: the p99 of the same connections on the floor.
 	healthMixedTarget = "healthMixed"
@@ -390,6 +394,16 @@ func run(cfg config) error {
 		return err
 	}
 	targets := newTargets(key, token, ids)
+	if slices.Contains(selected, notModifiedTarget) {
+		// The page has a next one: its tag holds while the creates of other
+		// targets append pets.
+		t := targets["listPets"]
+		if t.headers, err = withListTag(p.URL, t.paths[0], t.headers); err != nil {
+			return err
+		}
+		t.name = notModifiedTarget
+		targets[notModifiedTarget] = t
+	}
 	if clusters != nil {
 		// The leader's mixed load reads pets of its own.
 		leaderIDs, err := seed(clusters.leader.URL, key, cfg.pets)
@@ -842,6 +856,43 @@ func superuserToken(baseURL string) (string, error) {
 		return "", fmt.Errorf("superuser sign-in: status %d, %v", resp.StatusCode, err)
 	}
 	return auth.Token, nil
+}
+
+// withListTag is headers with If-None-Match naming the ETag the server at
+// baseURL answers path with now, once the server answers them 304 (wrk
+// counts any status below 400 as served: a 200 would pass unseen).
+func withListTag(baseURL, path string, headers map[string]string) (map[string]string, error) {
+	get := func(headers map[string]string) (*http.Response, error) {
+		req, err := http.NewRequest(http.MethodGet, baseURL+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		for name, value := range headers {
+			req.Header.Set(name, value)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	resp, err := get(headers)
+	if err != nil {
+		return nil, err
+	}
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode != http.StatusOK || etag == "" {
+		return nil, fmt.Errorf("GET %s: %s with ETag %q, want 200 with one", path, resp.Status, etag)
+	}
+	tagged := maps.Clone(headers)
+	tagged["If-None-Match"] = etag
+	if resp, err = get(tagged); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusNotModified {
+		return nil, fmt.Errorf("GET %s with If-None-Match %s: %s, want 304", path, etag, resp.Status)
+	}
+	return tagged, nil
 }
 
 // seed creates n pets through /v1 and returns their ids.

@@ -60,6 +60,7 @@ export interface RateLimit {
 
 /** What a call learns from the answer it uses: `CallOptions.onResponse`, `Page.response`, `createPetWithResponse`. */
 export interface ResponseInfo {
+  /** The answer's status: 304 when the service confirmed the answer the client kept (`revalidationEntries`), whose body the call used. */
   status: number;
   /** All the answer's headers. */
   headers: Headers;
@@ -150,7 +151,21 @@ export interface ClientOptions {
   onWait?: (wait: Wait) => void;
   /** Called after each attempt of every call: the client-wide hook for logging and metrics. It never sees the API key. */
   onAttempt?: (attempt: Attempt) => void;
+  /**
+   * Bounds the answers the client keeps to revalidate: the latest 200 with
+   * an `ETag` of each address it GETs (a page of pets, a pet, a page of
+   * categories). The next call of a kept address sends `If-None-Match`, and
+   * when the service answers `304 Not Modified` the call returns the kept
+   * body, with `ResponseInfo.status` 304 and the 304's rate-limit state and
+   * Request-Id. Default 128 (DEFAULT_REVALIDATION_ENTRIES), the least
+   * recently used dropped first; 0: none kept. A call whose `headers` set
+   * `If-None-Match` itself bypasses them.
+   */
+  revalidationEntries?: number;
 }
+
+/** `ClientOptions.revalidationEntries`' default: a page of 100 pets is about 7 KB, so at most about 1 MB is kept. */
+export const DEFAULT_REVALIDATION_ENTRIES = 128;
 
 /** Options of one call. */
 export interface CallOptions {
@@ -333,6 +348,7 @@ export class PetstoreClient {
   readonly #attemptTimeoutMs: number;
   readonly #timeoutMs: number;
   readonly #headers: Record<string, string>;
+  readonly #kept: KeptAnswers | undefined;
 
   constructor(options: ClientOptions) {
     const base = new URL(options.baseUrl);
@@ -350,6 +366,8 @@ export class PetstoreClient {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const userAgent = `petstore-ts/${VERSION}`;
     this.#headers = { "User-Agent": options.userAgent ? `${options.userAgent} ${userAgent}` : userAgent, ...options.headers };
+    const kept = options.revalidationEntries ?? DEFAULT_REVALIDATION_ENTRIES;
+    this.#kept = kept > 0 ? new KeptAnswers(kept) : undefined;
   }
 
   /**
@@ -474,6 +492,10 @@ export class PetstoreClient {
     const onCallerAbort = () => callAbort.abort(call.signal?.reason);
     call.signal?.addEventListener("abort", onCallerAbort, { once: true });
     const where = redacted(url);
+    const revalidates = method === "GET" && this.#kept !== undefined &&
+      !Object.keys({ ...this.#headers, ...call.headers }).some((name) => name.toLowerCase() === "if-none-match");
+    const kept = revalidates ? this.#kept?.get(url.href) : undefined;
+    if (kept) headers = { ...headers, "If-None-Match": kept.etag };
     let lastRequestId: string | undefined;
     const ended = (attempts: number): Error => {
       if (call.signal?.aborted) return call.signal.reason;
@@ -537,8 +559,16 @@ export class PetstoreClient {
           }
         }
         const rateLimit = parseRateLimit(response.headers, Date.now());
+        const status = response.status;
+        if (kept && status === 304) {
+          // The kept answer, its headers updated with the 304's (RFC 9111, 4.3.4).
+          const merged = new Headers(kept.headers);
+          response.headers.forEach((value, name) => merged.set(name, value));
+          response = new Response(kept.text, { status: 200, headers: merged });
+          text = kept.text;
+        }
         const info: ResponseInfo = {
-          status: response.status,
+          status,
           headers: response.headers,
           attempts: attempt,
           ...(requestId !== undefined && { requestId }),
@@ -548,7 +578,9 @@ export class PetstoreClient {
         call.onResponse?.(info);
         if (response.status === want && isJSON(response)) {
           try {
-            return { response, body: JSON.parse(text), info };
+            const parsed: unknown = JSON.parse(text);
+            if (revalidates) this.#kept?.keep(url.href, response.headers, text);
+            return { response, body: parsed, info };
           } catch {
             // An unreadable body is reported below as an answer that is not the API's.
           }
@@ -602,6 +634,43 @@ function redacted(url: URL): string {
   const copy = new URL(url);
   if (copy.password) copy.password = "xxxxx";
   return copy.href;
+}
+
+/**
+ * The latest 200s of the GET addresses a client called, each with its ETag,
+ * at most `max`, the least recently used dropped first (a Map iterates in
+ * insertion order: a use moves an entry to the end). Addresses are whole
+ * URLs, query included, and a client has one API key, so an answer is only
+ * ever reused for the request that got it.
+ */
+class KeptAnswers {
+  readonly #max: number;
+  readonly #byUrl = new Map<string, { etag: string; headers: Headers; text: string }>();
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  get(url: string): { etag: string; headers: Headers; text: string } | undefined {
+    const answer = this.#byUrl.get(url);
+    if (answer) {
+      this.#byUrl.delete(url);
+      this.#byUrl.set(url, answer);
+    }
+    return answer;
+  }
+
+  /** Keeps a 200 of url when it has an ETag; otherwise forgets what was kept for url. */
+  keep(url: string, headers: Headers, text: string): void {
+    this.#byUrl.delete(url);
+    const etag = headers.get("ETag");
+    if (!etag) return;
+    this.#byUrl.set(url, { etag, headers, text });
+    if (this.#byUrl.size > this.#max) {
+      const oldest = this.#byUrl.keys().next().value;
+      if (oldest !== undefined) this.#byUrl.delete(oldest);
+    }
+  }
 }
 
 function isJSON(response: Response): boolean {

@@ -17,6 +17,9 @@ export interface paths {
          *     animals follow, `Link` gives the next page's address (`rel="next"`), which keeps the
          *     filter and `limit`; the last page has no `Link`. Walking the pages visits every animal
          *     that existed when the walk began exactly once, even while others are added.
+         *
+         *     Every page carries an `ETag`: send it back in `If-None-Match` and, while the page is
+         *     unchanged, the answer is `304` without a body (see Conditional requests).
          */
         get: operations["listPets"];
         put?: never;
@@ -81,7 +84,8 @@ export interface paths {
          *     A page of the named categories in ascending `id` order: the `categoryId` an animal
          *     carries, and its name, as the store's staff set them. An animal may carry a `categoryId`
          *     that no category names. When more categories follow, `Link` gives the next page's
-         *     address (`rel="next"`), which keeps `limit`; the last page has no `Link`.
+         *     address (`rel="next"`), which keeps `limit`; the last page has no `Link`. Every page
+         *     carries an `ETag` to revalidate it with `If-None-Match` (see Conditional requests).
          */
         get: operations["listCategories"];
         put?: never;
@@ -885,6 +889,14 @@ export interface components {
         "Idempotency-Key": string;
         /** @description An `ETag` received earlier; `304` when the document has not changed since. */
         "If-None-Match": string;
+        /**
+         * @description The `ETag`s of answers stored earlier from this same address (a comma-separated list, each
+         *     strong or `W/`-weak, compared weakly), or `*`: `304` without a body when the answer now has
+         *     one of them (with `*`, whenever it would be `200`). A malformed value is ignored: the
+         *     answer is the `200`.
+         * @example "5d41402abc4b2a76"
+         */
+        "If-None-Match-answer": string;
     };
     requestBodies: never;
     headers: {
@@ -969,10 +981,16 @@ export interface components {
         Deprecation: "@1763596800";
         /** @description When `getPet` will be removed (RFC 8594). */
         Sunset: "Thu, 05 Dec 2030 00:00:00 GMT";
-        /** @description The document's version; send it back in `If-None-Match`. */
+        /**
+         * @description The answer's version, a strong entity tag: send it back in `If-None-Match` to revalidate a
+         *     stored answer. Opaque: it changes whenever the answer may have, and after the service
+         *     restarts or its database is replaced (a restore, a cluster's failover).
+         */
         ETag: string;
         /** @description How long the document may be reused without revalidation: by any cache when the service has a public URL, by the client alone when the document names the address the request reached (its `Host`). */
         "Cache-Control": "public, max-age=300" | "private, max-age=300";
+        /** @description The client may store the answer, and no shared cache may (it answers an API key), but must revalidate it with `If-None-Match` before each use. */
+        "Cache-Control-revalidate": "private, no-cache";
     };
     pathItems: never;
 }
@@ -991,7 +1009,16 @@ export interface operations {
                  */
                 cursor?: components["parameters"]["cursor"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The `ETag`s of answers stored earlier from this same address (a comma-separated list, each
+                 *     strong or `W/`-weak, compared weakly), or `*`: `304` without a body when the answer now has
+                 *     one of them (with `*`, whenever it would be `200`). A malformed value is ignored: the
+                 *     answer is the `200`.
+                 * @example "5d41402abc4b2a76"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match-answer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1002,6 +1029,8 @@ export interface operations {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
                     Link: components["headers"]["Link-next"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control-revalidate"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -1012,6 +1041,22 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Pets"];
                 };
+            };
+            /** @description The page has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Link: components["headers"]["Link-next"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control-revalidate"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -1122,7 +1167,16 @@ export interface operations {
     getPet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The `ETag`s of answers stored earlier from this same address (a comma-separated list, each
+                 *     strong or `W/`-weak, compared weakly), or `*`: `304` without a body when the answer now has
+                 *     one of them (with `*`, whenever it would be `200`). A malformed value is ignored: the
+                 *     answer is the `200`.
+                 * @example "5d41402abc4b2a76"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match-answer"];
+            };
             path: {
                 /** @description The animal's `id`, in plain decimal: any `int64`. One that names no animal, `Pet.id`'s maximum and beyond or below 1 included, is `404`; only what is not an `int64` in plain decimal (no plus sign, no leading zero) is `400`. */
                 petId: number;
@@ -1138,6 +1192,8 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["Link-successor-version"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control-revalidate"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -1148,6 +1204,24 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Pet"];
                 };
+            };
+            /** @description The animal has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-successor-version"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control-revalidate"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The query or the path parameter is not valid. */
             400: {
@@ -1328,7 +1402,16 @@ export interface operations {
                  */
                 cursor?: components["parameters"]["cursor"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The `ETag`s of answers stored earlier from this same address (a comma-separated list, each
+                 *     strong or `W/`-weak, compared weakly), or `*`: `304` without a body when the answer now has
+                 *     one of them (with `*`, whenever it would be `200`). A malformed value is ignored: the
+                 *     answer is the `200`.
+                 * @example "5d41402abc4b2a76"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match-answer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1340,6 +1423,8 @@ export interface operations {
                     "Request-Id": components["headers"]["Request-Id"];
                     "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link-next-categories"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control-revalidate"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -1350,6 +1435,23 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Categories"];
                 };
+            };
+            /** @description The page has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "API-Stability": components["headers"]["API-Stability"];
+                    Link: components["headers"]["Link-next-categories"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control-revalidate"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The query is not valid. */
             400: {

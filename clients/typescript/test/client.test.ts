@@ -159,6 +159,59 @@ test("getUsage reads the caller's own use and windows", async () => {
   assert.ok(Date.parse(usage.limits.perDay.reset) > Date.now());
 });
 
+test("the client revalidates what it read: a 304 returns the kept answer until a commit changes it", async () => {
+  const statuses: number[] = [];
+  const infos: ResponseInfo[] = [];
+  const petstore = client();
+  const call = { onResponse: (info: ResponseInfo) => { statuses.push(info.status); infos.push(info); } };
+  const walk = async () => {
+    statuses.length = 0;
+    const names: string[] = [];
+    for await (const page of petstore.listPages({ limit: 100 }, call)) names.push(...page.items.map((pet) => pet.name));
+    return { statuses: [...statuses], names };
+  };
+
+  const pet = await petstore.createPet({ name: "Revalidated", categoryId: 5 });
+  const first = await walk();
+  const again = await walk();
+  assert.ok(first.statuses.every((status) => status === 200), `first walk: ${first.statuses}`);
+  assert.deepEqual(again.statuses, first.statuses.map(() => 304));
+  assert.deepEqual(again.names, first.names);
+  const last = infos.at(-1);
+  assert.ok(last?.requestId && last.rateLimit.remaining !== undefined && last.headers.get("ETag"), "a 304 reports its own request id, rate limit and ETag");
+
+  await petstore.createPet({ name: "Newest", categoryId: 5 });
+  const changed = await walk();
+  assert.equal(changed.statuses.at(-1), 200, `after a create, the last page: ${changed.statuses}`);
+  assert.deepEqual(changed.names, [...first.names, "Newest"]);
+
+  statuses.length = 0;
+  const got = await petstore.getPet(pet.id, call);
+  const kept = await petstore.getPet(pet.id, call);
+  assert.deepEqual(statuses, [200, 304]);
+  assert.deepEqual(kept, got);
+
+  await server.run("categories", "create", "--id", "41", "--name", "Newts");
+  const categories = async () => {
+    statuses.length = 0;
+    const all = [];
+    for await (const page of petstore.listCategoryPages({ limit: 100 }, call)) all.push(...page.items);
+    return { statuses: [...statuses], names: all.map((category) => category.name) };
+  };
+  await categories();
+  assert.deepEqual((await categories()).statuses, [304]);
+  await server.run("categories", "rename", "41", "Salamanders");
+  const renamed = await categories();
+  assert.deepEqual(renamed.statuses, [200]);
+  assert.ok(renamed.names.includes("Salamanders"), `after a rename: ${renamed.names}`);
+
+  statuses.length = 0;
+  const none = client({ revalidationEntries: 0 });
+  await none.getPet(pet.id, call);
+  await none.getPet(pet.id, call);
+  assert.deepEqual(statuses, [200, 200], "revalidationEntries: 0 keeps nothing");
+});
+
 test("createPet retries a lost answer with the same Idempotency-Key and adds the pet once", async () => {
   const lossy = await proxy({
     // The first create reaches the service; its answer is lost with the connection.
