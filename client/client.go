@@ -13,7 +13,7 @@ import (
 
 // Version is this client's version, which its User-Agent names
 // (petstore-go/Version).
-const Version = "0.2.0"
+const Version = "0.3.0"
 
 // The defaults of Options.AttemptTimeout and Options.Timeout: an attempt
 // that has not answered in 30 s is abandoned and retried, and a call gives
