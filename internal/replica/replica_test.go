@@ -944,3 +944,63 @@ func TestEmptiedReplicaIsShippedAgain(t *testing.T) {
 		t.Errorf("the replica restores %d pets, want the leader's 25", len(got))
 	}
 }
+
+// The databases set aside are listed oldest first with their WALs' bytes,
+// and pruned by age: each with its WAL, the younger kept, files SetAside
+// did not name left alone.
+func TestSetAsideListedAndPruned(t *testing.T) {
+	dataDir := t.TempDir()
+	dbPath := filepath.Join(dataDir, database.DataFile)
+	var paths []string
+	for i := range 3 {
+		if err := os.WriteFile(dbPath, []byte(strings.Repeat("d", 100*(i+1))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dbPath+"-wal", []byte("wal"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		aside, err := SetAside(dataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, aside)
+		time.Sleep(10 * time.Millisecond)
+	}
+	stray := filepath.Join(dataDir, SetAsideDirName, "notes.txt")
+	if err := os.WriteFile(stray, []byte("staff's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := ListSetAside(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copies) != 3 {
+		t.Fatalf("listed %+v, want the 3 set aside", copies)
+	}
+	for i, c := range copies {
+		if c.Path != paths[i] || c.Bytes != int64(100*(i+1)+3) || time.Since(c.At) > time.Minute {
+			t.Errorf("copy %d: %+v, want %s of %d bytes set aside just now", i, c, paths[i], 100*(i+1)+3)
+		}
+	}
+	// Kept for longer than the oldest is old, but not the others: the
+	// oldest goes, with its WAL.
+	now := copies[1].At.Add(time.Hour)
+	removed, err := PruneSetAside(dataDir, now.Sub(copies[0].At)-time.Millisecond, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0].Path != paths[0] {
+		t.Fatalf("pruned %+v, want the oldest only", removed)
+	}
+	for _, p := range []string{paths[0], paths[0] + "-wal"} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there (%v)", p, err)
+		}
+	}
+	if removed, err := PruneSetAside(dataDir, 0, time.Now().Add(time.Second)); err != nil || len(removed) != 2 {
+		t.Fatalf("pruning every one removed %+v (%v)", removed, err)
+	}
+	if _, err := os.Stat(stray); err != nil {
+		t.Errorf("a file SetAside did not name was removed: %v", err)
+	}
+}
