@@ -1004,3 +1004,66 @@ func TestSetAsideListedAndPruned(t *testing.T) {
 		t.Errorf("a file SetAside did not name was removed: %v", err)
 	}
 }
+
+// A former leader whose term's replica holds its database whole (it
+// shipped everything before it stopped) sets nothing aside when it
+// follows: the database goes and the copy is restored. One that committed
+// what it never shipped (a crash, copied here as it left the directory) is
+// set aside as before.
+func TestARejoinThatShippedEverythingSetsNothingAside(t *testing.T) {
+	root := fileRoot(t, t.TempDir())
+	leader := openStore(t, t.TempDir())
+	r, err := StartReplicating(t.Context(), leader.path, root, "petstore", 5, testLog(t).With("node", "leader"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader.write(t, 20)
+	if err := r.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	leader.write(t, 3)
+	// The clean stop: everything shipped, the database closed.
+	want := rows(t, leader.path)
+	leader.close(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The same directory with 2 more commits that never reached the
+	// replica, as a crash would leave it.
+	crashed := t.TempDir()
+	for _, name := range []string{database.DataFile, database.DataFile + "-led"} {
+		b, err := os.ReadFile(filepath.Join(leader.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crashed, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unshipped := openStore(t, crashed)
+	unshipped.write(t, 2)
+	unshipped.close(t)
+
+	f := startFollowing(t, root, 5, leader.dir)
+	if _, err := os.Stat(filepath.Join(leader.dir, SetAsideDirName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a leader that shipped everything set its database aside: %v", err)
+	}
+	waitFor(t, 5*time.Second, "the copy is restored", func() bool { return f.Lag().Applied > 0 })
+	if err := f.Promote(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, leader.path); fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 23 {
+		t.Errorf("the copy holds %d pets, want the leader's 23", len(got))
+	}
+
+	startFollowing(t, root, 5, crashed)
+	entries, err := os.ReadDir(filepath.Join(crashed, SetAsideDirName))
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("a leader that crashed with commits never shipped: set-aside holds %v (%v), want its database", entries, err)
+	}
+	if got := rows(t, filepath.Join(crashed, SetAsideDirName, entries[0].Name())); len(got) != 25 {
+		t.Errorf("the set-aside database holds %d pets, want 25", len(got))
+	}
+}

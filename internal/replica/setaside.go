@@ -64,7 +64,7 @@ func setAside(dbPath string) (string, error) {
 // from beside dbPath.
 func removeFollowerState(dbPath string) error {
 	var errs []error
-	for _, p := range []string{litestream.TXIDPath(dbPath), markPath(dbPath)} {
+	for _, p := range []string{litestream.TXIDPath(dbPath), markPath(dbPath), ledPath(dbPath)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -3,6 +3,7 @@ package realserver_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -689,6 +690,20 @@ func TestClusterHandoverOnSIGTERM(t *testing.T) {
 	t.Logf("%d creates acknowledged: %d present, %d lost", len(w.acks), present, lost)
 	if lost != 0 {
 		t.Errorf("%d acknowledged creates lost in a handover", lost)
+	}
+	// Restarted, the old leader follows: it shipped everything, so its
+	// term's replica holds its database whole, and nothing is set aside.
+	leader.start(t)
+	waitUntil(t, 20*time.Second, "the old leader follows", leader.follows)
+	waitUntil(t, 20*time.Second, "the old leader says what became of its database", func() bool {
+		out := leader.output.String()
+		return strings.Contains(out, "nothing set aside") || strings.Contains(out, "Set aside a database")
+	})
+	if out := leader.output.String(); !strings.Contains(out, "nothing set aside") || strings.Contains(out, "Set aside a database") {
+		t.Errorf("the old leader, restarted after a handover, did not say it set nothing aside:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(leader.dir, "set-aside")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old leader's set-aside directory after a handover: %v, want none", err)
 	}
 }
 
