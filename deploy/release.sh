@@ -3,7 +3,8 @@
 # arm64, one archive each holding the static binary (CGO off) with the
 # version and commit stamped, the systemd units, the deploy files (Compose,
 # nginx, Caddy, Litestream, the cluster's, the monitoring kit), README.md,
-# CHANGELOG.md, LICENSE and docs/ (the README's links); and SHA256SUMS.
+# CHANGELOG.md, LICENSE, docs/ and openapi/openapi.yaml (the README's
+# links); and SHA256SUMS.
 # Usage: bash deploy/release.sh [VERSION] (default: deploy/version.sh; a
 # VERSION given is a semantic version, v1.4.0). RELEASE_TARGETS (os/arch
 # pairs, default the six) and RELEASE_DIST (default dist) narrow a build:
@@ -17,7 +18,7 @@ semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+
 [[ $version =~ $semver ]] || { echo "release.sh: $version is not a semantic version (v1.4.0)" >&2; exit 1; }
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 # What each archive carries beside the binary, as the repository lays it out.
-files=(README.md CHANGELOG.md LICENSE docs/*.md
+files=(README.md CHANGELOG.md LICENSE docs/*.md openapi/openapi.yaml
   deploy/petstore.service deploy/petstore-backup.service deploy/petstore-backup.timer deploy/petstore.service.d/litestream.conf
   deploy/litestream.yml deploy/compose.yaml deploy/.env deploy/Caddyfile deploy/nginx.conf
   deploy/cluster/compose.yaml deploy/cluster/cluster.conf deploy/cluster/nginx.conf deploy/cluster/Caddyfile deploy/cluster/prometheus.yml

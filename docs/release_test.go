@@ -31,8 +31,9 @@ var checkoutOnly = []string{
 }
 
 // The release archive holds what the pages promise and nothing else: the
-// binary, README.md, CHANGELOG.md, LICENSE, every page of docs/ (so that the
-// README's links work inside it) and every tracked file under deploy/ that
+// binary, README.md, CHANGELOG.md, LICENSE, every page of docs/ and the
+// OpenAPI document (so that the README's links to them work inside it), and
+// every tracked file under deploy/ that
 // README.md or a page names (a folder named stands for its files), but the
 // checkout's build scripts. The archive is built by deploy/release.sh, as
 // CI builds it, for the host's platform alone.
@@ -44,7 +45,7 @@ func TestReleaseArchiveHoldsWhatTheDocsName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"README.md": true, "CHANGELOG.md": true, "LICENSE": true, executable(): true}
+	want := map[string]bool{"README.md": true, "CHANGELOG.md": true, "LICENSE": true, "openapi/openapi.yaml": true, executable(): true}
 	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
