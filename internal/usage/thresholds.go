@@ -81,7 +81,7 @@ func StartThresholds(app core.App, logger *slog.Logger, counted func(plan string
 // window of limit requests (0: none) held used, at at. It never waits for
 // the database.
 func (t *Thresholds) Observe(keyID, plan string, limit, used int64, resets, at time.Time) {
-	if limit <= 0 || used < thresholdOf(limit, Percents[0]) {
+	if !counting || limit <= 0 || used < thresholdOf(limit, Percents[0]) {
 		return
 	}
 	for _, percent := range Percents {

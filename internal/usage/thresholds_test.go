@@ -67,3 +67,24 @@ func TestThresholdsAtTheirCountOnce(t *testing.T) {
 		t.Errorf("%d thresholds recorded, want 4", n)
 	}
 }
+
+// BenchmarkThresholdsObserve is what every key's request pays: below 80 %,
+// one comparison; past it, with the crossings told of, a look in memory.
+func BenchmarkThresholdsObserve(b *testing.B) {
+	s := apptest.Start(b, "")
+	id := keyID(b, s)
+	th := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), nil)
+	b.Cleanup(func() { _ = th.Close() })
+	at := time.Now()
+	b.Run("below", func(b *testing.B) {
+		for b.Loop() {
+			th.Observe(id, "pro", 1000, 500, at, at)
+		}
+	})
+	th.Observe(id, "pro", 1000, 1000, at, at)
+	b.Run("past", func(b *testing.B) {
+		for b.Loop() {
+			th.Observe(id, "pro", 1000, 1000, at, at)
+		}
+	})
+}
