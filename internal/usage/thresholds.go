@@ -15,8 +15,8 @@ import (
 // crossed: what was told already.
 const ThresholdsCollection = "usage_thresholds"
 
-// Percents are the thresholds of a day quota that are told of, in order.
-var Percents = [...]int64{80, 100}
+// percents are the thresholds of a day quota that are told of, in order.
+var percents = [...]int64{80, 100}
 
 // queueSize bounds the crossings waiting for their write: a crossing that
 // finds the queue full is not marked, and the key's next request tries
@@ -46,12 +46,12 @@ type Thresholds struct {
 	mu     sync.Mutex
 	day    int64                 // the UTC day marked holds
 	marked map[crossingMark]bool // crossings of day queued or written by this instance
-	queue  chan Crossing
+	queue  chan crossing
 	done   chan struct{}
 }
 
-// Crossing is a key's day window past one threshold.
-type Crossing struct {
+// crossing is a key's day window past one threshold.
+type crossing struct {
 	KeyID   string
 	Plan    string
 	Percent int64     // 80 or 100
@@ -71,7 +71,7 @@ type crossingMark struct {
 func StartThresholds(app core.App, logger *slog.Logger, counted func(plan string, percent int64)) *Thresholds {
 	t := &Thresholds{
 		app: app, logger: logger, counted: counted,
-		marked: map[crossingMark]bool{}, queue: make(chan Crossing, queueSize), done: make(chan struct{}),
+		marked: map[crossingMark]bool{}, queue: make(chan crossing, queueSize), done: make(chan struct{}),
 	}
 	go t.loop()
 	return t
@@ -81,12 +81,12 @@ func StartThresholds(app core.App, logger *slog.Logger, counted func(plan string
 // window of limit requests (0: none) held used, at at. It never waits for
 // the database.
 func (t *Thresholds) Observe(keyID, plan string, limit, used int64, resets, at time.Time) {
-	if !counting || limit <= 0 || used < thresholdOf(limit, Percents[0]) {
+	if !counting || limit <= 0 || used < thresholdOf(limit, percents[0]) {
 		return
 	}
-	for _, percent := range Percents {
+	for _, percent := range percents {
 		if used >= thresholdOf(limit, percent) {
-			t.cross(Crossing{KeyID: keyID, Plan: plan, Percent: percent, Limit: limit, Used: used, Resets: resets, At: at})
+			t.cross(crossing{KeyID: keyID, Plan: plan, Percent: percent, Limit: limit, Used: used, Resets: resets, At: at})
 		}
 	}
 }
@@ -96,7 +96,7 @@ func (t *Thresholds) Observe(keyID, plan string, limit, used int64, resets, at t
 func thresholdOf(limit, percent int64) int64 { return (limit*percent + 99) / 100 }
 
 // cross queues c unless this instance queued it already.
-func (t *Thresholds) cross(c Crossing) {
+func (t *Thresholds) cross(c crossing) {
 	m := crossingMark{c.KeyID, c.Percent}
 	day := dayOf(c.At)
 	t.mu.Lock()
@@ -118,7 +118,7 @@ func (t *Thresholds) cross(c Crossing) {
 
 // unmark forgets c, whose write failed, so that the key's next request
 // tries again.
-func (t *Thresholds) unmark(c Crossing) {
+func (t *Thresholds) unmark(c crossing) {
 	t.mu.Lock()
 	if dayOf(c.At) == t.day {
 		delete(t.marked, crossingMark{c.KeyID, c.Percent})
@@ -154,7 +154,7 @@ const insertThresholdSQL = `INSERT INTO ` + ThresholdsCollection + ` (api_key, d
 
 // record inserts c's row and, if it is new, its audit record, in one
 // transaction; told says whether the row was new.
-func (t *Thresholds) record(c Crossing) (told bool, err error) {
+func (t *Thresholds) record(c crossing) (told bool, err error) {
 	day := dayString(dayOf(c.At))
 	err = t.app.RunInTransaction(func(tx core.App) error {
 		res, err := tx.DB().NewQuery(insertThresholdSQL).Bind(dbx.Params{
