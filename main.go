@@ -58,13 +58,17 @@ func main() {
 	backups := backup.NewCommand(app, hooks.FixedCollections())
 	var service *hooks.Service // bound once the options are parsed
 	secrets := commands.NewSecretsCommand(app, func() error { return service.TakeDataDir() })
+	setAside := commands.NewSetAsideCommand(app)
 	root.AddCommand(cmd.NewSuperuserCommand(app), serve, keys.Command, commands.NewCategoriesCommand(app), commands.NewCustomersCommand(app), secrets, backups.Command,
-		healthcheck.Command, versionCmd)
+		setAside, healthcheck.Command, versionCmd)
 	// None opens the data directory's databases: they run without the
 	// bootstrap, so that a start in progress (which holds the start lock)
 	// or data from a newer version cannot hold them up, and a restore
 	// replaces databases that nothing has open.
 	withoutData := map[*cobra.Command]bool{healthcheck.Command: true, versionCmd: true, backups.Restore: true}
+	for _, c := range setAside.Commands() {
+		withoutData[c] = true
+	}
 
 	flags := options.Bind(root.PersistentFlags(), serve.PersistentFlags(), self, appFlags...)
 	signals := make(chan os.Signal, 1)

@@ -5,7 +5,11 @@
 # nginx, Caddy, Litestream, the cluster's, the monitoring kit), README.md,
 # CHANGELOG.md, LICENSE and docs/ (the README's links); and SHA256SUMS.
 # Usage: bash deploy/release.sh [VERSION] (default: deploy/version.sh; a
-# VERSION given is a semantic version, v1.4.0).
+# VERSION given is a semantic version, v1.4.0). RELEASE_TARGETS (os/arch
+# pairs, default the six) and RELEASE_DIST (default dist) narrow a build:
+# docs/release_test.go builds the host's platform alone into a temporary
+# directory. The archive's files are the docs' promise: the test lists an
+# archive against the deploy/ files README.md and docs/*.md name.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${1:-$(bash deploy/version.sh)}
@@ -19,20 +23,22 @@ files=(README.md CHANGELOG.md LICENSE docs/*.md
   deploy/cluster/compose.yaml deploy/cluster/cluster.conf deploy/cluster/nginx.conf deploy/cluster/Caddyfile deploy/cluster/prometheus.yml
   deploy/monitoring/README.md deploy/monitoring/prometheus.yml deploy/monitoring/rules.yml
   deploy/monitoring/rules_test.yml deploy/monitoring/grafana-dashboard.json)
-rm -rf dist && mkdir dist
-for target in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+targets=${RELEASE_TARGETS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}
+dist=${RELEASE_DIST:-dist}
+rm -rf "${dist:?}" && mkdir -p "$dist"
+for target in $targets; do
   os=${target%/*} arch=${target#*/}
   name=petstore_${version}_${os}_${arch}
   exe=petstore; [ "$os" = windows ] && exe=petstore.exe
-  mkdir "dist/$name"
+  mkdir "$dist/$name"
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=auto \
-    -ldflags "-s -w -X petstore/internal/version.Version=$version -X petstore/internal/version.Commit=$commit" -o "dist/$name/$exe" .
+    -ldflags "-s -w -X petstore/internal/version.Version=$version -X petstore/internal/version.Commit=$commit" -o "$dist/$name/$exe" .
   for f in "${files[@]}"; do
-    mkdir -p "dist/$name/$(dirname "$f")"
-    cp "$f" "dist/$name/$f"
+    mkdir -p "$dist/$name/$(dirname "$f")"
+    cp "$f" "$dist/$name/$f"
   done
-  tar -C dist -czf "dist/$name.tar.gz" "$name"
-  rm -rf "dist/${name:?}"
+  tar -C "$dist" -czf "$dist/$name.tar.gz" "$name"
+  rm -rf "${dist:?}/${name:?}"
 done
-(cd dist && sha256sum ./*.tar.gz > SHA256SUMS)
-echo "dist/ holds $(ls dist | wc -l) files for $version ($commit)"
+(cd "$dist" && sha256sum ./*.tar.gz > SHA256SUMS)
+echo "$dist/ holds $(ls "$dist" | wc -l) files for $version ($commit)"

@@ -1,4 +1,5 @@
-// Package docs holds the topic pages; its test keeps their links working.
+// Package docs holds the topic pages; its tests keep their links working
+// and hold the release to what they say of it (release_test.go).
 package docs
 
 import (

@@ -130,7 +130,11 @@ func (p *serviceParts) startSettings() (func() error, error) {
 }
 
 func (p *serviceParts) startUsage() (func() error, error) {
-	history, err := usage.Start(p.app, usage.Config{Retention: p.opts.UsageRetention}, p.s.log)
+	cfg := usage.Config{Retention: p.opts.UsageRetention}
+	if p.s.cluster != nil {
+		cfg.MayWrite = p.s.cluster.Node.MayWrite
+	}
+	history, err := usage.Start(p.app, cfg, p.s.log)
 	if err != nil {
 		return nil, err
 	}

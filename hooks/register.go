@@ -194,7 +194,8 @@ func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lif
 	health := api.Health{Draining: s.draining.Load, DB: p.reads, Limiter: p.limiter}
 	if s.cluster != nil {
 		health.Cluster = clustergate.Health(s.cluster)
-		clustergate.Bind(se, s.cluster, s.gate, stepOf(handoverStepId).priority, s.log)
+		// The usage counted in memory ships with the last transactions.
+		clustergate.Bind(se, s.cluster, s.gate, stepOf(handoverStepId).priority, p.history.Flush, s.log)
 	}
 	api.AddHealthRoutes(se.Router, health)
 	// The reference page's copy of the contract, outside /v1 and so not

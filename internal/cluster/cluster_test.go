@@ -71,6 +71,7 @@ func TestConfigRefusesBadValuesNamingTheFlag(t *testing.T) {
 		{func(f *cluster.Flags) { f.TTL = time.Second }, "--cluster-ttl"},
 		{func(f *cluster.Flags) { f.TTL = 61 * time.Second }, "--cluster-ttl"},
 		{func(f *cluster.Flags) { f.TTL = 2500 * time.Millisecond }, "--cluster-ttl"},
+		{func(f *cluster.Flags) { f.SetAsideRetention = -time.Hour }, "--cluster-set-aside-retention -1h0m0s"},
 		{func(f *cluster.Flags) { f.SecretFile = "" }, "--cluster-secret-file is needed"},
 		{func(f *cluster.Flags) { f.SecretFile = short }, "--cluster-secret-file " + short + " holds 31 bytes"},
 		{func(f *cluster.Flags) { f.SecretFile = open }, "--cluster-secret-file " + open + " is open to every user"},

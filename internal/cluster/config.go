@@ -24,6 +24,10 @@ const DefaultName = "petstore"
 // dies is replaced within about this long.
 const DefaultTTL = 5 * time.Second
 
+// DefaultSetAsideRetention is --cluster-set-aside-retention's default: long
+// enough for staff to look for what a lost leader never shipped.
+const DefaultSetAsideRetention = 30 * 24 * time.Hour
+
 // The bounds of --cluster-ttl. Under 2 s, a loaded machine's pause or an
 // etcd election (1 s by default) ends the lease of a healthy leader; over
 // 60 s, a dead leader keeps the service down for a minute.
@@ -42,6 +46,9 @@ type Config struct {
 	Replica      replica.Root  // --replica-url
 	TTL          time.Duration // --cluster-ttl
 	Sync         bool          // --cluster-sync: a create is acknowledged once shipped
+	// SetAsideRetention is how long databases set aside are kept
+	// (--cluster-set-aside-retention); 0: every one.
+	SetAsideRetention time.Duration
 
 	// TLS is how the node speaks TLS to etcd (--cluster-etcd-ca, -cert,
 	// -key); nil: with the system's roots to https:// endpoints, not at all
@@ -78,6 +85,8 @@ type Flags struct {
 	TTL          time.Duration
 	Sync         bool
 
+	SetAsideRetention time.Duration
+
 	EtcdCA, EtcdCert, EtcdKey string
 	EtcdUser                  string
 	EtcdPasswordFile          string
@@ -103,6 +112,8 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 		"cluster mode: the leader's lease in whole seconds, 2s to 60s; a leader that cannot renew it stops writing")
 	fs.BoolVar(&f.Sync, "cluster-sync", false,
 		"cluster mode: acknowledge a /v1 create only once it is shipped to the replica, so that a failover loses no acknowledged create (each create waits for a shipment, shared by the creates waiting with it)")
+	fs.DurationVar(&f.SetAsideRetention, "cluster-set-aside-retention", DefaultSetAsideRetention,
+		"cluster mode: how long a database set aside when its node follows (a former leader's, which may hold writes never shipped) is kept in --dir's set-aside/; 0 keeps every one")
 	fs.StringVar(&f.EtcdCA, "cluster-etcd-ca", "",
 		"cluster mode: a PEM file of the CA that signed etcd's certificates, for https:// endpoints (default: the system's)")
 	fs.StringVar(&f.EtcdCert, "cluster-etcd-cert", "",
@@ -132,7 +143,10 @@ func (f Flags) Config(httpAddr string) (Config, error) {
 		}
 		return Config{}, nil
 	}
-	c := Config{Name: f.Name, NodeName: f.NodeName, AdvertiseURL: f.AdvertiseURL, TTL: f.TTL, Sync: f.Sync}
+	c := Config{Name: f.Name, NodeName: f.NodeName, AdvertiseURL: f.AdvertiseURL, TTL: f.TTL, Sync: f.Sync, SetAsideRetention: f.SetAsideRetention}
+	if c.SetAsideRetention < 0 {
+		return Config{}, fmt.Errorf("--cluster-set-aside-retention %s: a duration of 0 or more (0 keeps every database set aside)", c.SetAsideRetention)
+	}
 	for e := range strings.SplitSeq(f.Etcd, ",") {
 		if e = strings.TrimSpace(e); e == "" {
 			continue

@@ -22,10 +22,11 @@ const MaxLagOnFailover = 5 * time.Second
 // the term served while the node does not lead, promotes the copy when the
 // node wins, and ships the database while it leads.
 type Data struct {
-	root    replica.Root
-	cluster string
-	dbPath  string
-	log     *slog.Logger
+	root     replica.Root
+	cluster  string
+	dbPath   string
+	log      *slog.Logger
+	setAside time.Duration // how long databases set aside are kept; 0: every one
 
 	mu         sync.Mutex
 	follower   *replica.Follower
@@ -35,15 +36,27 @@ type Data struct {
 	replicator *replica.Replicator
 }
 
-// NewData is the data of the node whose data directory is dataDir.
-func NewData(root replica.Root, cluster, dataDir string, log *slog.Logger) *Data {
-	return &Data{root: root, cluster: cluster, dbPath: filepath.Join(dataDir, database.DataFile), log: log}
+// NewData is the data of the node whose data directory is dataDir, which
+// keeps the databases it sets aside for setAside (0: every one).
+func NewData(root replica.Root, cluster, dataDir string, setAside time.Duration, log *slog.Logger) *Data {
+	return &Data{root: root, cluster: cluster, dbPath: filepath.Join(dataDir, database.DataFile), setAside: setAside, log: log}
 }
 
+// pruneEvery is how often the databases set aside are looked at for
+// removal (pruneSetAside), from the start.
+const pruneEvery = time.Hour
+
 // Follow follows the replica of the term node says was served last, until
-// ctx ends; a new term served is followed as soon as it is known.
+// ctx ends; a new term served is followed as soon as it is known. From the
+// start, and every pruneEvery, it removes the databases set aside longer
+// ago than the retention, leader or not.
 func (d *Data) Follow(ctx context.Context, node *Node) {
+	var pruned time.Time
 	for {
+		if time.Since(pruned) >= pruneEvery {
+			d.pruneSetAside()
+			pruned = time.Now()
+		}
 		status := node.Status()
 		if served := status.Served; served != 0 && served != d.followedTerm() {
 			if err := d.follow(ctx, served); err != nil && ctx.Err() == nil {
@@ -83,6 +96,21 @@ func (d *Data) follow(ctx context.Context, term int64) error {
 	}
 	d.follower, d.followed, d.leader = f, term, ""
 	return nil
+}
+
+// pruneSetAside removes the databases set aside longer ago than the
+// retention, each logged.
+func (d *Data) pruneSetAside() {
+	if d.setAside == 0 {
+		return
+	}
+	removed, err := replica.PruneSetAside(filepath.Dir(d.dbPath), d.setAside, time.Now())
+	for _, c := range removed {
+		d.log.Info("Cluster: removed a database set aside longer ago than --cluster-set-aside-retention", "path", c.Path, "set_aside_at", c.At, "bytes", c.Bytes)
+	}
+	if err != nil {
+		d.log.Error("Cluster: could not remove a database set aside", "error", err.Error())
+	}
 }
 
 // recordLeader names leader in the copy's mark when it changes: the

@@ -45,7 +45,7 @@ var ErrSteppedDown = errors.New("cluster: stepped down; the process restarts as 
 // after it won (ErrSteppedDown): the caller replaces the process.
 func Start(cfg Config, dataDir string, log *slog.Logger, steppedDown func()) (p *Process, err error) {
 	p = &Process{log: log, elected: make(chan int64, 1), runDone: make(chan error, 1), steppedDown: make(chan struct{}), onSteppedDown: steppedDown}
-	p.Data = NewData(cfg.Replica, cfg.Name, dataDir, log)
+	p.Data = NewData(cfg.Replica, cfg.Name, dataDir, cfg.SetAsideRetention, log)
 	p.Node = New(cfg, log, Options{
 		Eligible:      p.eligible,
 		Lag:           p.Data.Lag,

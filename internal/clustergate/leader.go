@@ -25,8 +25,10 @@ const handoverTimeout = 5 * time.Second
 // but the health checks handed to gate (New) whenever the fence is closed
 // (reads as well as writes: the copy may be stale), and the handover on
 // SIGTERM, at handoverPriority among the OnTerminate handlers (before the
-// server's drain: writes stop at once).
-func Bind(se *core.ServeEvent, p *cluster.Process, gate http.Handler, handoverPriority int, log *slog.Logger) {
+// server's drain: writes stop at once). beforeShip writes, once the writes
+// in flight have committed, what the service keeps in memory and must
+// reach the next leader (the usage counted).
+func Bind(se *core.ServeEvent, p *cluster.Process, gate http.Handler, handoverPriority int, beforeShip func() error, log *slog.Logger) {
 	se.Router.Bind(peers(p.Node), api.Fence(p.Node.MayWrite, gate))
 	se.App.OnTerminate().Bind(&hook.Handler[*core.TerminateEvent]{
 		Id:       "petstoreClusterHandover",
@@ -44,8 +46,14 @@ func Bind(se *core.ServeEvent, p *cluster.Process, gate http.Handler, handoverPr
 			ctx, cancel := context.WithTimeout(context.Background(), handoverTimeout)
 			defer cancel()
 			// An empty transaction waits for the one write connection:
-			// every write that passed the fence has committed by then.
-			settle := func() error { return te.App.RunInTransaction(func(core.App) error { return nil }) }
+			// every write that passed the fence has committed by then;
+			// beforeShip then writes what the parts keep in memory.
+			settle := func() error {
+				if err := te.App.RunInTransaction(func(core.App) error { return nil }); err != nil {
+					return err
+				}
+				return beforeShip()
+			}
 			if err := p.Handover(ctx, settle); err != nil {
 				log.Error("Cluster: the handover failed; a follower takes over once the lease ends", "error", err)
 			}

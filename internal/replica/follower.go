@@ -132,7 +132,7 @@ func Following(dataDir string) (following bool, leader string, err error) {
 // removeCopy removes a follower's copy and what goes with it.
 func removeCopy(dbPath string) error {
 	var errs []error
-	for _, p := range []string{dbPath, dbPath + "-wal", dbPath + "-shm", litestream.TXIDPath(dbPath), dbPath + ".tmp"} {
+	for _, p := range []string{dbPath, dbPath + "-wal", dbPath + "-shm", litestream.TXIDPath(dbPath), dbPath + ".tmp", ledPath(dbPath)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -166,6 +166,20 @@ func StartFollowing(ctx context.Context, root Root, cluster string, term int64, 
 		return nil, err
 	}
 	_, statErr := os.Stat(dbPath)
+	if statErr == nil && (mark == nil || mark.Cluster != cluster) {
+		// A former leader's database that its term's replica holds whole
+		// holds nothing to keep: it goes, rather than aside.
+		switch whole, term, err := shippedWhole(ctx, root, cluster, dbPath, log); {
+		case err != nil:
+			log.Warn("Could not compare the database with its term's replica; setting it aside", "error", err)
+		case whole:
+			if err := removeCopy(dbPath); err != nil {
+				return nil, err
+			}
+			log.Info("The database was a leader's whose term's replica holds it whole: removed, nothing set aside", "its_term", term)
+			statErr = os.ErrNotExist
+		}
+	}
 	switch {
 	case statErr == nil && (mark == nil || mark.Cluster != cluster):
 		aside, err := setAside(dbPath)

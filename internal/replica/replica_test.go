@@ -944,3 +944,126 @@ func TestEmptiedReplicaIsShippedAgain(t *testing.T) {
 		t.Errorf("the replica restores %d pets, want the leader's 25", len(got))
 	}
 }
+
+// The databases set aside are listed oldest first with their WALs' bytes,
+// and pruned by age: each with its WAL, the younger kept, files SetAside
+// did not name left alone.
+func TestSetAsideListedAndPruned(t *testing.T) {
+	dataDir := t.TempDir()
+	dbPath := filepath.Join(dataDir, database.DataFile)
+	var paths []string
+	for i := range 3 {
+		if err := os.WriteFile(dbPath, []byte(strings.Repeat("d", 100*(i+1))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dbPath+"-wal", []byte("wal"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		aside, err := SetAside(dataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, aside)
+		time.Sleep(10 * time.Millisecond)
+	}
+	stray := filepath.Join(dataDir, SetAsideDirName, "notes.txt")
+	if err := os.WriteFile(stray, []byte("staff's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := ListSetAside(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copies) != 3 {
+		t.Fatalf("listed %+v, want the 3 set aside", copies)
+	}
+	for i, c := range copies {
+		if c.Path != paths[i] || c.Bytes != int64(100*(i+1)+3) || time.Since(c.At) > time.Minute {
+			t.Errorf("copy %d: %+v, want %s of %d bytes set aside just now", i, c, paths[i], 100*(i+1)+3)
+		}
+	}
+	// Kept for longer than the oldest is old, but not the others: the
+	// oldest goes, with its WAL.
+	now := copies[1].At.Add(time.Hour)
+	removed, err := PruneSetAside(dataDir, now.Sub(copies[0].At)-time.Millisecond, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0].Path != paths[0] {
+		t.Fatalf("pruned %+v, want the oldest only", removed)
+	}
+	for _, p := range []string{paths[0], paths[0] + "-wal"} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there (%v)", p, err)
+		}
+	}
+	if removed, err := PruneSetAside(dataDir, 0, time.Now().Add(time.Second)); err != nil || len(removed) != 2 {
+		t.Fatalf("pruning every one removed %+v (%v)", removed, err)
+	}
+	if _, err := os.Stat(stray); err != nil {
+		t.Errorf("a file SetAside did not name was removed: %v", err)
+	}
+}
+
+// A former leader whose term's replica holds its database whole (it
+// shipped everything before it stopped) sets nothing aside when it
+// follows: the database goes and the copy is restored. One that committed
+// what it never shipped (a crash, copied here as it left the directory) is
+// set aside as before.
+func TestARejoinThatShippedEverythingSetsNothingAside(t *testing.T) {
+	root := fileRoot(t, t.TempDir())
+	leader := openStore(t, t.TempDir())
+	r, err := StartReplicating(t.Context(), leader.path, root, "petstore", 5, testLog(t).With("node", "leader"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader.write(t, 20)
+	if err := r.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	leader.write(t, 3)
+	// The clean stop: everything shipped, the database closed.
+	want := rows(t, leader.path)
+	leader.close(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The same directory with 2 more commits that never reached the
+	// replica, as a crash would leave it.
+	crashed := t.TempDir()
+	for _, name := range []string{database.DataFile, database.DataFile + "-led"} {
+		b, err := os.ReadFile(filepath.Join(leader.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crashed, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unshipped := openStore(t, crashed)
+	unshipped.write(t, 2)
+	unshipped.close(t)
+
+	f := startFollowing(t, root, 5, leader.dir)
+	if _, err := os.Stat(filepath.Join(leader.dir, SetAsideDirName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a leader that shipped everything set its database aside: %v", err)
+	}
+	waitFor(t, 5*time.Second, "the copy is restored", func() bool { return f.Lag().Applied > 0 })
+	if err := f.Promote(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, leader.path); fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 23 {
+		t.Errorf("the copy holds %d pets, want the leader's 23", len(got))
+	}
+
+	startFollowing(t, root, 5, crashed)
+	entries, err := os.ReadDir(filepath.Join(crashed, SetAsideDirName))
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("a leader that crashed with commits never shipped: set-aside holds %v (%v), want its database", entries, err)
+	}
+	if got := rows(t, filepath.Join(crashed, SetAsideDirName, entries[0].Name())); len(got) != 25 {
+		t.Errorf("the set-aside database holds %d pets, want 25", len(got))
+	}
+}

@@ -114,6 +114,9 @@ func StartReplicating(ctx context.Context, dbPath string, root Root, cluster str
 	if err := os.RemoveAll(metaPath); err != nil {
 		return nil, fmt.Errorf("clear Litestream's state of an earlier term: %w", err)
 	}
+	if err := writeLedMark(dbPath, ledMark{Cluster: cluster, Term: term}); err != nil {
+		return nil, fmt.Errorf("mark the database as term %d's: %w", term, err)
+	}
 
 	db := litestream.NewDB(dbPath)
 	db.SetMetaPath(metaPath)

@@ -78,6 +78,12 @@ type Config struct {
 	// FlushEvery is how often counts are added to the table;
 	// DefaultFlushEvery when 0.
 	FlushEvery time.Duration
+	// MayWrite says whether this node may write now: a cluster node's
+	// fence. While it may not, counts stay in memory, and those left at
+	// Close are dropped: a node that no longer leads writes nothing that
+	// its term's replica lacks (Flush, at the handover, writes them
+	// before the last shipment). Nil: always.
+	MayWrite func() bool
 }
 
 // Recorder counts requests per key, hour, operation and outcome in memory
@@ -135,12 +141,32 @@ func (r *Recorder) Record(keyID, operation string, at time.Time, outcome Outcome
 	r.mu.Unlock()
 }
 
-// Close stops the loop and adds what is still counted in memory.
+// Flush adds what is counted in memory now, whatever MayWrite says: a
+// cluster leader's handover calls it, its fence closed, before its last
+// shipment, so that the next leader has the counts.
+func (r *Recorder) Flush() error { return r.flush() }
+
+// Close stops the loop and adds what is still counted in memory, if the
+// node may write.
 func (r *Recorder) Close() error {
 	close(r.stop)
 	<-r.done
+	if !r.mayWrite() {
+		r.mu.Lock()
+		var dropped int64
+		for _, n := range r.pending {
+			dropped += n
+		}
+		r.mu.Unlock()
+		if dropped > 0 {
+			r.logger.Warn("Usage counts not saved: this node no longer leads", "requests", dropped)
+		}
+		return nil
+	}
 	return r.flush()
 }
+
+func (r *Recorder) mayWrite() bool { return r.cfg.MayWrite == nil || r.cfg.MayWrite() }
 
 func (r *Recorder) loop() {
 	defer close(r.done)
@@ -151,6 +177,9 @@ func (r *Recorder) loop() {
 		case <-r.stop:
 			return
 		case now := <-t.C:
+			if !r.mayWrite() {
+				continue
+			}
 			if err := r.flush(); err != nil {
 				r.logger.Error("Could not save the usage history of API keys", "error", err)
 			}

@@ -2,6 +2,7 @@ package usage_test
 
 import (
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,4 +224,59 @@ func BenchmarkRecord(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// A node that may not write (a cluster node whose fence closed) writes no
+// counts: the loop keeps them in memory and Close drops them; Flush, the
+// handover's, writes them whatever the fence says.
+func TestNoCountsWrittenWhileTheNodeMayNotWrite(t *testing.T) {
+	s := apptest.Start(t, "")
+	id := keyID(t, s)
+	now := time.Now()
+	var mayWrite atomic.Bool
+	open := func() bool { return mayWrite.Load() }
+	saved := func() int64 {
+		var n int64
+		if err := s.App.DB().NewQuery(`SELECT COALESCE(SUM(requests), 0) FROM ` + usage.Collection + ` WHERE api_key = {:key}`).
+			Bind(dbx.Params{"key": id}).Row(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	r, err := usage.Start(s.App, usage.Config{FlushEvery: 10 * time.Millisecond, MayWrite: open}, s.App.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Record(id, "listPets", now, usage.Served)
+	time.Sleep(100 * time.Millisecond)
+	if n := saved(); n != 0 {
+		t.Fatalf("%d requests saved while the node may not write", n)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := saved(); n != 1 {
+		t.Fatalf("after Flush, %d requests saved, want 1", n)
+	}
+	r.Record(id, "listPets", now, usage.Served)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := saved(); n != 1 {
+		t.Errorf("after Close while the node may not write, %d requests saved, want the 1 flushed", n)
+	}
+
+	mayWrite.Store(true)
+	r2, err := usage.Start(s.App, usage.Config{FlushEvery: 10 * time.Millisecond, MayWrite: open}, s.App.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Record(id, "listPets", now, usage.Served)
+	time.Sleep(100 * time.Millisecond)
+	if n := saved(); n != 2 {
+		t.Errorf("while the node may write, %d requests saved, want 2", n)
+	}
+	if err := r2.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

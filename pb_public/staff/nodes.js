@@ -14,7 +14,10 @@ function nodesStatus(text) {
   $("#nodes-status").textContent = text;
 }
 
+// lagText is a follower's lag; for the leader, what of its commits the
+// replica lacks, when it says so (a failover would lose them).
 function lagText(n) {
+  if (n.leader && n.unshipped) return `it leads; its commits of the last ${n.unshipped} s are not in the replica`;
   if (n.leader) return "none: it leads";
   const s = n.lag.seconds.toFixed(1);
   const tx = n.lag.transactions;

@@ -3,6 +3,7 @@ package realserver_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -404,6 +405,27 @@ func TestClusterLeaderKilledUnderLoad(t *testing.T) {
 	if _, stderr, err := realserver.Keys(bin, leader.dir, "list"); err == nil || !strings.Contains(stderr, "follower's copy") {
 		t.Errorf("keys list on a follower's --dir: error %v, stderr %q", err, stderr)
 	}
+	// The set-aside databases are listed and removed beside the running
+	// follower: a prune needs its age.
+	stdout, stderr, status := petstore(t, leader.dir, "set-aside", "list")
+	if status != 0 || strings.Count(stdout, filepath.Join(leader.dir, "set-aside", "data-")) != 1 {
+		t.Fatalf("set-aside list: %d %q %q, want the one database set aside", status, stdout, stderr)
+	}
+	if _, stderr, status := petstore(t, leader.dir, "set-aside", "prune"); status != 1 || !strings.Contains(stderr, "--older-than") {
+		t.Errorf("set-aside prune without --older-than: %d %q, want exit 1 naming the flag", status, stderr)
+	}
+	if stdout, _, status := petstore(t, leader.dir, "set-aside", "prune", "--older-than", "1h"); status != 0 || stdout != "Nothing to remove.\n" {
+		t.Errorf("set-aside prune --older-than 1h: %d %q, want nothing removed", status, stdout)
+	}
+	if stdout, _, status := petstore(t, leader.dir, "set-aside", "prune", "--older-than", "0"); status != 0 || !strings.HasPrefix(stdout, "Removed "+filepath.Join(leader.dir, "set-aside", "data-")) {
+		t.Errorf("set-aside prune --older-than 0: %d %q, want the database removed", status, stdout)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(leader.dir, "set-aside")); len(entries) != 0 {
+		t.Errorf("after the prune, set-aside/ holds %d files", len(entries))
+	}
+	if !leader.follows() {
+		t.Error("the follower stopped following during the prune")
+	}
 }
 
 // killLeaderUnderLoad runs eight writers through every node, SIGKILLs the
@@ -668,6 +690,20 @@ func TestClusterHandoverOnSIGTERM(t *testing.T) {
 	t.Logf("%d creates acknowledged: %d present, %d lost", len(w.acks), present, lost)
 	if lost != 0 {
 		t.Errorf("%d acknowledged creates lost in a handover", lost)
+	}
+	// Restarted, the old leader follows: it shipped everything, so its
+	// term's replica holds its database whole, and nothing is set aside.
+	leader.start(t)
+	waitUntil(t, 20*time.Second, "the old leader follows", leader.follows)
+	waitUntil(t, 20*time.Second, "the old leader says what became of its database", func() bool {
+		out := leader.output.String()
+		return strings.Contains(out, "nothing set aside") || strings.Contains(out, "Set aside a database")
+	})
+	if out := leader.output.String(); !strings.Contains(out, "nothing set aside") || strings.Contains(out, "Set aside a database") {
+		t.Errorf("the old leader, restarted after a handover, did not say it set nothing aside:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(leader.dir, "set-aside")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old leader's set-aside directory after a handover: %v, want none", err)
 	}
 }
 

@@ -82,6 +82,7 @@ var badFlags = []badFlag{
 	// was refused by a second, after the directory was made and locked).
 	{flag: "replica-url", value: "file://nas/x", with: []string{"--cluster-etcd", "http://127.0.0.1:1"}},
 	{flag: "cluster-ttl", value: "1s", with: clusterMode},
+	{flag: "cluster-set-aside-retention", value: "-1h", with: clusterMode},
 	{flag: "cluster-sync", value: "true"}, // without --cluster-etcd
 	{flag: "cluster-etcd-ca", value: "/no/such/ca.pem", with: clusterTLS},
 	{flag: "cluster-etcd-cert", value: "/no/such/cert.pem", with: clusterTLS}, // without its key
