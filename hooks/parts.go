@@ -149,7 +149,11 @@ func (p *serviceParts) startThresholds() (func() error, error) {
 	if p.metrics != nil {
 		counted = p.metrics.ObserveUsageThreshold
 	}
-	p.crossings = usage.StartThresholds(p.app, p.s.log, counted)
+	var mayWrite func() bool
+	if p.s.cluster != nil {
+		mayWrite = p.s.cluster.Node.MayWrite
+	}
+	p.crossings = usage.StartThresholds(p.app, p.s.log, counted, mayWrite)
 	return p.crossings.Close, nil
 }
 

@@ -42,6 +42,9 @@ type Thresholds struct {
 	app     core.App
 	logger  *slog.Logger
 	counted func(plan string, percent int64) // after the commit of a crossing told of
+	// mayWrite says whether this node may write now (a cluster node's
+	// fence); nil: always.
+	mayWrite func() bool
 
 	mu     sync.Mutex
 	day    int64                 // the UTC day marked holds
@@ -68,9 +71,13 @@ type crossingMark struct {
 
 // StartThresholds returns Thresholds writing with app, logging failures to
 // logger, and calling counted (when not nil) for each crossing told of.
-func StartThresholds(app core.App, logger *slog.Logger, counted func(plan string, percent int64)) *Thresholds {
+// While mayWrite (when not nil) says no, a crossing is written by no one
+// here: a node that no longer leads writes nothing its term's replica
+// lacks, and the next leader's requests find the window past the
+// threshold and tell of it.
+func StartThresholds(app core.App, logger *slog.Logger, counted func(plan string, percent int64), mayWrite func() bool) *Thresholds {
 	t := &Thresholds{
-		app: app, logger: logger, counted: counted,
+		app: app, logger: logger, counted: counted, mayWrite: mayWrite,
 		marked: map[crossingMark]bool{}, queue: make(chan crossing, queueSize), done: make(chan struct{}),
 	}
 	go t.loop()
@@ -136,6 +143,12 @@ func (t *Thresholds) Close() error {
 func (t *Thresholds) loop() {
 	defer close(t.done)
 	for c := range t.queue {
+		if t.mayWrite != nil && !t.mayWrite() {
+			t.logger.Warn("A key's crossing of a day quota threshold not recorded: this node no longer leads",
+				"keyId", c.KeyID, "threshold", c.Percent)
+			t.unmark(c)
+			continue
+		}
 		told, err := t.record(c)
 		if err != nil {
 			t.logger.Error("Could not record a key's crossing of a day quota threshold",

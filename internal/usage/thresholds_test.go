@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestThresholdsAtTheirCountOnce(t *testing.T) {
 	at := time.Now()
 	resets := at.Add(time.Hour)
 	var first, second told
-	a := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), first.counted)
+	a := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), first.counted, nil)
 	for used := int64(1); used <= 5; used++ {
 		a.Observe(five, "pro", 5, used, resets, at)
 		a.Observe(five, "pro", 5, used, resets, at) // the same count twice: told once
@@ -47,8 +48,8 @@ func TestThresholdsAtTheirCountOnce(t *testing.T) {
 		t.Fatalf("told %v at 4 and 5 of 5, want pro 80, pro 100", first.got)
 	}
 	// A restart, and a second instance: past both, nothing more.
-	restarted := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), first.counted)
-	other := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), second.counted)
+	restarted := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), first.counted, nil)
+	other := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), second.counted, nil)
 	for used := int64(1); used <= 7; used++ {
 		restarted.Observe(five, "pro", 5, used, resets, at)
 		other.Observe(five, "pro", 5, used, resets, at)
@@ -73,7 +74,7 @@ func TestThresholdsAtTheirCountOnce(t *testing.T) {
 func BenchmarkThresholdsObserve(b *testing.B) {
 	s := apptest.Start(b, "")
 	id := keyID(b, s)
-	th := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), nil)
+	th := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), nil, nil)
 	b.Cleanup(func() { _ = th.Close() })
 	at := time.Now()
 	b.Run("below", func(b *testing.B) {
@@ -87,4 +88,43 @@ func BenchmarkThresholdsObserve(b *testing.B) {
 			th.Observe(id, "pro", 1000, 1000, at, at)
 		}
 	})
+}
+
+// A node that may not write (a cluster node that no longer leads) records
+// no crossing; once it may, the key's next request past the threshold does.
+func TestThresholdsWriteNothingWhileTheNodeMayNotWrite(t *testing.T) {
+	s := apptest.Start(t, "")
+	id := keyID(t, s)
+	var leads atomic.Bool
+	var asked atomic.Int64
+	var got told
+	th := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), got.counted, func() bool {
+		asked.Add(1)
+		return leads.Load()
+	})
+	at := time.Now()
+	th.Observe(id, "pro", 10, 8, at, at)
+	for deadline := time.Now().Add(5 * time.Second); asked.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the crossing was never taken from the queue")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := s.CountRecords(t, usage.ThresholdsCollection); n != 0 {
+		t.Fatalf("%d thresholds recorded by a node that may not write", n)
+	}
+	leads.Store(true)
+	for deadline := time.Now().Add(5 * time.Second); s.CountRecords(t, usage.ThresholdsCollection) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the crossing was never recorded once the node may write")
+		}
+		th.Observe(id, "pro", 10, 9, at, at)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := th.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.got, []string{"pro 80"}) {
+		t.Errorf("told %v, want pro 80", got.got)
+	}
 }
