@@ -24,6 +24,7 @@ const (
 	EventKeyRevoked         EventType = "key.revoked"           // Data: KeyChange
 	EventKeyBanned          EventType = "key.banned"            // Data: KeyChange
 	EventKeyDayQuotaReached EventType = "key.day_quota_reached" // Data: KeyChange
+	EventUsageThreshold     EventType = "usage.threshold"       // Data: UsageThreshold
 	EventPlanChanged        EventType = "plan.changed"          // Data: PlanChange
 	EventCategoryCreated    EventType = "category.created"      // Data: CategoryChange
 	EventCategoryRenamed    EventType = "category.renamed"      // Data: CategoryRename
@@ -52,6 +53,23 @@ type KeyChange struct {
 	Name  string `json:"name"`  // who uses the key
 	Plan  string `json:"plan"`  // the name of its plan
 	State string `json:"state"` // active, revoked, expired or banned
+}
+
+// UsageThreshold is usage.threshold's data: a key crossed 80 % or 100 %
+// of its day quota (once per key, UTC day and threshold).
+type UsageThreshold struct {
+	Key KeyChange `json:"key"`
+	// Customer owns the key; nil when none does.
+	Customer *struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"customer"`
+	Threshold int       `json:"threshold"` // 80 or 100
+	Window    string    `json:"window"`    // "day"
+	Day       string    `json:"day"`       // the UTC day, YYYY-MM-DD
+	Limit     int64     `json:"limit"`     // the day quota
+	Used      int64     `json:"used"`      // requests the window held after the crossing request
+	ResetsAt  time.Time `json:"resetsAt"`  // when the window starts again
 }
 
 // PlanChange is a plan after plan.changed, and what changed.

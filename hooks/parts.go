@@ -41,6 +41,7 @@ type serviceParts struct {
 	metrics   *metrics.Metrics // nil: no --metrics-addr
 	reads     *sql.DB          // PocketBase's read pool
 	history   *usage.Recorder
+	crossings *usage.Thresholds // tells of keys past 80 and 100 % of their day quota
 	limiter   *limits.Limiter
 	version   *dataversion.Watch
 	keys      *apikeys.Finder
@@ -71,6 +72,7 @@ func (p *serviceParts) list() []part {
 		{name: "data version watch", start: p.startReads},
 		{name: "checkpointer", start: p.startCheckpointer},
 		{name: "webhooks outbox", start: p.startOutbox},
+		{name: "usage thresholds", start: p.startThresholds},
 		{name: "pets writer", start: p.startPetWriter},
 		{name: "request log", start: p.startRequestLog},
 		{name: "metrics listener", start: p.startMetrics},
@@ -138,6 +140,21 @@ func (p *serviceParts) startUsage() (func() error, error) {
 	}
 	p.history = history
 	return history.Close, nil
+}
+
+// startThresholds starts telling of day quotas crossed; its audit records
+// are usage.threshold events through the outbox, in their transactions.
+func (p *serviceParts) startThresholds() (func() error, error) {
+	var counted func(plan string, percent int64)
+	if p.metrics != nil {
+		counted = p.metrics.ObserveUsageThreshold
+	}
+	var mayWrite func() bool
+	if p.s.cluster != nil {
+		mayWrite = p.s.cluster.Node.MayWrite
+	}
+	p.crossings = usage.StartThresholds(p.app, p.s.log, counted, mayWrite)
+	return p.crossings.Close, nil
 }
 
 func (p *serviceParts) startLimiter() (func() error, error) {

@@ -182,7 +182,7 @@ func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lif
 	api.AddRoutes(v1, api.Deps{
 		Limiter: p.limiter, Keys: p.keys, Version: p.version, Pets: p.petReads, PetWriter: p.petWriter, Categories: p.categoryReads,
 		RequestLog: p.reqlog, Usage: p.history, Now: now, Base: opts.PublicURL, Documents: documents, Logger: s.log, Metrics: observer,
-		DayQuotaReached: webhooks.DayQuotaReached(app, s.outbox, s.log),
+		DayQuotaReached: webhooks.DayQuotaReached(app, s.outbox, s.log), Thresholds: p.crossings,
 	})
 	var nodes staff.ClusterView
 	if s.cluster != nil {

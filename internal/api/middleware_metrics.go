@@ -20,6 +20,10 @@ type Observer interface {
 	// latency.
 	ObserveRequest(method, route string, status int, took time.Duration, traceID string)
 	ObserveRateLimit(plan, outcome string)
+	// ObservePlanRequest counts a key's request, answered, by its plan and
+	// its outcome as its usage history counts it (served, refused,
+	// limited, failed).
+	ObservePlanRequest(plan, outcome string)
 	// ObserveIdempotency counts a create with an Idempotency-Key by what
 	// became of it: stored, replayed or conflict.
 	ObserveIdempotency(outcome string)

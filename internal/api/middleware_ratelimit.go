@@ -30,9 +30,12 @@ const (
 // outcome: limited when the limit refused it, else by status. getUsage's
 // requests keep the decision on the event, for its handler.
 //
-// o, when not nil, counts each decision by plan and outcome; dayUsed, when
-// not nil, hears of a key whose day window admits no more.
-func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer, dayUsed func(keyID string, at time.Time)) *hook.Handler[*core.RequestEvent] {
+// o, when not nil, counts each decision by plan and outcome, and each key's
+// request answered by plan and usage outcome; dayUsed, when not nil, hears
+// of a key whose day window admits no more; thresholds, when not nil, of
+// every key's day window (it returns at once below 80 %).
+func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer, dayUsed func(keyID string, at time.Time),
+	thresholds *usage.Thresholds) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       rateLimitMiddlewareId,
 		Priority: rateLimitPriority,
@@ -66,13 +69,17 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer, dayUsed f
 			if dayUsed != nil && d.DayUsedUp() {
 				dayUsed(key.ID, d.At)
 			}
+			if thresholds != nil {
+				day := d.Day()
+				thresholds.Observe(key.ID, key.Plan, day.Limit, day.Used, day.Reset, d.At)
+			}
 			if o != nil {
 				observeDecision(o, key, d)
 			}
 			answered := false
 			defer func() {
 				if !answered { // a panic, which PocketBase's recovery answers with 500
-					history.Record(key.ID, operation, d.At, usage.Failed)
+					recordUsage(history, o, key, operation, d.At, usage.Failed)
 				}
 			}()
 			err = outOfScope(e, key)
@@ -86,9 +93,18 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer, dayUsed f
 				// scope comes first): counted in no window.
 				outcome = usage.Limited
 			}
-			history.Record(key.ID, operation, d.At, outcome)
+			recordUsage(history, o, key, operation, d.At, outcome)
 			return err
 		},
+	}
+}
+
+// recordUsage counts a key's request answered in its usage history and, with
+// o, by its plan and outcome.
+func recordUsage(history *usage.Recorder, o Observer, key *apikeys.Key, operation string, at time.Time, outcome usage.Outcome) {
+	history.Record(key.ID, operation, at, outcome)
+	if o != nil {
+		o.ObservePlanRequest(key.Plan, outcome.String())
 	}
 }
 

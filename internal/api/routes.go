@@ -44,6 +44,9 @@ type Deps struct {
 	// DayQuotaReached hears of each request after which a key's day window
 	// admits no more (the webhooks' key.day_quota_reached); nil: none.
 	DayQuotaReached func(keyID string, at time.Time)
+	// Thresholds hears of every key's day window, to tell of 80 % and
+	// 100 % of its quota (usage.threshold); nil: none.
+	Thresholds *usage.Thresholds
 }
 
 // AddRoutes is the whole /v1 surface: every route with its middleware.
@@ -64,7 +67,8 @@ type Deps struct {
 //	rateLimit        counts the request (per key, else per IP), sets the headers;
 //	                 then 403 for a key without the route's scope (requireScope),
 //	                 else 429; once the request is answered, records a key's
-//	                 request in its usage history (operation, hour, outcome)
+//	                 request in its usage history (operation, hour, outcome);
+//	                 hands the key's day window to the usage thresholds
 //	BodyLimit        64 KiB (replaces PocketBase's 32 MB for /v1)
 //
 // Each operation's route adds requireKey (401 without a valid API key, after
@@ -76,7 +80,7 @@ type Deps struct {
 func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(d.RequestLog.Middleware(), errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version, d.Logger), rateLimit(d.Limiter, d.Usage, d.Metrics, d.DayQuotaReached),
+		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version, d.Logger), rateLimit(d.Limiter, d.Usage, d.Metrics, d.DayQuotaReached, d.Thresholds),
 		apis.BodyLimit(maxBodyBytes))
 	if d.Metrics != nil {
 		v1.Bind(observeRequests(d.Metrics))

@@ -129,6 +129,14 @@ const (
 	CustomerDeleted Action = "customer.deleted"
 )
 
+// The action of the service (System) when a key crosses 80 % or 100 % of
+// its day quota (package usage), once per key, UTC day and threshold. Its
+// details: {"threshold": 80 or 100, "day": "YYYY-MM-DD", "limit": n,
+// "used": n, "resetsAt": RFC 3339}.
+const (
+	UsageThreshold Action = "usage.threshold"
+)
+
 // Actions are every action above, so that a count of records by action can
 // show each at 0 from the start (TestActionsListsEveryAction holds the list
 // to the constants).
@@ -141,13 +149,14 @@ var Actions = []Action{
 	CategoryCreated, CategoryRenamed, CategoryDeleted,
 	CustomerCreated, CustomerChanged, CustomerDeleted, KeyCustomerChanged,
 	ClusterPromoted, ClusterSteppedDown,
+	UsageThreshold,
 }
 
 // Actors that are not a superuser. A superuser acts as its record id, with
 // its email beside it.
 const (
 	ActorCLI    = "cli"    // the keys, categories and customers commands, on the server's own machine
-	ActorSystem = "system" // the service itself: the limiter's bans, the webhooks' pauses
+	ActorSystem = "system" // the service itself: the limiter's bans, the webhooks' pauses, the usage thresholds
 )
 
 // Actor is who made a change.

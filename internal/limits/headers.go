@@ -11,6 +11,9 @@ type Window struct {
 	Name   string // "minute" or "day": the policy name in RateLimit fields
 	Period time.Duration
 	Limit  int64
+	// Used is how many requests the window holds (refused ones take
+	// nothing): past Limit when the limit was lowered meanwhile.
+	Used int64
 	// Remaining is how many more requests the window admits now.
 	Remaining int64
 	Reset     time.Time // when the count starts again
@@ -22,7 +25,7 @@ type Window struct {
 // newWindow is a window holding count admitted requests after a request,
 // refused or not. Refused requests take nothing from any window.
 func newWindow(name string, period time.Duration, limit, count int64, reset time.Time, refused bool) Window {
-	return Window{Name: name, Period: period, Limit: limit, Remaining: max(limit-count, 0), Reset: reset,
+	return Window{Name: name, Period: period, Limit: limit, Used: count, Remaining: max(limit-count, 0), Reset: reset,
 		Reached: refused && count >= limit}
 }
 
@@ -64,6 +67,17 @@ func (d Decision) DayUsedUp() bool {
 		}
 	}
 	return false
+}
+
+// Day is the day window of a key's decision; the zero Window (Limit 0)
+// for a decision without one.
+func (d Decision) Day() Window {
+	for _, w := range d.Windows {
+		if w.Name == "day" {
+			return w
+		}
+	}
+	return Window{}
 }
 
 // Banned reports whether the request was refused for its key's ban.

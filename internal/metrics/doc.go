@@ -11,7 +11,7 @@
 // outcomes for the anonymous plan, Idempotency-Key and webhook outcomes,
 // audit actions) start at 0 (Known).
 //
-// No label carries a key, a key's id or prefix, a pet id, a path with an id,
+// No label carries a key, a key's id or prefix, a customer, a pet id, a path with an id,
 // or any client-controlled value without a bound.
 //
 //	http_server_request_duration_seconds        histogram  http_request_method, http_route, http_response_status_code
@@ -21,6 +21,9 @@
 //	                                                       the registered pattern that answered, PocketBase's included)
 //	petstore_ratelimit_requests_total           counter    plan ("anonymous" without a valid key), outcome (admitted, limited, banned)
 //	petstore_ratelimit_bans_total               counter    bans started
+//	petstore_api_requests_by_plan_total         counter    plan (the first 20 plan names seen, later ones "other"), outcome (served,
+//	                                                       refused, limited, failed): /v1 requests of API keys answered, as usage counts them
+//	petstore_usage_threshold_events_total       counter    plan (as above), threshold (80, 100): day quota crossings told of
 //	petstore_ratelimit_redis_up                 gauge      1 while Redis decides, 0 while the limiter counts locally
 //	petstore_ratelimit_redis_lost_total         counter    times counting moved from Redis to local
 //	petstore_pets_writer_batch_size             histogram  creates written per commit

@@ -29,7 +29,23 @@ type Metrics struct {
 
 	webhookDeliveries *prometheus.CounterVec
 	webhookDurations  prometheus.Histogram
+
+	planRequests   *prometheus.CounterVec
+	planCounters   sync.Map // planOutcome → prometheus.Counter, so that a request builds no label strings
+	thresholds     *prometheus.CounterVec
+	planLabelsMu   sync.Mutex
+	planLabelsSeen map[string]bool // the plans that are their own label value, at most MaxPlanLabels
 }
+
+type planOutcome struct{ plan, outcome string }
+
+// MaxPlanLabels bounds the plan label of the counters by plan: plans are
+// staff's, any number of them; the first MaxPlanLabels plan names this
+// process sees are their own label values, later ones are OtherPlan.
+const MaxPlanLabels = 20
+
+// OtherPlan is the plan label of the plans beyond MaxPlanLabels.
+const OtherPlan = "other"
 
 type requestLabels struct {
 	method, route string
@@ -94,6 +110,15 @@ func New(known Known) *Metrics {
 			Help:    "One webhook delivery attempt, from connection to answer.",
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15},
 		}),
+		planRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "petstore_api_requests_by_plan_total",
+			Help: "/v1 requests of API keys answered, by the key's plan (the first 20 plans seen, later ones \"other\") and outcome as the usage history counts it (served, refused, limited, failed).",
+		}, []string{"plan", "outcome"}),
+		thresholds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "petstore_usage_threshold_events_total",
+			Help: "Keys that crossed 80 or 100 % of their day quota, told of (usage.threshold) by this instance, by plan (as petstore_api_requests_by_plan_total) and threshold.",
+		}, []string{"plan", "threshold"}),
+		planLabelsSeen: map[string]bool{},
 	}
 	info := version.Read()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -117,7 +142,7 @@ func New(known Known) *Metrics {
 		m.audits.WithLabelValues(action)
 	}
 	m.registry.MustRegister(m.requests, m.rateLimit, m.bans, m.audits, m.idempotency, m.writerBatches, m.writerCommits,
-		m.webhookDeliveries, m.webhookDurations, build,
+		m.webhookDeliveries, m.webhookDurations, m.planRequests, m.thresholds, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -151,6 +176,38 @@ func (m *Metrics) ObserveRequest(method, route string, status int, took time.Dur
 // ObserveRateLimit counts one decision of the rate limiter.
 func (m *Metrics) ObserveRateLimit(plan, outcome string) {
 	m.rateLimit.WithLabelValues(plan, outcome).Inc()
+}
+
+// ObservePlanRequest counts one /v1 request of an API key, answered, by
+// its plan and its usage outcome (served, refused, limited, failed).
+func (m *Metrics) ObservePlanRequest(plan, outcome string) {
+	labels := planOutcome{plan, outcome}
+	c, ok := m.planCounters.Load(labels)
+	if !ok {
+		c, _ = m.planCounters.LoadOrStore(labels, m.planRequests.WithLabelValues(m.planLabel(plan), outcome))
+	}
+	c.(prometheus.Counter).Inc()
+}
+
+// ObserveUsageThreshold counts a key's crossing of percent (80 or 100) of
+// its day quota, told of.
+func (m *Metrics) ObserveUsageThreshold(plan string, percent int64) {
+	m.thresholds.WithLabelValues(m.planLabel(plan), strconv.FormatInt(percent, 10)).Inc()
+}
+
+// planLabel is plan as a label value: itself for the first MaxPlanLabels
+// plans seen, OtherPlan after.
+func (m *Metrics) planLabel(plan string) string {
+	m.planLabelsMu.Lock()
+	defer m.planLabelsMu.Unlock()
+	if m.planLabelsSeen[plan] {
+		return plan
+	}
+	if len(m.planLabelsSeen) >= MaxPlanLabels {
+		return OtherPlan
+	}
+	m.planLabelsSeen[plan] = true
+	return plan
 }
 
 // ObserveBan counts a ban started.

@@ -2,7 +2,7 @@
 
 package usage
 
-// counting is whether Record counts: always, but in the binary the bench
-// builds with the tag usage.uncounted to measure what counting costs
-// (tools/bench, its target listPetsUncounted).
+// counting is whether Record counts and Thresholds.Observe looks: always,
+// but in the binary the bench builds with the tag usage.uncounted to
+// measure what counting costs (tools/bench, its target listPetsUncounted).
 const counting = true

@@ -229,12 +229,19 @@ func (r *Recorder) flush() error {
 	return err
 }
 
-// purge deletes the hours older than the retention.
+// purge deletes the hours older than the retention, and the thresholds
+// told of on the days before.
 func (r *Recorder) purge(now time.Time) error {
 	if r.cfg.Retention > 0 {
-		oldest := hourOf(now.Add(-r.cfg.Retention))
+		cutoff := now.Add(-r.cfg.Retention)
 		_, err := r.app.DB().Delete(Collection, dbx.NewExp("hour < {:oldest}",
-			dbx.Params{"oldest": hourString(oldest)})).Execute()
+			dbx.Params{"oldest": hourString(hourOf(cutoff))})).Execute()
+		if err != nil {
+			return err
+		}
+		// The thresholds told of go with their days: today's, never.
+		_, err = r.app.DB().Delete(ThresholdsCollection, dbx.NewExp("day < {:oldest}",
+			dbx.Params{"oldest": dayString(dayOf(cutoff))})).Execute()
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 	"petstore/testkit/apptest"
 )
 
-func keyID(t *testing.T, s *apptest.Server) string {
+func keyID(t testing.TB, s *apptest.Server) string {
 	t.Helper()
 	_, r, err := apikeys.Create(s.App, apikeys.NewKey{Plan: "free", Name: "shop"}, audit.CLI)
 	if err != nil {

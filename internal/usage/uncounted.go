@@ -3,5 +3,5 @@
 package usage
 
 // counting is off: this binary is the bench's listPetsUncounted server,
-// whose Record counts nothing.
+// whose Record counts nothing and whose Thresholds never look.
 const counting = false

@@ -11,6 +11,7 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/categories"
+	"petstore/internal/customers"
 	"petstore/internal/fixedcollections"
 	"petstore/internal/pets"
 )
@@ -47,6 +48,8 @@ var auditEvents = map[audit.Action]Type{
 	audit.KeyRevoked:  KeyRevoked,
 	audit.KeyBanned:   KeyBanned,
 	audit.PlanChanged: PlanChanged,
+
+	audit.UsageThreshold: UsageThreshold,
 
 	audit.CategoryCreated: CategoryCreated,
 	audit.CategoryRenamed: CategoryRenamed,
@@ -95,6 +98,8 @@ func Bind(app core.App, outbox *Outbox, retention time.Duration, log *slog.Logge
 		switch {
 		case t == PlanChanged:
 			data, err = planData(e.App, e.Record)
+		case t == UsageThreshold:
+			data, err = thresholdData(e.App, e.Record)
 		case e.Record.GetString(audit.CategoryField) != "":
 			data, err = categories.EventOf(e.Record)
 		default:
@@ -183,6 +188,56 @@ func keyData(app core.App, id string) (keyEvent, error) {
 		plan = p.GetString("name")
 	}
 	return keyEvent{ID: r.Id, Name: k.Name(), Plan: plan, State: k.State(time.Now())}, nil
+}
+
+// thresholdEvent is usage.threshold's data: the key (never the key
+// itself, its hash or prefix), its customer if any, and its day window as
+// the audit record holds it.
+type thresholdEvent struct {
+	Key       keyEvent       `json:"key"`
+	Customer  *customerEvent `json:"customer"` // null: the key has none
+	Threshold int64          `json:"threshold"`
+	Window    string         `json:"window"` // "day": the window whose quota was crossed
+	Day       string         `json:"day"`
+	Limit     int64          `json:"limit"`
+	Used      int64          `json:"used"`
+	ResetsAt  string         `json:"resetsAt"`
+}
+
+type customerEvent struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// thresholdData is the data of the usage.threshold event that record (the
+// audit record usage.threshold) tells of.
+func thresholdData(app core.App, record *core.Record) (thresholdEvent, error) {
+	var details struct {
+		Threshold, Limit, Used int64
+		Day, ResetsAt          string
+	}
+	if err := record.UnmarshalJSONField(audit.DetailsField, &details); err != nil {
+		return thresholdEvent{}, err
+	}
+	keyID := record.GetString(audit.KeyField)
+	key, err := keyData(app, keyID)
+	if err != nil {
+		return thresholdEvent{}, err
+	}
+	ev := thresholdEvent{Key: key, Threshold: details.Threshold, Window: "day", Day: details.Day,
+		Limit: details.Limit, Used: details.Used, ResetsAt: details.ResetsAt}
+	r, err := app.FindRecordById(apikeys.Collection, keyID)
+	if err != nil {
+		return thresholdEvent{}, err
+	}
+	if id := (&apikeys.APIKey{Record: r}).CustomerID(); id != "" {
+		c, err := app.FindRecordById(customers.Collection, id)
+		if err != nil {
+			return thresholdEvent{}, err
+		}
+		ev.Customer = &customerEvent{ID: c.Id, Name: c.GetString(customers.NameField)}
+	}
+	return ev, nil
 }
 
 // planEvent is plan.changed's data: the plan as it is now, and the changes

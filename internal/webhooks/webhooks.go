@@ -39,11 +39,15 @@ const (
 	KeyRevoked         Type = "key.revoked"
 	KeyBanned          Type = "key.banned"
 	KeyDayQuotaReached Type = "key.day_quota_reached"
-	PlanChanged        Type = "plan.changed" // a plan's name, quotas or ban settings, in the dashboard
-	CategoryCreated    Type = "category.created"
-	CategoryRenamed    Type = "category.renamed"
-	CategoryDeleted    Type = "category.deleted"
-	TestEvent          Type = "webhook.test" // sent by staff's "send test event", to one endpoint
+	// A key crossed 80 % or 100 % of its day quota: once per key, UTC day
+	// and threshold (package usage). Limits are counted per key, so the
+	// event is a key's, with its customer, if any.
+	UsageThreshold  Type = "usage.threshold"
+	PlanChanged     Type = "plan.changed" // a plan's name, quotas or ban settings, in the dashboard
+	CategoryCreated Type = "category.created"
+	CategoryRenamed Type = "category.renamed"
+	CategoryDeleted Type = "category.deleted"
+	TestEvent       Type = "webhook.test" // sent by staff's "send test event", to one endpoint
 )
 
 // A secret is secretPrefix and the base64 of secretBytes random bytes; a
@@ -55,8 +59,8 @@ const (
 )
 
 // Types are the event types an endpoint may subscribe to.
-var Types = []Type{PetCreated, KeyCreated, KeyRolled, KeyRevoked, KeyBanned, KeyDayQuotaReached, PlanChanged,
-	CategoryCreated, CategoryRenamed, CategoryDeleted}
+var Types = []Type{PetCreated, KeyCreated, KeyRolled, KeyRevoked, KeyBanned, KeyDayQuotaReached, UsageThreshold,
+	PlanChanged, CategoryCreated, CategoryRenamed, CategoryDeleted}
 
 // NewSecret is a new signing secret: "whsec_" and the base64 of 32 random
 // bytes, as Standard Webhooks define it.

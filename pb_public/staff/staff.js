@@ -547,6 +547,7 @@ const actions = {
   "webhook.created": "Added", "webhook.changed": "Changed", "webhook.deleted": "Deleted",
   "webhook.secret_rolled": "Secret rolled", "webhook.paused": "Paused by the service", "webhook.event_resent": "Event resent",
   "webhook.test_sent": "Test event sent",
+  "usage.threshold": "Day quota threshold crossed",
 };
 
 // The fields an audit record's details name, to staff.
@@ -555,6 +556,7 @@ const fieldNames = {
   ban_lifted: "ban lifted", banned_until: "banned until", previous_until: "old secret works until", scopes: "scopes",
   url: "URL", events: "events", description: "description", paused: "paused", reason: "reason",
   failing_since: "failing since", type: "event", webhook_id: "webhook-id", event: "event id",
+  threshold: "threshold (%)", day: "day", limit: "day quota", used: "used", resetsAt: "resets at",
 };
 
 // detailValue is a value an audit record holds for field, as staff read it.

@@ -53,7 +53,7 @@ func TestTheClientVerifiesWhatTheServiceSigns(t *testing.T) {
 	}
 	clients := []string{}
 	for _, ty := range []client.EventType{client.EventPetCreated, client.EventKeyCreated, client.EventKeyRolled, client.EventKeyRevoked,
-		client.EventKeyBanned, client.EventKeyDayQuotaReached, client.EventPlanChanged, client.EventCategoryCreated,
+		client.EventKeyBanned, client.EventKeyDayQuotaReached, client.EventUsageThreshold, client.EventPlanChanged, client.EventCategoryCreated,
 		client.EventCategoryRenamed, client.EventCategoryDeleted, client.EventWebhookTest} {
 		clients = append(clients, string(ty))
 	}

@@ -492,7 +492,8 @@ func TestWebhookShutdownDuringADelivery(t *testing.T) {
 // Each kind of event a test can cause here reaches the endpoint as the
 // document's webhooks describe it (receiver.waitFor checks every body
 // against testkit/contract): a create, a test event, a key's creation, day
-// quota, roll and revocation, a category's creation, rename and deletion,
+// quota (with its usage thresholds: a day quota of 1 crosses both at its one
+// request), roll and revocation, a category's creation, rename and deletion,
 // and a plan's change in the dashboard.
 func TestWebhookEventsMatchTheDocument(t *testing.T) {
 	rcv := newReceiver(t, "127.0.0.1:0")
@@ -530,7 +531,7 @@ func TestWebhookEventsMatchTheDocument(t *testing.T) {
 		t.Fatalf("edit the pro plan: %d %v %s", status, err, body)
 	}
 
-	want := []string{"pet.created", "webhook.test", "key.created", "key.day_quota_reached", "key.rolled", "key.revoked",
+	want := []string{"pet.created", "webhook.test", "key.created", "key.day_quota_reached", "usage.threshold", "usage.threshold", "key.rolled", "key.revoked",
 		"category.created", "category.renamed", "category.deleted", "plan.changed"}
 	got := rcv.waitFor(len(want), 20*time.Second)
 	seen := map[string]bool{}

@@ -296,6 +296,30 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "usage.threshold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An API key crossed 80 % or 100 % of its day quota
+         * @description Sent by the request that makes the key's day window count ceil(80 % of its quota) (threshold 80),
+         *     and by the one that makes it count the quota (threshold 100); with a quota under 5 both are the
+         *     same request, and both events are sent. Once per key, UTC day and threshold, across restarts and
+         *     instances. Limits are counted per key, so the event is a key's, with its customer if it has one.
+         *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
+         */
+        post: operations["usageThreshold"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "plan.changed": {
         parameters: {
             query?: never;
@@ -1780,7 +1804,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -1824,7 +1848,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -1881,7 +1905,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -1938,7 +1962,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -1995,7 +2019,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -2052,7 +2076,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -2076,6 +2100,97 @@ export interface operations {
                          * @enum {string}
                          */
                         state: "active" | "revoked" | "expired" | "banned";
+                    };
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookDelivered"];
+            410: components["responses"]["WebhookGone"];
+        };
+    };
+    usageThreshold: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and for every endpoint; drop a repeat by it. */
+                "webhook-id": string;
+                /** @description The attempt's time, in Unix seconds; refuse one far from now (Standard Webhooks' libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the
+                 *     secret's base64 part decoded; during a secret roll's grace two of them, space-separated.
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The event's type.
+                     * @enum {string}
+                     */
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, RFC 3339 in UTC, to the second.
+                     */
+                    timestamp: string;
+                    /** @description What the event is about; its schema depends on `type`. */
+                    data: unknown;
+                } & {
+                    /** @constant */
+                    type: "usage.threshold";
+                    /** @description The key, its customer, and its day window after the crossing request. */
+                    data: {
+                        /** @description An API key after the change; never the key, its hash or its prefix. */
+                        key: {
+                            /** @description The key's record id (as `keys list` and the staff page show it). */
+                            id: string;
+                            /** @description Who uses the key. */
+                            name: string;
+                            /** @description The name of the key's plan. */
+                            plan: string;
+                            /**
+                             * @description The key's state after the change.
+                             * @enum {string}
+                             */
+                            state: "active" | "revoked" | "expired" | "banned";
+                        };
+                        /** @description The customer that owns the key; null when none does. */
+                        customer: null | {
+                            /** @description The customer's record id. */
+                            id: string;
+                            /** @description The customer's name. */
+                            name: string;
+                        };
+                        /**
+                         * @description The percentage of the day quota crossed.
+                         * @enum {integer}
+                         */
+                        threshold: 80 | 100;
+                        /**
+                         * @description The window whose quota was crossed.
+                         * @constant
+                         */
+                        window: "day";
+                        /**
+                         * Format: date
+                         * @description The UTC day of the window.
+                         */
+                        day: string;
+                        /** @description The day quota. */
+                        limit: number;
+                        /** @description Requests the day window held after the crossing request. */
+                        used: number;
+                        /**
+                         * Format: date-time
+                         * @description When the day window starts again (the next 00:00 UTC).
+                         */
+                        resetsAt: string;
                     };
                 };
             };
@@ -2109,7 +2224,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -2167,7 +2282,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -2220,7 +2335,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -2275,7 +2390,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.
@@ -2328,7 +2443,7 @@ export interface operations {
                      * @description The event's type.
                      * @enum {string}
                      */
-                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
+                    type: "pet.created" | "key.created" | "key.rolled" | "key.revoked" | "key.banned" | "key.day_quota_reached" | "usage.threshold" | "plan.changed" | "category.created" | "category.renamed" | "category.deleted" | "webhook.test";
                     /**
                      * Format: date-time
                      * @description When the event happened, RFC 3339 in UTC, to the second.

@@ -95,3 +95,33 @@ test("dispatchWebhook calls the handler of the event's type, with the event narr
   await assert.rejects(dispatchWebhook(rolled, headers, created, { "pet.created": () => void seen.push("forged") }), WebhookVerificationError);
   assert.deepEqual(seen, ["pet Rex"]);
 });
+
+test("dispatchWebhook narrows usage.threshold to the key, its customer and its day window", async () => {
+  const data = {
+    key: { id: "abcdefghijklmno", name: "shop", plan: "pro", state: "active" },
+    customer: { id: "pqrstuvwxyzabcd", name: "Acme" },
+    threshold: 80,
+    window: "day",
+    day: "2026-12-07",
+    limit: 10,
+    used: 8,
+    resetsAt: "2026-12-08T00:00:00Z",
+  };
+  const crossed = JSON.stringify({ type: "usage.threshold", timestamp: "2026-12-07T10:00:00Z", data });
+  const now = new Date();
+  const headers = {
+    "webhook-id": "msg_2d",
+    "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
+    "webhook-signature": new Webhook(secret).sign("msg_2d", now, crossed),
+  };
+  const seen: string[] = [];
+  await dispatchWebhook(secret, headers, crossed, {
+    "usage.threshold": (e) => {
+      // These lines compile only while the generated types know the event's data.
+      const threshold: 80 | 100 = e.data.threshold;
+      const customer: string | undefined = e.data.customer?.name;
+      seen.push(`${e.data.key.id} ${threshold} ${e.data.used}/${e.data.limit} ${customer}`);
+    },
+  });
+  assert.deepEqual(seen, ["abcdefghijklmno 80 8/10 Acme"]);
+});
