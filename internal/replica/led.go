@@ -1,7 +1,7 @@
 package replica
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -95,7 +95,7 @@ func checkpoint(path string) error {
 
 // firstDifference is the offset of the first byte where the files at a
 // and b differ (the shorter one's size when one is a prefix of the other),
-// or -1 when they are the same.
+// or -1 when they are the same. It reads both a block at a time.
 func firstDifference(a, b string) (int64, error) {
 	fa, err := os.Open(a)
 	if err != nil {
@@ -107,19 +107,39 @@ func firstDifference(a, b string) (int64, error) {
 		return 0, err
 	}
 	defer fb.Close()
-	ra, rb := bufio.NewReaderSize(fa, 1<<16), bufio.NewReaderSize(fb, 1<<16)
-	for offset := int64(0); ; offset++ {
-		ca, errA := ra.ReadByte()
-		cb, errB := rb.ReadByte()
-		switch {
-		case errA == io.EOF && errB == io.EOF:
+	ba, bb := make([]byte, 1<<16), make([]byte, 1<<16)
+	for offset := int64(0); ; {
+		na, errA := io.ReadFull(fa, ba)
+		nb, errB := io.ReadFull(fb, bb)
+		for _, err := range []error{errA, errB} {
+			if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+				return 0, err
+			}
+		}
+		n := min(na, nb)
+		if i := mismatch(ba[:n], bb[:n]); i >= 0 {
+			return offset + int64(i), nil
+		}
+		if na != nb {
+			return offset + int64(n), nil
+		}
+		if na < len(ba) {
 			return -1, nil
-		case errA != nil && errA != io.EOF:
-			return 0, errA
-		case errB != nil && errB != io.EOF:
-			return 0, errB
-		case errA != nil || errB != nil || ca != cb:
-			return offset, nil
+		}
+		offset += int64(n)
+	}
+}
+
+// mismatch is the index of the first byte where x and y, of one length,
+// differ, or -1.
+func mismatch(x, y []byte) int {
+	if bytes.Equal(x, y) {
+		return -1
+	}
+	for i := range x {
+		if x[i] != y[i] {
+			return i
 		}
 	}
+	return -1
 }
