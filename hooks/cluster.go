@@ -11,6 +11,7 @@ import (
 	"petstore/internal/clustergate"
 	"petstore/internal/metrics"
 	"petstore/internal/proxytrust"
+	"petstore/internal/writegate"
 )
 
 // startCluster runs this process as a cluster node (serve --cluster-etcd),
@@ -69,6 +70,7 @@ func (p *serviceParts) startCluster() (func() error, error) {
 		return nil, err
 	}
 	p.s.cluster, p.s.gate, p.clusterTerm = process, gate, term
+	p.writes = writegate.Fenced(process.Node.MayWrite)
 	p.s.listener = follower.Handover(context.Background())
 	return process.Close, nil
 }

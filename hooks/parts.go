@@ -29,6 +29,7 @@ import (
 	"petstore/internal/usage"
 	"petstore/internal/version"
 	"petstore/internal/webhooks"
+	"petstore/internal/writegate"
 )
 
 // serviceParts are the parts serve runs, and what each made for the parts
@@ -52,6 +53,10 @@ type serviceParts struct {
 	categoryReads *categories.Reads // /v1's list of categories
 
 	clusterTerm int64 // the term this node leads, in cluster mode
+	// writes is whether this node may write now, which every background
+	// writer follows (internal/writegate): a cluster node's fence, from
+	// its start.
+	writes writegate.Gate
 }
 
 // list is the one list of the parts, in the order they start; they stop in
@@ -130,11 +135,7 @@ func (p *serviceParts) startSettings() (func() error, error) {
 }
 
 func (p *serviceParts) startUsage() (func() error, error) {
-	cfg := usage.Config{Retention: p.opts.UsageRetention}
-	if p.s.cluster != nil {
-		cfg.MayWrite = p.s.cluster.Node.MayWrite
-	}
-	history, err := usage.Start(p.app, cfg, p.s.log)
+	history, err := usage.Start(p.app, usage.Config{Retention: p.opts.UsageRetention, Gate: p.writes}, p.s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -149,11 +150,7 @@ func (p *serviceParts) startThresholds() (func() error, error) {
 	if p.metrics != nil {
 		counted = p.metrics.ObserveUsageThreshold
 	}
-	var mayWrite func() bool
-	if p.s.cluster != nil {
-		mayWrite = p.s.cluster.Node.MayWrite
-	}
-	p.crossings = usage.StartThresholds(p.app, p.s.log, counted, mayWrite)
+	p.crossings = usage.StartThresholds(p.app, p.s.log, counted, p.writes)
 	return p.crossings.Close, nil
 }
 
@@ -259,15 +256,11 @@ func (p *serviceParts) startPetWriter() (func() error, error) {
 		return nil, err
 	}
 	writer.OnCreated(events.Created)
-	outbox := p.s.outbox
-	mayWrite := func() bool { return true }
-	if p.s.cluster != nil {
-		mayWrite = p.s.cluster.Node.MayWrite
-	}
+	outbox, writes := p.s.outbox, p.writes
 	writer.OnInserted(func(tx core.App, rows []pets.Row) error {
 		// The last moment before the commit: a cluster node whose fence
 		// closed while the creates waited commits none of them.
-		if !mayWrite() {
+		if !writes.Open() {
 			return api.ErrNotLeader
 		}
 		return outbox.PetsCreated(tx, rows...)
@@ -306,7 +299,7 @@ func (p *serviceParts) startMetrics() (func() error, error) {
 }
 
 func (p *serviceParts) startDeliverer() (func() error, error) {
-	cfg := webhooks.Config{Targets: webhooks.Targets{AllowPrivate: p.opts.WebhooksAllowPrivate}, Log: p.s.log}
+	cfg := webhooks.Config{Targets: webhooks.Targets{AllowPrivate: p.opts.WebhooksAllowPrivate}, Log: p.s.log, Gate: p.writes}
 	if p.metrics != nil {
 		cfg.Observer = p.metrics
 	}

@@ -45,6 +45,7 @@ import (
 	"petstore/internal/staff"
 	"petstore/internal/tracing"
 	"petstore/internal/webhooks"
+	"petstore/internal/writegate"
 	pbpublic "petstore/pb_public"
 )
 
@@ -84,7 +85,7 @@ func FixedCollections() []fixedcollections.Collection {
 // Register binds everything petstore adds to app, configured by opts.
 func Register(app core.App, opts options.Options) *Service {
 	s := &Service{log: logging.New(app, opts.Console), outbox: webhooks.NewOutbox(app)}
-	parts := &serviceParts{app: app, opts: opts, s: s}
+	parts := &serviceParts{app: app, opts: opts, s: s, writes: writegate.Fenced(opts.MayWrite)}
 	if opts.MetricsAddr != "" {
 		actions := make([]string, len(audit.Actions))
 		for i, a := range audit.Actions {
@@ -148,6 +149,8 @@ func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lif
 		return err
 	}
 	app, s := se.App, p.s
+	// Every part has registered its scheduled jobs by now.
+	p.writes.Cron(app.Cron(), s.log)
 	realtimeauth.Bind(app, p.version, s.log)
 	now := opts.Now
 	if now == nil {
@@ -182,7 +185,7 @@ func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lif
 	api.AddRoutes(v1, api.Deps{
 		Limiter: p.limiter, Keys: p.keys, Version: p.version, Pets: p.petReads, PetWriter: p.petWriter, Categories: p.categoryReads,
 		RequestLog: p.reqlog, Usage: p.history, Now: now, Base: opts.PublicURL, Documents: documents, Logger: s.log, Metrics: observer,
-		DayQuotaReached: webhooks.DayQuotaReached(app, s.outbox, s.log), Thresholds: p.crossings,
+		DayQuotaReached: webhooks.DayQuotaReached(app, s.outbox, p.writes, s.log), Thresholds: p.crossings,
 	})
 	var nodes staff.ClusterView
 	if s.cluster != nil {

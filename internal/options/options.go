@@ -48,6 +48,10 @@ type Options struct {
 	// Now is the service's clock for dates it acts on (getPet's sunset);
 	// time.Now when nil. Only tests set it.
 	Now func() time.Time
+	// MayWrite says whether a server that is no cluster node may write
+	// now, for its background writers (internal/writegate); nil: always.
+	// Only tests set it: a cluster node's is its fence.
+	MayWrite func() bool
 	// RequestLog is what /v1 writes to PocketBase's logs; empty: bounded.
 	RequestLog requestlog.Mode
 	// Console receives the service's events beside the dashboard's logs

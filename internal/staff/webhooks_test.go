@@ -732,3 +732,52 @@ func TestWebhookPlanChanged(t *testing.T) {
 		t.Errorf("data %s", got[0].Data)
 	}
 }
+
+// A node that may not write (a cluster node whose fence has closed) sends
+// no webhook and records nothing of one: its event stays pending, not
+// leased, without an attempt, for the node that may write next; once this
+// one may write again, it delivers the event and records the attempt.
+func TestWebhookNothingSentOrRecordedWhileTheNodeMayNotWrite(t *testing.T) {
+	var mayWrite atomic.Bool
+	mayWrite.Store(true)
+	app := apptest.StartWith(t, apptest.Config{WebhooksAllowPrivate: true, MayWrite: mayWrite.Load})
+	s := &staffServer{app, app.SuperuserToken(t, "staff@example.com", "a long enough password")}
+	rcv := newHookReceiver(t)
+	s.addEndpoint(t, rcv.URL, "key.created")
+
+	mayWrite.Store(false)
+	// The request itself is not fenced here (no cluster): its event is
+	// written in its transaction, and waits in the outbox.
+	r := s.Do(t, http.MethodPost, "/api/petstore/keys", s.token, map[string]any{"plan": "free", "name": "fenced"})
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("create key: %d %s", r.StatusCode, r.Body)
+	}
+	time.Sleep(2500 * time.Millisecond) // the deliverer looks every second, and at each commit
+	rcv.mu.Lock()
+	sent := len(rcv.got)
+	rcv.mu.Unlock()
+	if sent != 0 {
+		t.Errorf("the receiver got %d deliveries while the node may not write", sent)
+	}
+	if n := s.CountRecords(t, webhooks.AttemptsCollection); n != 0 {
+		t.Errorf("%d attempts recorded while the node may not write", n)
+	}
+	var events []struct {
+		Status     string `db:"status"`
+		Attempts   int    `db:"attempts"`
+		LeaseUntil string `db:"lease_until"`
+	}
+	if err := s.App.DB().NewQuery("SELECT status, attempts, lease_until FROM webhook_events").All(&events); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Status != "pending" || events[0].Attempts != 0 || events[0].LeaseUntil != "" {
+		t.Errorf("the outbox holds %+v, want one event pending, never attempted nor leased", events)
+	}
+
+	mayWrite.Store(true)
+	rcv.waitFor(t, "key.created")
+	waitRecordedDelivered(t, s, 1)
+	if n := s.CountRecords(t, webhooks.AttemptsCollection); n != 1 {
+		t.Errorf("%d attempts recorded once the node may write, want 1", n)
+	}
+}

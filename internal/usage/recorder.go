@@ -10,6 +10,7 @@
 package usage
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/pocketbase/dbx"
 	"github.com/pocketbase/pocketbase/core"
+
+	"petstore/internal/writegate"
 )
 
 // Collection holds one row per key, UTC hour, operation and outcome.
@@ -78,12 +81,11 @@ type Config struct {
 	// FlushEvery is how often counts are added to the table;
 	// DefaultFlushEvery when 0.
 	FlushEvery time.Duration
-	// MayWrite says whether this node may write now: a cluster node's
-	// fence. While it may not, counts stay in memory, and those left at
-	// Close are dropped: a node that no longer leads writes nothing that
-	// its term's replica lacks (Flush, at the handover, writes them
-	// before the last shipment). Nil: always.
-	MayWrite func() bool
+	// Gate says whether this node may write now (internal/writegate):
+	// while it may not, counts stay in memory, the old hours stay, and the
+	// counts left at Close are dropped. Flush, the handover's, writes
+	// them whatever it says.
+	Gate writegate.Gate
 }
 
 // Recorder counts requests per key, hour, operation and outcome in memory
@@ -121,8 +123,11 @@ func Start(app core.App, cfg Config, logger *slog.Logger) (*Recorder, error) {
 		app: app, logger: logger, cfg: cfg, pending: map[entry]int64{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
-	if err := r.purge(time.Now()); err != nil {
-		return nil, err
+	// A cluster node starts before its fence opens: its loop purges then.
+	if cfg.Gate.Open() {
+		if err := r.purge(time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	go r.loop()
 	return r, nil
@@ -141,32 +146,32 @@ func (r *Recorder) Record(keyID, operation string, at time.Time, outcome Outcome
 	r.mu.Unlock()
 }
 
-// Flush adds what is counted in memory now, whatever MayWrite says: a
+// Flush adds what is counted in memory now, whatever the gate says: a
 // cluster leader's handover calls it, its fence closed, before its last
 // shipment, so that the next leader has the counts.
-func (r *Recorder) Flush() error { return r.flush() }
+func (r *Recorder) Flush() error { return r.flush(r.app.RunInTransaction) }
 
 // Close stops the loop and adds what is still counted in memory, if the
 // node may write.
 func (r *Recorder) Close() error {
 	close(r.stop)
 	<-r.done
-	if !r.mayWrite() {
+	err := r.flush(r.gated)
+	if errors.Is(err, writegate.ErrClosed) {
 		r.mu.Lock()
 		var dropped int64
 		for _, n := range r.pending {
 			dropped += n
 		}
 		r.mu.Unlock()
-		if dropped > 0 {
-			r.logger.Warn("Usage counts not saved: this node no longer leads", "requests", dropped)
-		}
+		r.logger.Warn("Usage counts not saved: this node may not write", "requests", dropped)
 		return nil
 	}
-	return r.flush()
+	return err
 }
 
-func (r *Recorder) mayWrite() bool { return r.cfg.MayWrite == nil || r.cfg.MayWrite() }
+// gated runs fn in a transaction that the gate lets commit.
+func (r *Recorder) gated(fn func(tx core.App) error) error { return r.cfg.Gate.Write(r.app, fn) }
 
 func (r *Recorder) loop() {
 	defer close(r.done)
@@ -177,14 +182,14 @@ func (r *Recorder) loop() {
 		case <-r.stop:
 			return
 		case now := <-t.C:
-			if !r.mayWrite() {
+			if !r.cfg.Gate.Open() {
 				continue
 			}
-			if err := r.flush(); err != nil {
+			if err := r.flush(r.gated); err != nil && !errors.Is(err, writegate.ErrClosed) {
 				r.logger.Error("Could not save the usage history of API keys", "error", err)
 			}
 			if dayOf(now) != r.purgedDay {
-				if err := r.purge(now); err != nil {
+				if err := r.purge(now); err != nil && !errors.Is(err, writegate.ErrClosed) {
 					r.logger.Error("Could not purge old usage history of API keys", "error", err)
 				}
 			}
@@ -196,9 +201,9 @@ const addSQL = `INSERT INTO ` + Collection + ` (api_key, hour, operation, outcom
 	VALUES ({:key}, {:hour}, {:operation}, {:outcome}, {:requests})
 	ON CONFLICT (api_key, hour, operation, outcome) DO UPDATE SET requests = requests + excluded.requests`
 
-// flush adds the counts in memory to the table in one transaction. On
-// failure they go back in memory for the next try.
-func (r *Recorder) flush() error {
+// flush adds the counts in memory to the table in one transaction, run by
+// inTx. On failure they go back in memory for the next try.
+func (r *Recorder) flush(inTx func(fn func(tx core.App) error) error) error {
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = make(map[entry]int64, len(batch))
@@ -206,7 +211,7 @@ func (r *Recorder) flush() error {
 	if len(batch) == 0 {
 		return nil
 	}
-	err := r.app.RunInTransaction(func(tx core.App) error {
+	err := inTx(func(tx core.App) error {
 		add := tx.DB().NewQuery(addSQL).Prepare()
 		defer add.Close()
 		for e, n := range batch {
@@ -230,18 +235,21 @@ func (r *Recorder) flush() error {
 }
 
 // purge deletes the hours older than the retention, and the thresholds
-// told of on the days before.
+// told of on the days before, if the gate lets it.
 func (r *Recorder) purge(now time.Time) error {
 	if r.cfg.Retention > 0 {
 		cutoff := now.Add(-r.cfg.Retention)
-		_, err := r.app.DB().Delete(Collection, dbx.NewExp("hour < {:oldest}",
-			dbx.Params{"oldest": hourString(hourOf(cutoff))})).Execute()
-		if err != nil {
+		err := r.cfg.Gate.Write(r.app, func(tx core.App) error {
+			_, err := tx.DB().Delete(Collection, dbx.NewExp("hour < {:oldest}",
+				dbx.Params{"oldest": hourString(hourOf(cutoff))})).Execute()
+			if err != nil {
+				return err
+			}
+			// The thresholds told of go with their days: today's, never.
+			_, err = tx.DB().Delete(ThresholdsCollection, dbx.NewExp("day < {:oldest}",
+				dbx.Params{"oldest": dayString(dayOf(cutoff))})).Execute()
 			return err
-		}
-		// The thresholds told of go with their days: today's, never.
-		_, err = r.app.DB().Delete(ThresholdsCollection, dbx.NewExp("day < {:oldest}",
-			dbx.Params{"oldest": dayString(dayOf(cutoff))})).Execute()
+		})
 		if err != nil {
 			return err
 		}

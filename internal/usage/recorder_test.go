@@ -11,6 +11,7 @@ import (
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/usage"
+	"petstore/internal/writegate"
 	"petstore/testkit/apptest"
 )
 
@@ -243,7 +244,7 @@ func TestNoCountsWrittenWhileTheNodeMayNotWrite(t *testing.T) {
 		}
 		return n
 	}
-	r, err := usage.Start(s.App, usage.Config{FlushEvery: 10 * time.Millisecond, MayWrite: open}, s.App.Logger())
+	r, err := usage.Start(s.App, usage.Config{FlushEvery: 10 * time.Millisecond, Gate: writegate.Fenced(open)}, s.App.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestNoCountsWrittenWhileTheNodeMayNotWrite(t *testing.T) {
 	}
 
 	mayWrite.Store(true)
-	r2, err := usage.Start(s.App, usage.Config{FlushEvery: 10 * time.Millisecond, MayWrite: open}, s.App.Logger())
+	r2, err := usage.Start(s.App, usage.Config{FlushEvery: 10 * time.Millisecond, Gate: writegate.Fenced(open)}, s.App.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 
 	"petstore/internal/audit"
+	"petstore/internal/writegate"
 )
 
 // ThresholdsCollection holds one row per key, UTC day and threshold
@@ -42,9 +44,7 @@ type Thresholds struct {
 	app     core.App
 	logger  *slog.Logger
 	counted func(plan string, percent int64) // after the commit of a crossing told of
-	// mayWrite says whether this node may write now (a cluster node's
-	// fence); nil: always.
-	mayWrite func() bool
+	gate    writegate.Gate                   // whether this node may write now
 
 	mu     sync.Mutex
 	day    int64                 // the UTC day marked holds
@@ -71,13 +71,12 @@ type crossingMark struct {
 
 // StartThresholds returns Thresholds writing with app, logging failures to
 // logger, and calling counted (when not nil) for each crossing told of.
-// While mayWrite (when not nil) says no, a crossing is written by no one
-// here: a node that no longer leads writes nothing its term's replica
-// lacks, and the next leader's requests find the window past the
-// threshold and tell of it.
-func StartThresholds(app core.App, logger *slog.Logger, counted func(plan string, percent int64), mayWrite func() bool) *Thresholds {
+// While gate is closed, a crossing is written by no one here: a node that
+// no longer leads writes nothing its term's replica lacks, and the next
+// leader's requests find the window past the threshold and tell of it.
+func StartThresholds(app core.App, logger *slog.Logger, counted func(plan string, percent int64), gate writegate.Gate) *Thresholds {
 	t := &Thresholds{
-		app: app, logger: logger, counted: counted, mayWrite: mayWrite,
+		app: app, logger: logger, counted: counted, gate: gate,
 		marked: map[crossingMark]bool{}, queue: make(chan crossing, queueSize), done: make(chan struct{}),
 	}
 	go t.loop()
@@ -143,13 +142,13 @@ func (t *Thresholds) Close() error {
 func (t *Thresholds) loop() {
 	defer close(t.done)
 	for c := range t.queue {
-		if t.mayWrite != nil && !t.mayWrite() {
-			t.logger.Warn("A key's crossing of a day quota threshold not recorded: this node no longer leads",
+		told, err := t.record(c)
+		if errors.Is(err, writegate.ErrClosed) {
+			t.logger.Warn("A key's crossing of a day quota threshold not recorded: this node may not write",
 				"keyId", c.KeyID, "threshold", c.Percent)
 			t.unmark(c)
 			continue
 		}
-		told, err := t.record(c)
 		if err != nil {
 			t.logger.Error("Could not record a key's crossing of a day quota threshold",
 				"keyId", c.KeyID, "threshold", c.Percent, "error", err)
@@ -169,7 +168,7 @@ const insertThresholdSQL = `INSERT INTO ` + ThresholdsCollection + ` (api_key, d
 // transaction; told says whether the row was new.
 func (t *Thresholds) record(c crossing) (told bool, err error) {
 	day := dayString(dayOf(c.At))
-	err = t.app.RunInTransaction(func(tx core.App) error {
+	err = t.gate.Write(t.app, func(tx core.App) error {
 		res, err := tx.DB().NewQuery(insertThresholdSQL).Bind(dbx.Params{
 			"key": c.KeyID, "day": day, "threshold": c.Percent,
 		}).Execute()

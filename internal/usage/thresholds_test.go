@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/usage"
+	"petstore/internal/writegate"
 	"petstore/testkit/apptest"
 )
 
@@ -35,7 +36,7 @@ func TestThresholdsAtTheirCountOnce(t *testing.T) {
 	at := time.Now()
 	resets := at.Add(time.Hour)
 	var first, second told
-	a := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), first.counted, nil)
+	a := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), first.counted, writegate.Gate{})
 	for used := int64(1); used <= 5; used++ {
 		a.Observe(five, "pro", 5, used, resets, at)
 		a.Observe(five, "pro", 5, used, resets, at) // the same count twice: told once
@@ -48,8 +49,8 @@ func TestThresholdsAtTheirCountOnce(t *testing.T) {
 		t.Fatalf("told %v at 4 and 5 of 5, want pro 80, pro 100", first.got)
 	}
 	// A restart, and a second instance: past both, nothing more.
-	restarted := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), first.counted, nil)
-	other := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), second.counted, nil)
+	restarted := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), first.counted, writegate.Gate{})
+	other := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), second.counted, writegate.Gate{})
 	for used := int64(1); used <= 7; used++ {
 		restarted.Observe(five, "pro", 5, used, resets, at)
 		other.Observe(five, "pro", 5, used, resets, at)
@@ -74,7 +75,7 @@ func TestThresholdsAtTheirCountOnce(t *testing.T) {
 func BenchmarkThresholdsObserve(b *testing.B) {
 	s := apptest.Start(b, "")
 	id := keyID(b, s)
-	th := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), nil, nil)
+	th := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), nil, writegate.Gate{})
 	b.Cleanup(func() { _ = th.Close() })
 	at := time.Now()
 	b.Run("below", func(b *testing.B) {
@@ -98,10 +99,10 @@ func TestThresholdsWriteNothingWhileTheNodeMayNotWrite(t *testing.T) {
 	var leads atomic.Bool
 	var asked atomic.Int64
 	var got told
-	th := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), got.counted, func() bool {
+	th := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), got.counted, writegate.Fenced(func() bool {
 		asked.Add(1)
 		return leads.Load()
-	})
+	}))
 	at := time.Now()
 	th.Observe(id, "pro", 10, 8, at, at)
 	for deadline := time.Now().Add(5 * time.Second); asked.Load() == 0; {

@@ -28,6 +28,7 @@ import (
 	"petstore/internal/audit"
 	"petstore/internal/database"
 	"petstore/internal/tracing"
+	"petstore/internal/writegate"
 )
 
 // The delivery's rules.
@@ -95,6 +96,11 @@ type Config struct {
 	Targets  Targets
 	Log      *slog.Logger
 	Observer Observer
+	// Gate says whether this node may write now (internal/writegate):
+	// while it is closed, no event is leased, sent or recorded, since an
+	// event sent and not recorded is sent again by whichever node
+	// delivers next.
+	Gate writegate.Gate
 }
 
 // Deliverer sends the outbox's events.
@@ -191,6 +197,9 @@ func (d *Deliverer) run() {
 		case <-t.C:
 			d.closeIdle()
 		case <-d.outbox.wake:
+		}
+		if !d.cfg.Gate.Open() {
+			continue
 		}
 		if err := d.outbox.refresh(); err != nil {
 			d.cfg.Log.Error("Webhooks: could not read the endpoints", "error", err)
@@ -388,6 +397,10 @@ func (d *Deliverer) send(endpointID string) {
 		}
 		var err error
 		batch, until, err = d.step(to, batch, results, next)
+		if errors.Is(err, writegate.ErrClosed) {
+			d.cfg.Log.Warn("Webhooks: an endpoint's deliveries stop: this node may not write", "endpoint", endpointID)
+			return
+		}
 		if err != nil {
 			d.cfg.Log.Error("Webhooks: could not record attempts or lease events", "endpoint", endpointID, "error", err)
 			return
@@ -418,14 +431,15 @@ var errLeaseLost = errors.New("webhooks: another instance leased the events")
 // are due, at most next (the first one's lease holds them all), and
 // returns them with the lease's end. The write
 // transaction begins IMMEDIATE: what it reads, no instance changes before
-// it commits. After the commit, it counts and logs the attempts.
+// it commits; it commits only while the gate is open (writegate.ErrClosed).
+// After the commit, it counts and logs the attempts.
 func (d *Deliverer) step(to *target, done []event, results []result, next int) ([]event, time.Time, error) {
 	now := time.Now()
 	stamp := dateString(now)
 	outcomes := make([]string, len(results))
 	var leased []event
 	until := now.Add(lease)
-	err := d.app.RunInTransaction(func(tx core.App) error {
+	err := d.cfg.Gate.Write(d.app, func(tx core.App) error {
 		leased = nil
 		sqlTx, err := database.SQLTx(tx)
 		if err != nil {
@@ -574,9 +588,23 @@ func idsJSON(evs []event) string {
 
 // release gives events back unsent.
 func (d *Deliverer) release(evs []event) {
-	if _, err := d.stmts.release.Exec(sql.Named("ids", idsJSON(evs)), sql.Named("owner", d.owner)); err != nil {
+	err := d.exec(d.stmts.release, sql.Named("ids", idsJSON(evs)), sql.Named("owner", d.owner))
+	if err != nil && !errors.Is(err, writegate.ErrClosed) {
 		d.cfg.Log.Error("Webhooks: could not release events", "error", err)
 	}
+}
+
+// exec runs the write connection's stmt with args, in a transaction the
+// gate lets commit.
+func (d *Deliverer) exec(stmt *sql.Stmt, args ...any) error {
+	return d.cfg.Gate.Write(d.app, func(tx core.App) error {
+		sqlTx, err := database.SQLTx(tx)
+		if err != nil {
+			return err
+		}
+		_, err = sqlTx.Stmt(stmt).Exec(args...)
+		return err
+	})
 }
 
 // result is what one attempt got.
@@ -594,20 +622,21 @@ func (r result) delivered() bool { return r.err == nil && r.status >= 200 && r.s
 // not retried and the endpoint is paused.
 func (r result) gone() bool { return r.status == http.StatusGone }
 
-// post sends batch's events in order, until one fails or the deliverer
-// stops; it extends the batch's lease (its first event's, pending until
+// post sends batch's events in order, until one fails, the deliverer
+// stops or the gate closes (an event is sent only while this node may
+// record its attempt); it extends the batch's lease (its first event's, pending until
 // the batch is recorded) while it would end before an attempt's timeout.
 // It returns the attempts' results and the slowest's latency.
 func (d *Deliverer) post(client *Client, to *target, batch []event, until time.Time) ([]result, time.Duration) {
 	var results []result
 	var slowest time.Duration
 	for _, ev := range batch {
-		if d.ctx.Err() != nil {
+		if d.ctx.Err() != nil || !d.cfg.Gate.Open() {
 			break
 		}
 		if time.Until(until) < Timeout+5*time.Second {
 			next := time.Now().Add(lease)
-			_, err := d.stmts.extend.Exec(sql.Named("until", dateString(next)), sql.Named("id", batch[0].ID), sql.Named("owner", d.owner))
+			err := d.exec(d.stmts.extend, sql.Named("until", dateString(next)), sql.Named("id", batch[0].ID), sql.Named("owner", d.owner))
 			if err != nil {
 				d.cfg.Log.Error("Webhooks: could not extend a lease", "error", err)
 				break

@@ -14,6 +14,7 @@ import (
 	"petstore/internal/customers"
 	"petstore/internal/fixedcollections"
 	"petstore/internal/pets"
+	"petstore/internal/writegate"
 )
 
 // errWebhooksStaffAPI answers a write of webhook_endpoints through the
@@ -268,9 +269,10 @@ func planData(app core.App, record *core.Record) (planEvent, error) {
 }
 
 // DayQuotaReached is the /v1 limiter's news that a key used up its day:
-// it writes key.day_quota_reached once per key and UTC day (dayQuota).
-func DayQuotaReached(app core.App, outbox *Outbox, log *slog.Logger) func(keyID string, day time.Time) {
-	d := &dayQuota{app: app, outbox: outbox, log: log}
+// it writes key.day_quota_reached once per key and UTC day (dayQuota),
+// while gate lets it.
+func DayQuotaReached(app core.App, outbox *Outbox, gate writegate.Gate, log *slog.Logger) func(keyID string, day time.Time) {
+	d := &dayQuota{app: app, outbox: outbox, gate: gate, log: log}
 	return d.reached
 }
 
@@ -280,12 +282,14 @@ func DayQuotaReached(app core.App, outbox *Outbox, log *slog.Logger) func(keyID 
 type dayQuota struct {
 	app    core.App
 	outbox *Outbox
+	gate   writegate.Gate
 	log    *slog.Logger
 	sent   sync.Map // key id → the UTC day (YYYY-MM-DD) written
 }
 
 // reached is the /v1 limiter's news that keyID used up its day at day. The
-// write happens beside the request, which it never delays.
+// write happens beside the request, which it never delays; a node that may
+// not write by then forgets it, and the next leader's limiter tells of it.
 func (d *dayQuota) reached(keyID string, day time.Time) {
 	date := day.UTC().Format(time.DateOnly)
 	if prev, ok := d.sent.Load(keyID); ok && prev == date {
@@ -295,7 +299,7 @@ func (d *dayQuota) reached(keyID string, day time.Time) {
 	go func() {
 		subscribed, err := d.outbox.subscribed(KeyDayQuotaReached)
 		if subscribed {
-			err = d.app.RunInTransaction(func(tx core.App) error {
+			err = d.gate.Write(d.app, func(tx core.App) error {
 				data, err := keyData(tx, keyID)
 				if err != nil {
 					return err
@@ -303,6 +307,11 @@ func (d *dayQuota) reached(keyID string, day time.Time) {
 				return d.outbox.Write(tx, Event{Type: KeyDayQuotaReached, Data: data,
 					Dedupe: string(KeyDayQuotaReached) + ":" + keyID + ":" + date})
 			})
+		}
+		if errors.Is(err, writegate.ErrClosed) {
+			d.sent.CompareAndDelete(keyID, date)
+			d.log.Warn("Webhooks: a key.day_quota_reached event not written: this node may not write", "key", keyID)
+			return
 		}
 		if err != nil {
 			d.log.Error("Webhooks: could not write a key.day_quota_reached event", "key", keyID, "error", err)

@@ -83,6 +83,10 @@ type Config struct {
 	Console slog.Handler
 	// AccessLog logs one console line per /v1 request (serve --access-log).
 	AccessLog bool
+	// MayWrite says whether the service's background writers may write
+	// now, as a cluster node's fence would (options.Options.MayWrite); nil:
+	// always.
+	MayWrite func() bool
 }
 
 // Slow skips a test that takes seconds by design (floods, bursts, timers,
@@ -125,7 +129,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	service := hooks.Register(app, options.Options{Limits: cfg.Limits, Server: cfg.Server,
 		Now: cfg.Now, RequestLog: cfg.RequestLog, PublicURL: publicURL, AuditRetention: cfg.AuditRetention,
 		MetricsAddr: cfg.MetricsAddr, WebhooksAllowPrivate: cfg.WebhooksAllowPrivate, AllowBackupRestore: cfg.AllowBackupRestore,
-		Console: cfg.Console, AccessLog: cfg.AccessLog})
+		Console: cfg.Console, AccessLog: cfg.AccessLog, MayWrite: cfg.MayWrite})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
