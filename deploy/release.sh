@@ -49,7 +49,7 @@ done
 ts_stage=$(mktemp -d)
 trap 'rm -rf "$ts_stage"' EXIT
 cp -R clients/typescript/package.json clients/typescript/package-lock.json clients/typescript/tsconfig.json \
-  clients/typescript/README.md clients/typescript/src LICENSE "$ts_stage/"
+  clients/typescript/README.md clients/typescript/src clients/typescript/scripts LICENSE "$ts_stage/"
 dist_path=$(cd "$dist" && pwd)
 (cd "$ts_stage" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null &&
   npm pack --ignore-scripts --silent --pack-destination "$dist_path" >/dev/null)
