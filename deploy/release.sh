@@ -4,7 +4,8 @@
 # version and commit stamped, the systemd units, the deploy files (Compose,
 # nginx, Caddy, Litestream, the cluster's, the monitoring kit), README.md,
 # CHANGELOG.md, LICENSE, docs/ and openapi/openapi.yaml (the README's
-# links); and SHA256SUMS.
+# links); the TypeScript client's npm package (petstore-client-X.Y.Z.tgz, its
+# own version, with LICENSE); and SHA256SUMS.
 # Usage: bash deploy/release.sh [VERSION] (default: deploy/version.sh; a
 # VERSION given is a semantic version, v1.4.0). RELEASE_TARGETS (os/arch
 # pairs, default the six) and RELEASE_DIST (default dist) narrow a build:
@@ -41,5 +42,16 @@ for target in $targets; do
   tar -C "$dist" -czf "$dist/$name.tar.gz" "$name"
   rm -rf "${dist:?}/${name:?}"
 done
-(cd "$dist" && sha256sum ./*.tar.gz > SHA256SUMS)
+# The TypeScript client's package, as `npm pack` makes it, from a copy of
+# clients/typescript with the repository's LICENSE beside it: npm ci builds
+# dist/ there (its "prepare" script), from npm's cache when it holds the
+# pinned build tools (CI's npm ci of the client has put them there).
+ts_stage=$(mktemp -d)
+trap 'rm -rf "$ts_stage"' EXIT
+cp -R clients/typescript/package.json clients/typescript/package-lock.json clients/typescript/tsconfig.json \
+  clients/typescript/README.md clients/typescript/src clients/typescript/scripts LICENSE "$ts_stage/"
+dist_path=$(cd "$dist" && pwd)
+(cd "$ts_stage" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null &&
+  npm pack --ignore-scripts --silent --pack-destination "$dist_path" >/dev/null)
+(cd "$dist" && sha256sum ./*.tar.gz ./*.tgz > SHA256SUMS)
 echo "$dist/ holds $(ls "$dist" | wc -l) files for $version ($commit)"

@@ -2,12 +2,15 @@ package docs
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -30,14 +33,20 @@ var checkoutOnly = []string{
 	"deploy/Containerfile", "deploy/build-image.sh", "deploy/test-image.sh", "deploy/release.sh", "deploy/version.sh",
 }
 
-// The release archive holds what the pages promise and nothing else: the
-// binary, README.md, CHANGELOG.md, LICENSE, every page of docs/ and the
-// OpenAPI document (so that the README's links to them work inside it), and
-// every tracked file under deploy/ that
-// README.md or a page names (a folder named stands for its files), but the
-// checkout's build scripts. The archive is built by deploy/release.sh, as
-// CI builds it, for the host's platform alone.
-func TestReleaseArchiveHoldsWhatTheDocsName(t *testing.T) {
+// The release holds what the pages promise and nothing else, built by
+// deploy/release.sh, as CI builds it, for the host's platform alone.
+//
+// The archive: the binary, README.md, CHANGELOG.md, LICENSE, every page of
+// docs/ and the OpenAPI document (so that the README's links to them work
+// inside it), and every tracked file under deploy/ that README.md or a page
+// names (a folder named stands for its files), but the checkout's build
+// scripts.
+//
+// Beside it, the TypeScript client's package (petstore-client-X.Y.Z.tgz,
+// package.json's version), in SHA256SUMS, with the licence, JavaScript whose
+// source maps point at shipped sources, and what a fresh Node project
+// installs from the file and loads, as an ES module and from CommonJS.
+func TestReleaseHoldsWhatTheDocsName(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the release binary")
 	}
@@ -45,6 +54,14 @@ func TestReleaseArchiveHoldsWhatTheDocsName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dist := t.TempDir()
+	release(t, root, dist, "v0.0.0-test")
+	t.Run("archive", func(t *testing.T) { checkArchive(t, root, dist) })
+	t.Run("typescript package", func(t *testing.T) { checkTypeScriptPackage(t, root, dist) })
+}
+
+// checkArchive checks the host's archive in dist against the pages.
+func checkArchive(t *testing.T, root, dist string) {
 	want := map[string]bool{"README.md": true, "CHANGELOG.md": true, "LICENSE": true, "openapi/openapi.yaml": true, executable(): true}
 	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
@@ -65,8 +82,6 @@ func TestReleaseArchiveHoldsWhatTheDocsName(t *testing.T) {
 		}
 	}
 
-	dist := t.TempDir()
-	release(t, root, dist, "v0.0.0-test")
 	name := fmt.Sprintf("petstore_v0.0.0-test_%s_%s", runtime.GOOS, runtime.GOARCH)
 	got := map[string]bool{}
 	for entry := range archiveFiles(t, filepath.Join(dist, name+".tar.gz")) {
@@ -88,6 +103,89 @@ func TestReleaseArchiveHoldsWhatTheDocsName(t *testing.T) {
 			t.Errorf("the archive holds %s, which builds from a checkout and does nothing in an archive", f)
 		case !want[f]:
 			t.Errorf("the archive holds %s, which neither README.md nor docs/*.md names (name it, or drop it from deploy/release.sh)", f)
+		}
+	}
+}
+
+// checkTypeScriptPackage checks the TypeScript client's package in dist.
+func checkTypeScriptPackage(t *testing.T, root, dist string) {
+	var pkg struct{ Version string }
+	b, err := os.ReadFile(filepath.Join(root, "clients", "typescript", "package.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &pkg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "petstore-client-" + pkg.Version + ".tgz"
+	tarball := filepath.Join(dist, name)
+	sums, err := os.ReadFile(filepath.Join(dist, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sums), " ./"+name+"\n") {
+		t.Errorf("SHA256SUMS does not name %s:\n%s", name, sums)
+	}
+
+	files := map[string][]byte{}
+	walkArchive(t, tarball, func(h *tar.Header, r io.Reader) bool {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[strings.TrimPrefix(h.Name, "package/")] = b
+		return true
+	})
+	licence, err := os.ReadFile(filepath.Join(root, "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(files["LICENSE"], licence) {
+		t.Errorf("%s holds no LICENSE, or another than the repository's", name)
+	}
+	var shipped struct{ License, Version string }
+	if err := json.Unmarshal(files["package.json"], &shipped); err != nil || shipped.License != "MIT" || shipped.Version != pkg.Version {
+		t.Errorf("%s's package.json: %v, licence %q, version %q; want MIT and %s", name, err, shipped.License, shipped.Version, pkg.Version)
+	}
+	maps := 0
+	for f, b := range files {
+		if !strings.HasSuffix(f, ".js.map") {
+			continue
+		}
+		maps++
+		var m struct{ Sources []string }
+		if err := json.Unmarshal(b, &m); err != nil || len(m.Sources) == 0 {
+			t.Errorf("%s: %v, sources %q", f, err, m.Sources)
+		}
+		for _, src := range m.Sources {
+			if target := path.Join(path.Dir(f), src); files[target] == nil {
+				t.Errorf("%s points at %s, which the package does not ship", f, target)
+			}
+		}
+	}
+	if files["dist/index.js"] == nil || files["dist/index.d.ts"] == nil || maps == 0 {
+		t.Errorf("%s lacks dist/index.js, dist/index.d.ts or source maps: %d files", name, len(files))
+	}
+
+	// A fresh Node project installs the file (the package has no runtime
+	// dependency: nothing is fetched) and loads it both ways.
+	project := t.TempDir()
+	for _, args := range [][]string{
+		{"npm", "init", "-y"},
+		{"npm", "install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", tarball},
+	} {
+		if out, err := command(project, nil, args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	const use = `new PetstoreClient({ baseUrl: "http://127.0.0.1:9/v1", apiKey: "k" }); console.log(VERSION);`
+	for kind, args := range map[string][]string{
+		"ES module": {"--input-type=module", "-e", `import { PetstoreClient, VERSION } from "@petstore/client"; ` + use},
+		"CommonJS":  {"--input-type=commonjs", "-e", `import("@petstore/client").then(({ PetstoreClient, VERSION }) => { ` + use + ` });`},
+	} {
+		out, err := command(project, nil, "node", args...).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != pkg.Version {
+			t.Errorf("%s loading the installed package: %v, printed %q; want %s", kind, err, out, pkg.Version)
 		}
 	}
 }

@@ -204,7 +204,7 @@ func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lif
 	// The reference page's copy of the contract, outside /v1 and so not
 	// counted: the page renders for visitors whose address is over its
 	// keyless limit (behind a shared NAT, everyone's).
-	se.Router.GET("/docs/openapi.json", documents.JSON.Serve)
+	se.Router.GET("/docs/openapi.json", documents.Reference.Serve)
 	// Method-less, or it would conflict with the method-less /v1 routes.
 	se.Router.Route("", "/{path...}", pbpublic.Handler())
 

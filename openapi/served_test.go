@@ -11,23 +11,24 @@ import (
 	"petstore/openapi"
 )
 
-// A served copy is the document with the service's base URL as its only
-// server and in its code samples, and nothing else changed, in YAML and in
-// JSON alike.
+// A served copy is the document with the server given as its only server
+// and the service's base URL in its code samples, and nothing else changed,
+// in YAML and in JSON alike.
 func TestServedDocumentNamesItsBase(t *testing.T) {
-	for _, base := range []string{
-		"https://shop.example.org/api/v1",
-		"http://127.0.0.1:8090/v1",
-		"http://[::1]:8090/v1",
-		"https://petstore_app:8443/a%20b/v1",
-		"/v1",
+	for _, c := range []struct{ server, base string }{
+		{"/api/v1", "https://shop.example.org/api/v1"},
+		{"https://shop.example.org/api/v1", "https://shop.example.org/api/v1"},
+		{"/v1", "http://127.0.0.1:8090/v1"},
+		{"http://[::1]:8090/v1", "http://[::1]:8090/v1"},
+		{"/a%20b/v1", "https://petstore_app:8443/a%20b/v1"},
+		{"/v1", "/v1"},
 	} {
 		want := decode(t, openapi.JSON)
-		want["servers"] = []any{map[string]any{"url": base, "description": "This service"}}
+		want["servers"] = []any{map[string]any{"url": c.server, "description": "This service"}}
 		for _, sample := range codeSamples(t, want) {
-			sample["source"] = strings.ReplaceAll(sample["source"].(string), "$BASE", base)
+			sample["source"] = strings.ReplaceAll(sample["source"].(string), "$BASE", c.base)
 		}
-		for form, doc := range map[string][]byte{"JSON": openapi.ServedJSON(base), "YAML": openapi.ServedYAML(base)} {
+		for form, doc := range map[string][]byte{"JSON": openapi.ServedJSON(c.server, c.base), "YAML": openapi.ServedYAML(c.server, c.base)} {
 			var got map[string]any
 			if form == "JSON" {
 				got = decode(t, doc)
@@ -35,7 +36,7 @@ func TestServedDocumentNamesItsBase(t *testing.T) {
 				got = decodeYAML(t, doc)
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s for %s: not the document with its servers and samples naming the base", form, base)
+				t.Errorf("%s for server %s, base %s: not the document with its servers and samples naming them", form, c.server, c.base)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,18 +29,33 @@ const (
 // bound, a copy is made for its request alone.
 const maxDocumentCopies = 16
 
-// Documents are the OpenAPI document's served forms, which name the
-// service's base URL as their server (package openapi makes them).
+// Documents are the OpenAPI document's served forms (package openapi makes
+// them). JSON and YAML, under /v1, are for tools: their one server is the
+// path of /v1 (/v1, or the public URL's path), which a reader resolves
+// against the address it fetched the document from, so that a generator
+// bakes no host into the code it writes (@hey-api/openapi-ts makes the
+// first server its default baseUrl). Reference, the reference page's copy,
+// names the service's base URL as its server, for people to read. All three
+// name the base URL in their code samples.
 type Documents struct {
-	JSON, YAML *Document
+	JSON, YAML, Reference *Document
 }
 
 // NewDocuments serves the document's forms for base.
 func NewDocuments(base BaseURL) Documents {
 	return Documents{
-		JSON: newDocument(openapi.ServedJSON, "application/json", base),
-		YAML: newDocument(openapi.ServedYAML, "application/yaml", base),
+		JSON:      newDocument(func(b string) []byte { return openapi.ServedJSON(pathOf(b), b) }, "application/json", base),
+		YAML:      newDocument(func(b string) []byte { return openapi.ServedYAML(pathOf(b), b) }, "application/yaml", base),
+		Reference: newDocument(func(b string) []byte { return openapi.ServedJSON(b, b) }, "application/json", base),
 	}
+}
+
+// pathOf is a base URL without its scheme and host.
+func pathOf(base string) string {
+	if _, rest, ok := strings.Cut(base, "://"); ok {
+		return rest[strings.IndexByte(rest, '/'):] // a base URL ends in /v1
+	}
+	return base
 }
 
 // Document serves one form of the document with a strong ETag per copy;

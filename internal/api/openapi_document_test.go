@@ -23,8 +23,8 @@ func TestOpenAPIDocumentIsServed(t *testing.T) {
 		path, contentType string
 		body              []byte
 	}{
-		{"/v1/openapi.json", "application/json", openapi.ServedJSON(base)},
-		{"/v1/openapi.yaml", "application/yaml", openapi.ServedYAML(base)},
+		{"/v1/openapi.json", "application/json", openapi.ServedJSON("/v1", base)},
+		{"/v1/openapi.yaml", "application/yaml", openapi.ServedYAML("/v1", base)},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			// No key, or one that is not valid: the document needs none.
@@ -71,11 +71,13 @@ func TestOpenAPIDocumentIsServed(t *testing.T) {
 // no client should ever be sent to.
 var placeholderHost = regexp.MustCompile(`(?i)\bexample\.(com|org|net)\b`)
 
-// Without a public URL, the served document's only server is the address it
-// was requested from, and it names no placeholder host. Each address has its
-// own copy and ETag; X-Forwarded-Host and X-Forwarded-Proto count only once
-// PocketBase trusts proxy headers, and then the answer says it varies on
-// them.
+// Without a public URL, the served copies name the address they were
+// requested from, and no placeholder host: the reference page's copy as its
+// only server and in its samples, the /v1 copies in their samples alone
+// (their server is /v1, which names no host for a generator to bake in).
+// Each address has its own copy and ETag; X-Forwarded-Host and
+// X-Forwarded-Proto count only once PocketBase trusts proxy headers, and
+// then the answer says it varies on them.
 func TestOpenAPIDocumentNamesTheAddressRequested(t *testing.T) {
 	s := apptest.Start(t, "")
 	port := s.URL[strings.LastIndexByte(s.URL, ':')+1:]
@@ -100,10 +102,10 @@ func TestOpenAPIDocumentNamesTheAddressRequested(t *testing.T) {
 		if m := placeholderHost.Find(r.Body); m != nil {
 			t.Errorf("GET %s names %s", path, m)
 		}
-		return firstServer(t, r.Body, path), r
+		return namedBase(t, r.Body, path), r
 	}
 
-	etags := map[string]string{}
+	etags, bodies := map[string]string{}, map[string][]byte{}
 	for _, path := range []string{"/v1/openapi.json", "/docs/openapi.json"} {
 		for _, tt := range []struct {
 			name   string
@@ -117,7 +119,7 @@ func TestOpenAPIDocumentNamesTheAddressRequested(t *testing.T) {
 		} {
 			server, r := get(t, path, tt.header...)
 			if server != tt.want {
-				t.Errorf("%s, %s: first server %q, want %q", path, tt.name, server, tt.want)
+				t.Errorf("%s, %s: names %q, want %q", path, tt.name, server, tt.want)
 			}
 			if v := r.Header.Values("Vary"); strings.Contains(strings.Join(v, ","), "X-Forwarded") {
 				t.Errorf("%s, %s: Vary %q names headers that were not read", path, tt.name, v)
@@ -126,14 +128,18 @@ func TestOpenAPIDocumentNamesTheAddressRequested(t *testing.T) {
 			if cc, v := r.Header.Get("Cache-Control"), strings.Join(r.Header.Values("Vary"), ","); cc != "private, max-age=300" || !strings.Contains(v, "Host") {
 				t.Errorf("%s, %s: Cache-Control %q, Vary %q; want private and Host", path, tt.name, cc, v)
 			}
-			if seen, ok := etags[tt.want]; ok && seen != r.Header.Get("ETag") || !ok && containsValue(etags, r.Header.Get("ETag")) {
-				t.Errorf("%s, %s: ETag %q; ETags so far %v: one per address", path, tt.name, r.Header.Get("ETag"), etags)
+			// One ETag per copy: the same for the same address, another for
+			// another body.
+			copyName, etag := path+" for "+tt.want, r.Header.Get("ETag")
+			if seen, ok := etags[copyName]; ok && seen != etag || bodies[etag] != nil && !bytes.Equal(bodies[etag], r.Body) {
+				t.Errorf("%s, %s: ETag %q; ETags so far %v: one per copy", path, tt.name, etag, etags)
 			}
-			etags[tt.want] = r.Header.Get("ETag")
+			etags[copyName], bodies[etag] = etag, r.Body
 		}
 	}
 	// The ETag of one address's copy does not validate another's.
-	if _, r := get(t, "/v1/openapi.json", "Host", "localhost:"+port, "If-None-Match", etags[s.URL+"/v1"]); r.Header.Get("ETag") == etags[s.URL+"/v1"] {
+	asRequested := etags["/v1/openapi.json for "+s.URL+"/v1"]
+	if _, r := get(t, "/v1/openapi.json", "Host", "localhost:"+port, "If-None-Match", asRequested); r.Header.Get("ETag") == asRequested {
 		t.Errorf("another address's copy has the same ETag")
 	}
 
@@ -155,12 +161,37 @@ func TestOpenAPIDocumentNamesTheAddressRequested(t *testing.T) {
 		s.App.Settings().TrustedProxy.UseLeftmostIP = tt.leftmost
 		server, r := get(t, "/docs/openapi.json", tt.header...)
 		if server != tt.want {
-			t.Errorf("%s: first server %q, want %q", tt.name, server, tt.want)
+			t.Errorf("%s: names %q, want %q", tt.name, server, tt.want)
 		}
 		if v := strings.Join(r.Header.Values("Vary"), ", "); !strings.Contains(v, "X-Forwarded-Host") || !strings.Contains(v, "X-Forwarded-Proto") {
 			t.Errorf("%s: Vary %q does not name the forwarded headers", tt.name, v)
 		}
 	}
+}
+
+// namedBase is the base URL a served copy names in its samples (createPet's
+// curl), which the reference page's copy names as its server too; a /v1
+// copy's server must be /v1 alone.
+func namedBase(t *testing.T, doc []byte, path string) string {
+	t.Helper()
+	server := firstServer(t, doc, path)
+	var d struct {
+		Paths map[string]map[string]struct {
+			Samples []struct{ Source string } `json:"x-codeSamples"`
+		}
+	}
+	if err := json.Unmarshal(doc, &d); err != nil || len(d.Paths["/pets"]["post"].Samples) != 1 {
+		t.Fatalf("%s: %v; want createPet's one sample", path, err)
+	}
+	_, call, _ := strings.Cut(d.Paths["/pets"]["post"].Samples[0].Source, `"`)
+	base, _, _ := strings.Cut(call, "/pets")
+	switch {
+	case path == "/docs/openapi.json" && server != base:
+		t.Errorf("%s: server %q, samples on %q; want one base URL", path, server, base)
+	case path != "/docs/openapi.json" && server != "/v1":
+		t.Errorf("%s: server %q, want /v1: a host there becomes a generated client's default", path, server)
+	}
+	return base
 }
 
 // firstServer decodes a JSON document and returns its only server's URL.
@@ -178,15 +209,6 @@ func firstServer(t *testing.T, doc []byte, what string) string {
 	return d.Servers[0].URL
 }
 
-func containsValue(m map[string]string, v string) bool {
-	for _, x := range m {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // The reference page's copy of the contract is the served document, outside
 // /v1 and uncounted: it stays available to an address over its limit.
 func TestReferencePageCopyIsUncounted(t *testing.T) {
@@ -195,7 +217,7 @@ func TestReferencePageCopyIsUncounted(t *testing.T) {
 	if r := s.Do(t, http.MethodGet, "/v1/openapi.json", "", nil); r.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("second keyless request: %d, want 429", r.StatusCode)
 	}
-	served := openapi.ServedJSON(s.URL + "/v1")
+	served := openapi.ServedJSON(s.URL+"/v1", s.URL+"/v1")
 	for range 3 {
 		r := s.Do(t, http.MethodGet, "/docs/openapi.json", "", nil)
 		if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "application/json" || !bytes.Equal(r.Body, served) {

@@ -78,9 +78,16 @@ func TestServeWithAPublicURL(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusCreated || !strings.HasPrefix(resp.Header.Get("Location"), public+"/pets/") {
 		t.Fatalf("create: %v %v %s; want 201 with Location under %s", err, resp, body, public)
 	}
+	// The copy for tools names the public URL's path as its server (a
+	// generator bakes no host in) and the public URL in its samples; the
+	// reference page's copy names the public URL in both.
 	_, body, err = p.Exchange(context.Background(), http.MethodGet, "/v1/openapi.yaml", "", nil)
-	if err != nil || !strings.Contains(string(body), "servers:\n  - url: "+public+"\n") {
-		t.Errorf("openapi.yaml: %v; does not name %s as its server", err, public)
+	if err != nil || !strings.Contains(string(body), "servers:\n  - url: /api/v1\n") || !strings.Contains(string(body), `"`+public+`/pets`) {
+		t.Errorf("openapi.yaml: %v; does not name /api/v1 as its server and %s in its samples", err, public)
+	}
+	_, body, err = p.Exchange(context.Background(), http.MethodGet, "/docs/openapi.json", "", nil)
+	if err != nil || !strings.Contains(string(body), `"servers":[{"description":"This service","url":"`+public+`"}]`) {
+		t.Errorf("/docs/openapi.json: %v; does not name %s as its server", err, public)
 	}
 
 	for origin, methods := range map[string]string{"https://allowed.test": "GET, HEAD, POST", "https://elsewhere.test": ""} {

@@ -11,7 +11,7 @@ export { dispatchWebhook, verifyWebhook, WebhookVerificationError } from "./webh
 export type { WebhookEvent, WebhookHandlers, WebhookHeaders, VerifyOptions } from "./webhooks.js";
 
 /** This client's version, which its User-Agent names (`petstore-ts/VERSION`): package.json's. */
-export const VERSION = "1.1.0";
+export const VERSION = "1.1.1";
 
 /** The default per-attempt timeout: an attempt that has not answered in 30 s is abandoned and retried. */
 export const DEFAULT_ATTEMPT_TIMEOUT_MS = 30_000;
