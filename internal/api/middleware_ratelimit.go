@@ -153,6 +153,7 @@ func countUncounted(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 func limitsKey(k *apikeys.Key) limits.Key {
 	return limits.Key{
 		ID:          k.ID,
+		Customer:    k.Customer,
 		Quota:       limits.Quota{PerMinute: k.PerMinute, PerDay: k.PerDay, BanAfter: k.BanAfter, BanFor: k.BanFor},
 		BannedUntil: k.BannedUntil,
 		BanLifted:   k.BanLifted,

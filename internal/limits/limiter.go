@@ -29,7 +29,7 @@ func New(cfg Config, ledger Ledger, logger *slog.Logger) (*Limiter, error) {
 	if cfg.Redis != nil {
 		s, err = newRedisStore(cfg, ledger, logger)
 	} else {
-		s, err = newMemoryStore(cfg, ledger, false)
+		s, err = newMemoryStore(cfg, ledger, logger, false)
 	}
 	if err != nil {
 		return nil, err

@@ -184,6 +184,33 @@ func testStore(t *testing.T, d storeDriver) {
 		expect(t, "after staff lift the ban", take(t, l, key), true, 1, 97)
 	})
 
+	// Two keys of a customer counted per customer share its windows, on
+	// one instance or across two; a key of the same customer counted per
+	// key (its own quota) keeps windows of its own.
+	t.Run("keys of a customer share its windows, exact at their edge", func(t *testing.T) {
+		c := newSuiteCase(t, d, suiteNoon)
+		first := c.limiter()
+		second := first
+		if d.shared {
+			second = c.limiter()
+		}
+		quota := Quota{PerMinute: 3, PerDay: 5}
+		a := Key{ID: "production", Customer: "acme", Quota: quota}
+		b := Key{ID: "staging", Customer: "acme", Quota: quota}
+		expect(t, "a 1", take(t, first, a), true, 2, 4)
+		expect(t, "b 1", take(t, second, b), true, 1, 3)
+		expect(t, "a 2", take(t, first, a), true, 0, 2)
+		expect(t, "b 2, the 4th of the minute", take(t, second, b), false, 0, 2)
+		expect(t, "a key of acme counted per key", take(t, first, Key{ID: "partner", Quota: quota}), true, 2, 4)
+		expect(t, "a key named as acme's windows", take(t, first, Key{ID: "acme", Quota: quota}), true, 2, 4)
+		c.clock.set(suiteNoon.Add(time.Minute - time.Millisecond))
+		expect(t, "a, a ms before the minute ends", take(t, first, a), false, 0, 2)
+		c.clock.set(suiteNoon.Add(time.Minute))
+		expect(t, "b as the minute ends", take(t, second, b), true, 2, 1)
+		expect(t, "a", take(t, first, a), true, 1, 0)
+		expect(t, "b, the 6th of the day", take(t, second, b), false, 1, 0)
+	})
+
 	t.Run("refused requests count in no window", func(t *testing.T) {
 		c := newSuiteCase(t, d, suiteNoon)
 		l := c.limiter()
