@@ -43,7 +43,7 @@ const (
 	// and threshold (package usage). Limits are counted per key, so the
 	// event is a key's, with its customer, if any.
 	UsageThreshold  Type = "usage.threshold"
-	PlanChanged     Type = "plan.changed" // a plan's name, quotas or ban settings, in the dashboard
+	PlanChanged     Type = "plan.changed" // a plan's name, quotas, ban settings or counted, in the dashboard
 	CategoryCreated Type = "category.created"
 	CategoryRenamed Type = "category.renamed"
 	CategoryDeleted Type = "category.deleted"

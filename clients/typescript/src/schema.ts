@@ -310,7 +310,8 @@ export interface webhooks {
          * @description Sent by the request that makes the key's day window count ceil(80 % of its quota) (threshold 80),
          *     and by the one that makes it count the quota (threshold 100); with a quota under 5 both are the
          *     same request, and both events are sent. Once per key, UTC day and threshold, across restarts and
-         *     instances. Limits are counted per key, so the event is a key's, with its customer if it has one.
+         *     instances. The event is a key's, with its customer if it has one; when the key's plan counts
+         *     per customer, its day window is the customer's, and each key sharing it is told of once.
          *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
          */
         post: operations["usageThreshold"];
@@ -331,7 +332,7 @@ export interface webhooks {
         put?: never;
         /**
          * A plan changed
-         * @description A plan's name, quotas or ban settings changed in the dashboard; every key on the plan follows.
+         * @description A plan's name, quotas, ban settings or counted changed in the dashboard; every key on the plan follows.
          *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
          */
         post: operations["planChanged"];
@@ -2242,7 +2243,7 @@ export interface operations {
                         name: string;
                         perMinute: components["schemas"]["RequestCount"];
                         perDay: components["schemas"]["RequestCount"];
-                        /** @description Each changed field (`name`, `per_minute`, `per_day`, `ban_after`, `ban_minutes`): its old and new value as stored text. */
+                        /** @description Each changed field (`name`, `per_minute`, `per_day`, `ban_after`, `ban_minutes`, `counted`): its old and new value as stored text. */
                         changes: {
                             [key: string]: {
                                 old: string;
