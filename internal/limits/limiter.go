@@ -43,7 +43,10 @@ func (l *Limiter) Close() error { return l.store.close() }
 // TakeKey decides one request of an API key: admitted when neither its
 // minute nor its day window is at its limit and it is not banned, and then
 // counted in both; refused requests count in no window. A key that keeps
-// sending while refused is banned. A valid key is limited by its quota
+// sending while refused is banned. The windows, their rejections and their
+// ban are the key's own, or its customer's (Key.Customer), shared by every
+// key that counts in them; a ban is saved on the key whose request
+// reached it. A valid key is limited by its quota
 // alone: its requests are never counted in, or refused for, the window of
 // requests without a valid key.
 //

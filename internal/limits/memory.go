@@ -69,7 +69,8 @@ func (m *memoryStore) close() error {
 	return nil
 }
 
-// windowCounts is one window of a key as this instance knows it.
+// windowCounts is one window of a key or a customer as this instance knows
+// it.
 type windowCounts struct {
 	mine   int64 // admitted by this instance
 	others int64 // admitted by the other instances, as last known: never more than they did
@@ -77,7 +78,8 @@ type windowCounts struct {
 
 func (w windowCounts) total() int64 { return w.mine + w.others }
 
-// keyCounts is what this instance knows of one key.
+// keyCounts is what this instance knows of one key's windows, or of one
+// customer's (named by Key.windows).
 type keyCounts struct {
 	minuteEnd int64 // the minute window's end, ms since the epoch; 0: no window
 	minute    windowCounts

@@ -40,8 +40,8 @@ const (
 	KeyBanned          Type = "key.banned"
 	KeyDayQuotaReached Type = "key.day_quota_reached"
 	// A key crossed 80 % or 100 % of its day quota: once per key, UTC day
-	// and threshold (package usage). Limits are counted per key, so the
-	// event is a key's, with its customer, if any.
+	// and threshold (package usage): a key's event, with its customer, if
+	// any (a key that counts in its customer's windows has their day).
 	UsageThreshold  Type = "usage.threshold"
 	PlanChanged     Type = "plan.changed" // a plan's name, quotas, ban settings or counted, in the dashboard
 	CategoryCreated Type = "category.created"
