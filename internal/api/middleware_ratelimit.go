@@ -71,7 +71,7 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer, dayUsed f
 			}
 			if thresholds != nil {
 				day := d.Day()
-				thresholds.Observe(key.ID, key.Plan, day.Limit, day.Used, day.Reset, d.At)
+				thresholds.Observe(key.ID, key.Customer, key.Plan, day.Limit, day.Used, day.Reset, d.At)
 			}
 			if o != nil {
 				observeDecision(o, key, d)

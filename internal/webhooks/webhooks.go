@@ -39,9 +39,10 @@ const (
 	KeyRevoked         Type = "key.revoked"
 	KeyBanned          Type = "key.banned"
 	KeyDayQuotaReached Type = "key.day_quota_reached"
-	// A key crossed 80 % or 100 % of its day quota: once per key, UTC day
-	// and threshold (package usage): a key's event, with its customer, if
-	// any (a key that counts in its customer's windows has their day).
+	// A key crossed 80 % or 100 % of its day quota: once per day window (a
+	// key's, or a customer's its keys share), UTC day and threshold (package
+	// usage); the event names the key whose request crossed, and its
+	// customer, if any.
 	UsageThreshold  Type = "usage.threshold"
 	PlanChanged     Type = "plan.changed" // a plan's name, quotas, ban settings or counted, in the dashboard
 	CategoryCreated Type = "category.created"

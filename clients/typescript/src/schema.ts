@@ -310,8 +310,9 @@ export interface webhooks {
          * @description Sent by the request that makes the key's day window count ceil(80 % of its quota) (threshold 80),
          *     and by the one that makes it count the quota (threshold 100); with a quota under 5 both are the
          *     same request, and both events are sent. Once per key, UTC day and threshold, across restarts and
-         *     instances. The event is a key's, with its customer if it has one; when the key's plan counts
-         *     per customer, its day window is the customer's, and each key sharing it is told of once.
+         *     instances. The event names the key, with its customer if it has one; when the key's plan counts
+         *     per customer, the day window is the customer's, shared by its keys, and told of once per
+         *     customer, UTC day and threshold, by whichever key's request crossed it.
          *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
          */
         post: operations["usageThreshold"];
