@@ -116,7 +116,9 @@ export interface paths {
          *     no window) and `failed` on the service's side (`5xx`); `requests` is their sum. The counts
          *     cover the requests answered before this one, as this instance counted them and every
          *     instance sharing its data saved them (every few seconds): another instance's last
-         *     seconds may be missing. The day window counts every request but the limited ones.
+         *     seconds may be missing. The day window counts every request but the limited ones. When the
+         *     key's plan counts per customer, the windows are the customer's, shared by its keys, and the
+         *     counts stay this key's.
          */
         get: operations["getUsage"];
         put?: never;
