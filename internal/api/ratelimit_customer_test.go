@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/customers"
+	"petstore/internal/limits"
 	"petstore/testkit/apptest"
 )
 
@@ -102,4 +104,43 @@ func TestCustomerWindowsInMemory(t *testing.T) {
 func TestRedisCustomerWindowsAcrossInstances(t *testing.T) {
 	a, b := twoInstancesOnOneRedis(t)
 	testCustomerWindows(t, a, b)
+}
+
+// Keys that share their customer's windows share their ban: it is saved on
+// the key whose request reached the threshold, every sharing key is refused
+// while it lasts, and lifting it on that key lets both through.
+func TestCustomerBanSharedAndLifted(t *testing.T) {
+	s := apptest.Start(t, "")
+	setCounted(t, s, "pro", "customer", 3)
+	name, plan := "Acme", "pro"
+	if _, err := customers.Create(s.App, customers.Input{Name: &name, Plan: &plan}, audit.System); err != nil {
+		t.Fatal(err)
+	}
+	a := customerKey(t, s, name, apikeys.NewKey{Name: "production", Plan: "free"})
+	b := customerKey(t, s, name, apikeys.NewKey{Name: "staging", Plan: "free"})
+	for _, key := range []string{a, b, a} {
+		if r := s.Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != http.StatusOK {
+			t.Fatalf("within the shared quota: %d", r.StatusCode)
+		}
+	}
+	// Rejections of both keys count towards one ban; b's reaches it.
+	for i := range limits.MinBanAfter - 1 {
+		retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", []string{a, b}[i%2], nil), "rate_limit_exceeded")
+	}
+	retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", b, nil), "api_key_banned")
+	recordA, recordB := s.KeyRecord(t, a), s.KeyRecord(t, b)
+	if !recordA.BannedUntil().IsZero() || time.Until(recordB.BannedUntil()) < 14*time.Minute {
+		t.Fatalf("banned_until: a %v, b %v; want b's alone, about 15 minutes ahead", recordA.BannedUntil(), recordB.BannedUntil())
+	}
+	retryAfter(t, s.Do(t, http.MethodGet, "/v1/pets", a, nil), "api_key_banned")
+
+	token := s.StaffToken(t)
+	if r := s.Do(t, http.MethodPost, "/api/petstore/keys/"+recordB.Id+"/lift-ban", "", nil, "Authorization", token); r.StatusCode != http.StatusOK {
+		t.Fatalf("lift ban: %d %s", r.StatusCode, r.Body)
+	}
+	for _, key := range []string{a, b} {
+		if r := s.Do(t, http.MethodGet, "/v1/pets", key, nil); r.StatusCode != http.StatusOK {
+			t.Fatalf("after lifting the ban: %d %s", r.StatusCode, r.Body)
+		}
+	}
 }
