@@ -79,7 +79,7 @@ type PlanChange struct {
 	PerMinute int64  `json:"perMinute"`
 	PerDay    int64  `json:"perDay"`
 	// Changes holds each changed field (name, per_minute, per_day,
-	// ban_after, ban_minutes): its old and new value as stored text.
+	// ban_after, ban_minutes, counted): its old and new value as stored text.
 	Changes map[string]struct {
 		Old string `json:"old"`
 		New string `json:"new"`

@@ -71,7 +71,7 @@ func rateLimit(l *limits.Limiter, history *usage.Recorder, o Observer, dayUsed f
 			}
 			if thresholds != nil {
 				day := d.Day()
-				thresholds.Observe(key.ID, key.Plan, day.Limit, day.Used, day.Reset, d.At)
+				thresholds.Observe(key.ID, key.Customer, key.Plan, day.Limit, day.Used, day.Reset, d.At)
 			}
 			if o != nil {
 				observeDecision(o, key, d)
@@ -153,6 +153,7 @@ func countUncounted(l *limits.Limiter) *hook.Handler[*core.RequestEvent] {
 func limitsKey(k *apikeys.Key) limits.Key {
 	return limits.Key{
 		ID:          k.ID,
+		Customer:    k.Customer,
 		Quota:       limits.Quota{PerMinute: k.PerMinute, PerDay: k.PerDay, BanAfter: k.BanAfter, BanFor: k.BanFor},
 		BannedUntil: k.BannedUntil,
 		BanLifted:   k.BanLifted,

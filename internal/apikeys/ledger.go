@@ -5,6 +5,7 @@ import (
 
 	"github.com/pocketbase/pocketbase/core"
 
+	"petstore/internal/limits"
 	"petstore/internal/usage"
 )
 
@@ -28,7 +29,9 @@ func (k Ledger) SaveBan(keyID string, until time.Time) error {
 	return SaveBan(k.App, keyID, until)
 }
 
-// Served is what each key was served on day.
+// Served is what each key was served on day and, for each customer whose
+// keys count in its windows, what those keys were served: the sum the
+// customer's day window starts from (as of now's plans and keys).
 func (k Ledger) Served(day time.Time) (map[string]int64, error) {
 	counts, err := k.History.Today(day)
 	if err != nil {
@@ -37,6 +40,18 @@ func (k Ledger) Served(day time.Time) (map[string]int64, error) {
 	served := make(map[string]int64, len(counts))
 	for id, c := range counts {
 		served[id] = c.Admitted()
+	}
+	var shared []struct {
+		Key      string `db:"id"`
+		Customer string `db:"customer"`
+	}
+	if err := k.App.DB().NewQuery(perCustomerKeysSQL).All(&shared); err != nil {
+		return nil, err
+	}
+	for _, s := range shared {
+		if n := served[s.Key]; n > 0 {
+			served[limits.CustomerWindows(s.Customer)] += n
+		}
 	}
 	return served, nil
 }

@@ -22,11 +22,12 @@ const (
 	planPerDayField     = "per_day"
 	planBanAfterField   = "ban_after"
 	planBanMinutesField = "ban_minutes"
+	planCountedField    = "counted" // "key" or "customer": whose windows its keys count in
 )
 
 // planAuditedFields are the fields of a plan whose changes plan.changed
 // records.
-var planAuditedFields = []string{planNameField, planPerMinuteField, planPerDayField, planBanAfterField, planBanMinutesField}
+var planAuditedFields = []string{planNameField, planPerMinuteField, planPerDayField, planBanAfterField, planBanMinutesField, planCountedField}
 
 // WritePlanAudit writes, with tx (the transaction that saved after from
 // before), a plan.changed record with the old and new values of the fields

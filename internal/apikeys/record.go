@@ -265,11 +265,36 @@ func dateString(t time.Time) string {
 // findKeySQL reads a key joined with its plan, by hash: its current secret's,
 // or its previous secret's during a roll's grace period. It is one
 // statement, prepared once (see Finder).
-const findKeySQL = `SELECT k.id, k.revoked <> '' AS revoked, k.expires, k.banned_until, k.ban_lifted, k.last_used, k.per_minute, k.per_day, k.scopes,
+//
+// A key that counts in its customer's windows (countsPerCustomer) reads
+// its customer's id, and for its ban the latest ban and lift of the keys
+// that share those windows: their ban is one, saved on the key whose
+// request banned them, and lifted there.
+const findKeySQL = `SELECT k.id, k.revoked <> '' AS revoked, k.expires,
+	CASE WHEN ` + countsPerCustomer + ` THEN (SELECT max(o.banned_until) FROM api_keys o WHERE ` + sharesWindows + `) ELSE k.banned_until END,
+	CASE WHEN ` + countsPerCustomer + ` THEN (SELECT max(o.ban_lifted) FROM api_keys o WHERE ` + sharesWindows + `) ELSE k.ban_lifted END,
+	k.last_used, k.per_minute, k.per_day, k.scopes,
 	p.name, p.per_minute AS plan_per_minute, p.per_day AS plan_per_day, p.ban_after, p.ban_minutes,
-	k.key_hash <> :hash AS by_previous, k.previous_until
+	k.key_hash <> :hash AS by_previous, k.previous_until,
+	CASE WHEN ` + countsPerCustomer + ` THEN k.customer ELSE '' END
 	FROM api_keys k JOIN plans p ON p.id = k.plan
 	WHERE k.key_hash = :hash OR (k.previous_hash = :hash AND k.previous_until > :now) LIMIT 1`
+
+// countsPerCustomer is the condition on key k and its plan p under which
+// the key counts in its customer's windows: its plan counts per customer,
+// it has a customer, and it has no quota of its own (a key with one counts
+// per key, in windows of its own quota).
+const countsPerCustomer = `(p.counted = 'customer' AND k.customer <> '' AND k.per_minute = 0 AND k.per_day = 0)`
+
+// sharesWindows is the condition on key o that counts in the same
+// customer's windows as k (which counts per customer): the customer's keys
+// on its plan without a quota of their own, revoked ones left out.
+const sharesWindows = `o.customer = k.customer AND o.plan = k.plan AND o.per_minute = 0 AND o.per_day = 0 AND o.revoked = ''`
+
+// perCustomerKeysSQL selects the keys that count in their customer's
+// windows, with their customer.
+const perCustomerKeysSQL = `SELECT k.id, k.customer FROM api_keys k JOIN plans p ON p.id = k.plan
+	WHERE k.revoked = '' AND ` + countsPerCustomer
 
 // revokedAgainSQL selects the keys that the audit trail says were revoked
 // and that are not (a restored backup's, older than the revocation).

@@ -87,11 +87,17 @@ func Create(app core.App, nk NewKey, by audit.Actor) (string, *APIKey, error) {
 }
 
 // Key is what a request needs of its API key: which key it is, what it may
-// do, its quota (its own overrides, else its plan's) and its ban.
+// do, its quota (its own overrides, else its plan's), whose windows it
+// counts in, and its ban (its customer's, when it counts in the
+// customer's windows).
 type Key struct {
-	ID          string
-	Scopes      []Scope // shared between the copies Find returns: never changed
-	Plan        string  // the plan's name
+	ID     string
+	Scopes []Scope // shared between the copies Find returns: never changed
+	Plan   string  // the plan's name
+	// Customer is the customer whose windows the key counts in, shared by
+	// its keys, when its plan counts per customer and the key has no quota
+	// of its own; "": the key counts in windows of its own.
+	Customer    string
 	PerMinute   int64
 	PerDay      int64
 	BanAfter    int64         // rejected requests within a minute that ban the key; 0: the per-minute quota
@@ -185,7 +191,7 @@ func (f *Finder) read(hash string, now time.Time) (foundKey, error) {
 	err := f.stmt.QueryRow(sql.Named("hash", hash), sql.Named("now", types.NowDateTime().String())).Scan(
 		&k.ID, &found.revoked, &expires, &bannedUntil, &banLifted, &lastUsed,
 		&perMinute, &perDay, &scopes, &k.Plan, &planMinute, &planDay, &k.BanAfter, &banMinutes,
-		&found.byPrevious, &previousUntil)
+		&found.byPrevious, &previousUntil, &k.Customer)
 	if errors.Is(err, sql.ErrNoRows) {
 		return found, ErrInvalid
 	}

@@ -60,7 +60,7 @@ const (
 // details name it ({"plan": {"id": …, "name": …}}), with the values before
 // and after of the fields that changed.
 const (
-	PlanChanged Action = "plan.changed" // name, quotas or ban settings
+	PlanChanged Action = "plan.changed" // name, quotas, ban settings or counted
 )
 
 // The actions on PocketBase's backups (the dashboard's Settings, Backups,

@@ -6,11 +6,12 @@
 // customer moves to the customer's plan, and a change of the customer's
 // plan moves every key of it, in one transaction, each move in the key's
 // audit trail beside the customer's change. A key's own quotas, where set,
-// still win over the plan's, as for any key. Limits are counted per key:
-// each key of a customer has its own minute and day windows, with the
-// plan's quotas (docs/customers.md says why). Because the plan stays on
-// the key, the request path reads a key as it always has, and a key
-// without a customer works as before.
+// still win over the plan's, as for any key. The plan says whose windows
+// its keys count in (plans.counted): each key its own, or, per customer,
+// the customer's, shared by its keys without a quota of their own
+// (docs/customers.md). Because the plan stays on the key, the request path
+// reads a key, its plan and its customer in one lookup, and a key without
+// a customer works as before.
 //
 // Staff create and change customers, and give them keys, on the staff
 // page, with the customers command and in the dashboard; every path keeps

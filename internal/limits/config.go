@@ -1,10 +1,11 @@
 // Package limits enforces /v1's rate limits: per-key quotas from plans in a
-// minute window and a UTC-day window, a per-network limit for callers
-// without a valid key, temporary bans, and the headers that report them.
-// Counters live in this process's memory, or in Redis, shared by several
-// instances, where one Lua script decides each request. While Redis fails,
-// each instance counts on in its memory from what it knew, and adds its
-// counts back once Redis answers again.
+// minute window and a UTC-day window, each key's own or, for a plan that
+// counts per customer, its customer's, shared by the customer's keys; a
+// per-network limit for callers without a valid key, temporary bans, and
+// the headers that report them. Counters live in this process's memory, or
+// in Redis, shared by several instances, where one Lua script decides each
+// request. While Redis fails, each instance counts on in its memory from
+// what it knew, and adds its counts back once Redis answers again.
 package limits
 
 import (

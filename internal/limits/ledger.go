@@ -9,9 +9,10 @@ import (
 // key was served per UTC day. The caller implements it over its own records.
 type Ledger interface {
 	SaveBan(keyID string, until time.Time) error
-	// Served returns the requests served to each key on day's UTC day, as
-	// saved so far by every instance: never more than the day windows
-	// counted. Keys without any may be left out.
+	// Served returns the requests served in each day window on day's UTC
+	// day, as saved so far by every instance: never more than the windows
+	// counted. A key's window is named by the key's id, a customer's by
+	// CustomerWindows. Windows without any may be left out.
 	Served(day time.Time) (map[string]int64, error)
 }
 
@@ -30,8 +31,8 @@ func dayOf(t time.Time) int64 {
 // dayEnd is when day ends: the next 00:00 UTC.
 func dayEnd(day int64) time.Time { return time.Unix((day+1)*secondsPerDay, 0) }
 
-// served is the ledger's counts of one day: what a key's day window starts
-// from when this instance has not counted it yet.
+// served is the ledger's counts of one day: what a day window starts from
+// when this instance has not counted it yet.
 type served struct {
 	day    int64
 	counts map[string]int64
@@ -40,7 +41,7 @@ type served struct {
 // ledgerCounts holds the last counts read from the ledger.
 type ledgerCounts struct{ last atomic.Pointer[served] }
 
-// of is what the ledger said key id was served on day.
+// of is what the ledger said the windows named id were served on day.
 func (c *ledgerCounts) of(id string, day int64) int64 {
 	if s := c.last.Load(); s != nil && s.day == day {
 		return s.counts[id]
@@ -68,4 +69,35 @@ func (m *memoryStore) readLedger(now time.Time) error {
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// readLedgerSoon reads the ledger in the background, off the request's
+// path: one read at a time, and once more after it when asked meanwhile.
+func (m *memoryStore) readLedgerSoon() {
+	for {
+		state := m.rereading.Load()
+		if state == 2 {
+			return
+		}
+		if m.rereading.CompareAndSwap(state, state+1) {
+			if state == 0 {
+				m.work.Add(1)
+				go m.rereadLedger()
+			}
+			return
+		}
+	}
+}
+
+func (m *memoryStore) rereadLedger() {
+	defer m.work.Done()
+	for {
+		if err := m.readLedger(m.cfg.Now()); err != nil {
+			m.logger.Error("Could not read what API keys and customers were served today", "error", err)
+		}
+		if m.rereading.CompareAndSwap(1, 0) {
+			return
+		}
+		m.rereading.Store(1)
+	}
 }

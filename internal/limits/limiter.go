@@ -29,7 +29,7 @@ func New(cfg Config, ledger Ledger, logger *slog.Logger) (*Limiter, error) {
 	if cfg.Redis != nil {
 		s, err = newRedisStore(cfg, ledger, logger)
 	} else {
-		s, err = newMemoryStore(cfg, ledger, false)
+		s, err = newMemoryStore(cfg, ledger, logger, false)
 	}
 	if err != nil {
 		return nil, err
@@ -43,7 +43,10 @@ func (l *Limiter) Close() error { return l.store.close() }
 // TakeKey decides one request of an API key: admitted when neither its
 // minute nor its day window is at its limit and it is not banned, and then
 // counted in both; refused requests count in no window. A key that keeps
-// sending while refused is banned. A valid key is limited by its quota
+// sending while refused is banned. The windows, their rejections and their
+// ban are the key's own, or its customer's (Key.Customer), shared by every
+// key that counts in them; a ban is saved on the key whose request
+// reached it. A valid key is limited by its quota
 // alone: its requests are never counted in, or refused for, the window of
 // requests without a valid key.
 //

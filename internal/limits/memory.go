@@ -3,7 +3,10 @@ package limits
 import (
 	"context"
 	"hash/maphash"
+	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ulule/limiter/v3"
@@ -19,6 +22,7 @@ import (
 type memoryStore struct {
 	cfg    Config
 	ledger Ledger
+	logger *slog.Logger
 	// shared: a redisStore's counts in memory; admitted requests are marked
 	// unsent until Redis has them.
 	shared bool
@@ -26,8 +30,12 @@ type memoryStore struct {
 	// stripes hold the keys' counts under 64 locks.
 	stripes *[stripes]stripe
 	seed    maphash.Seed
-	// fromLedger is what the ledger said each key was served today.
+	// fromLedger is what the ledger said each key and customer was served
+	// today.
 	fromLedger ledgerCounts
+	// rereading is 0, or 1 while a read of the ledger runs in the
+	// background (readLedgerSoon), 2 when it is to run once more.
+	rereading atomic.Int32
 	// addresses counts requests without credentials per window and client
 	// network, on ulule/limiter's memory store.
 	addresses limiter.Store
@@ -38,9 +46,9 @@ type memoryStore struct {
 
 // newMemoryStore returns a memoryStore whose day windows start from what the
 // ledger says each key was served today.
-func newMemoryStore(cfg Config, ledger Ledger, shared bool) (*memoryStore, error) {
+func newMemoryStore(cfg Config, ledger Ledger, logger *slog.Logger, shared bool) (*memoryStore, error) {
 	m := &memoryStore{
-		cfg: cfg, ledger: ledger, shared: shared, stripes: newStripes(), seed: maphash.MakeSeed(),
+		cfg: cfg, ledger: ledger, logger: logger, shared: shared, stripes: newStripes(), seed: maphash.MakeSeed(),
 		addresses: memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: cfg.Prefix, CleanUpInterval: time.Minute}),
 		stop:      make(chan struct{}),
 	}
@@ -61,7 +69,8 @@ func (m *memoryStore) close() error {
 	return nil
 }
 
-// windowCounts is one window of a key as this instance knows it.
+// windowCounts is one window of a key or a customer as this instance knows
+// it.
 type windowCounts struct {
 	mine   int64 // admitted by this instance
 	others int64 // admitted by the other instances, as last known: never more than they did
@@ -69,7 +78,8 @@ type windowCounts struct {
 
 func (w windowCounts) total() int64 { return w.mine + w.others }
 
-// keyCounts is what this instance knows of one key.
+// keyCounts is what this instance knows of one key's windows, or of one
+// customer's (named by Key.windows).
 type keyCounts struct {
 	minuteEnd int64 // the minute window's end, ms since the epoch; 0: no window
 	minute    windowCounts
@@ -119,6 +129,12 @@ func (m *memoryStore) lockCounts(id string, now time.Time) (*keyCounts, *stripe)
 	if kc == nil {
 		kc = &keyCounts{}
 		s.keys[id] = kc
+		if strings.HasPrefix(id, customerWindows) {
+			// A customer's windows this instance has not counted in today,
+			// maybe since its plan counts per customer: its day window
+			// starts from what its keys were served today.
+			m.readLedgerSoon()
+		}
 	}
 	nowMS, day := now.UnixMilli(), dayOf(now)
 	if kc.minuteEnd != 0 && kc.minuteEnd <= nowMS {
@@ -135,7 +151,7 @@ func (m *memoryStore) lockCounts(id string, now time.Time) (*keyCounts, *stripe)
 
 // takeKey decides one request of key in memory.
 func (m *memoryStore) takeKey(_ context.Context, key Key, now time.Time) (counts, error) {
-	kc, s := m.lockCounts(key.ID, now)
+	kc, s := m.lockCounts(key.windows(), now)
 	defer s.mu.Unlock()
 	nowMS := now.UnixMilli()
 	lift := unixMilli(key.BanLifted)

@@ -62,11 +62,13 @@ type redisStore struct {
 	instance string
 
 	// Key prefixes: "petstore:key:" followed by an API key's id and a UTC
-	// day; "petstore:" followed by an address window's name, ":" and a
-	// client network ("petstore:anonymous:192.0.2.1").
-	key, address string
-	// cluster: a Redis Cluster, where a key's id is a hash tag,
-	// "petstore:key:{ID}:DAY", so that all of one key lives in one slot.
+	// day, "petstore:customer:" followed by a customer's id and a UTC day
+	// (its keys' shared windows); "petstore:" followed by an address
+	// window's name, ":" and a client network ("petstore:anonymous:192.0.2.1").
+	key, customer, address string
+	// cluster: a Redis Cluster, where a key's or customer's id is a hash
+	// tag, "petstore:key:{ID}:DAY", so that all of its windows live in one
+	// slot.
 	cluster  bool
 	dayNames dayNames
 
@@ -88,7 +90,7 @@ func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore,
 	where, cluster := cfg.Redis.where, cfg.Redis.cluster
 	r := &redisStore{
 		cfg: cfg, logger: logger, client: client, where: where, instance: newInstanceID(), cluster: cluster,
-		key: cfg.Prefix + ":key:", address: cfg.Prefix + ":", stop: make(chan struct{}),
+		key: cfg.Prefix + ":key:", customer: cfg.Prefix + ":customer:", address: cfg.Prefix + ":", stop: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -97,7 +99,7 @@ func newRedisStore(cfg Config, ledger Ledger, logger *slog.Logger) (*redisStore,
 		return nil, fmt.Errorf("rate-limit Redis at %s is unreachable: %w", where, err)
 	}
 	var err error
-	if r.local, err = newMemoryStore(cfg, ledger, true); err != nil {
+	if r.local, err = newMemoryStore(cfg, ledger, logger, true); err != nil {
 		client.Close()
 		return nil, err
 	}
@@ -133,7 +135,7 @@ func (r *redisStore) close() error {
 // instance knows; locally while Redis fails.
 func (r *redisStore) takeKey(ctx context.Context, key Key, now time.Time) (counts, error) {
 	if r.up.Load() {
-		kc, s := r.local.lockCounts(key.ID, now)
+		kc, s := r.local.lockCounts(key.windows(), now)
 		k := kc.known()
 		s.mu.Unlock()
 		c, err := r.runTakeKey(ctx, key, k, now)
@@ -346,19 +348,25 @@ func (r *redisStore) keyCall(key Key, k known, now time.Time, decide bool) ([]st
 		}
 		return "0"
 	}
-	return []string{r.keyName(key.ID, k.day)},
+	return []string{r.keyName(key.windows(), k.day)},
 		[]any{r.instance, now.UnixMilli(), flag(decide),
 			ms(cfg.MinuteWindow), q.PerMinute, k.minuteEnd, k.minuteMine, k.minuteOthers,
 			ms(dayEnd(k.day).Add(dayGrace).Sub(now)), q.PerDay, k.dayMine, k.dayOthers,
 			q.banAfter(), ms(q.BanFor), flag(key.BannedUntil.After(now)), unixMilli(key.BanLifted), flag(k.gap)}
 }
 
-// keyName is the Redis key of API key id's windows on day.
-func (r *redisStore) keyName(id string, day int64) string {
-	if r.cluster {
-		return r.key + "{" + id + "}:" + r.dayNames.of(day)
+// keyName is the Redis key of the windows named windows (Key.windows) on
+// day: "petstore:key:ID:DAY" for an API key's, "petstore:customer:ID:DAY"
+// for a customer's.
+func (r *redisStore) keyName(windows string, day int64) string {
+	prefix := r.key
+	if id, ok := strings.CutPrefix(windows, customerWindows); ok {
+		prefix, windows = r.customer, id
 	}
-	return r.key + id + ":" + r.dayNames.of(day)
+	if r.cluster {
+		return prefix + "{" + windows + "}:" + r.dayNames.of(day)
+	}
+	return prefix + windows + ":" + r.dayNames.of(day)
 }
 
 func parseCounts(res []int64) (counts, error) {

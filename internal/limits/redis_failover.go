@@ -90,7 +90,9 @@ func (r *redisStore) sendUnsent() (int, error) {
 		s.mu.Lock()
 		for id, kc := range s.keys {
 			if kc.unsent && kc.day == day {
-				// The quota is of no matter here: only counts are added.
+				// The quota is of no matter here: only counts are added. The
+				// windows' name (a key's id, or CustomerWindows) stands as the
+				// key's id: Key.windows names them the same.
 				batch = append(batch, unsent{key: Key{ID: id}, known: kc.known()})
 				kcs = append(kcs, kc)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,8 +29,9 @@ type storeDriver struct {
 
 // suiteLedger is a Ledger in memory that keeps the bans it saved.
 type suiteLedger struct {
-	mu   sync.Mutex
-	bans map[string]time.Time
+	mu     sync.Mutex
+	bans   map[string]time.Time
+	served map[string]int64
 }
 
 func (s *suiteLedger) SaveBan(keyID string, until time.Time) error {
@@ -42,7 +44,17 @@ func (s *suiteLedger) SaveBan(keyID string, until time.Time) error {
 	return nil
 }
 
-func (*suiteLedger) Served(time.Time) (map[string]int64, error) { return nil, nil }
+func (s *suiteLedger) Served(time.Time) (map[string]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.served), nil
+}
+
+func (s *suiteLedger) setServed(windows string, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.served = map[string]int64{windows: n}
+}
 
 func (s *suiteLedger) banCount() int {
 	s.mu.Lock()
@@ -182,6 +194,62 @@ func testStore(t *testing.T, d storeDriver) {
 		c.clock.add(time.Second)
 		key.BannedUntil, key.BanLifted = time.Time{}, c.clock.now()
 		expect(t, "after staff lift the ban", take(t, l, key), true, 1, 97)
+	})
+
+	// Two keys of a customer counted per customer share its windows, on
+	// one instance or across two; a key of the same customer counted per
+	// key (its own quota) keeps windows of its own.
+	t.Run("keys of a customer share its windows, exact at their edge", func(t *testing.T) {
+		c := newSuiteCase(t, d, suiteNoon)
+		first := c.limiter()
+		second := first
+		if d.shared {
+			second = c.limiter()
+		}
+		quota := Quota{PerMinute: 3, PerDay: 5}
+		a := Key{ID: "production", Customer: "acme", Quota: quota}
+		b := Key{ID: "staging", Customer: "acme", Quota: quota}
+		expect(t, "a 1", take(t, first, a), true, 2, 4)
+		expect(t, "b 1", take(t, second, b), true, 1, 3)
+		expect(t, "a 2", take(t, first, a), true, 0, 2)
+		expect(t, "b 2, the 4th of the minute", take(t, second, b), false, 0, 2)
+		expect(t, "a key of acme counted per key", take(t, first, Key{ID: "partner", Quota: quota}), true, 2, 4)
+		expect(t, "a key named as acme's windows", take(t, first, Key{ID: "acme", Quota: quota}), true, 2, 4)
+		c.clock.set(suiteNoon.Add(time.Minute - time.Millisecond))
+		expect(t, "a, a ms before the minute ends", take(t, first, a), false, 0, 2)
+		c.clock.set(suiteNoon.Add(time.Minute))
+		expect(t, "b as the minute ends", take(t, second, b), true, 2, 1)
+		expect(t, "a", take(t, first, a), true, 1, 0)
+		expect(t, "b, the 6th of the day", take(t, second, b), false, 1, 0)
+	})
+
+	// A plan that starts counting per customer in the middle of a day: a
+	// customer's day window starts from what the ledger says its keys were
+	// served, read off the request's path when the instance first counts in
+	// a customer's windows (here another customer's, so that the read ends
+	// before acme's first request).
+	t.Run("a customer's day window starts from what its keys were served", func(t *testing.T) {
+		c := newSuiteCase(t, d, suiteNoon)
+		l := c.limiter()
+		c.ledger.setServed(CustomerWindows("acme"), 3)
+		quota := Quota{PerMinute: 100, PerDay: 10}
+		expect(t, "another customer's first request", take(t, l, Key{ID: "other", Customer: "globex", Quota: quota}), true, 99, 9)
+		local, ok := l.store.(*memoryStore)
+		if r, isRedis := l.store.(*redisStore); isRedis {
+			local, ok = r.local, true
+		}
+		if !ok {
+			t.Fatalf("store %T", l.store)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for local.rereading.Load() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the ledger is not read")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		key := Key{ID: "production", Customer: "acme", Quota: quota}
+		expect(t, "acme's first request, after the ledger's 3", take(t, l, key), true, 99, 6)
 	})
 
 	t.Run("refused requests count in no window", func(t *testing.T) {

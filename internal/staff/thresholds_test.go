@@ -204,3 +204,64 @@ func TestUsageThresholdEventsOnceAcrossInstances(t *testing.T) {
 		t.Errorf("%d thresholds recorded, want 2", n)
 	}
 }
+
+// Two keys of a customer whose plan counts per customer share one day
+// window: its crossings are told of once for the customer, by whichever
+// key's request crossed, not once per key.
+func TestUsageThresholdEventsOncePerCustomer(t *testing.T) {
+	apptest.Slow(t)
+	s := startWithWebhooks(t)
+	rcv := newHookReceiver(t)
+	s.addEndpoint(t, rcv.URL, "usage.threshold")
+	plan, err := s.App.FindFirstRecordByData(apikeys.PlansCollection, "name", "pro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Set("counted", "customer")
+	plan.Set("per_minute", 5)
+	plan.Set("per_day", 5)
+	if err := s.App.Save(plan); err != nil {
+		t.Fatal(err)
+	}
+	var customer struct{ ID string }
+	if r := s.Do(t, http.MethodPost, "/api/petstore/customers", s.token, map[string]any{"name": "Acme", "plan": "pro"}); r.StatusCode != http.StatusCreated || json.Unmarshal(r.Body, &customer) != nil {
+		t.Fatalf("customer: %d %s", r.StatusCode, r.Body)
+	}
+	var keys []string
+	for _, name := range []string{"production", "staging"} {
+		key := s.NewKey(t, apikeys.NewKey{Name: name, Plan: "free"})
+		if r := s.Do(t, http.MethodPut, "/api/petstore/keys/"+s.KeyRecord(t, key).Id+"/customer", s.token, map[string]any{"customer": customer.ID}); r.StatusCode != http.StatusOK {
+			t.Fatalf("assign: %d %s", r.StatusCode, r.Body)
+		}
+		keys = append(keys, key)
+	}
+	production, staging := keys[0], keys[1]
+	for _, key := range []string{production, staging, production, staging} { // the 4th: 80 % of 5
+		sendPets(t, s.Server, key, 1, http.StatusOK)
+	}
+	rcv.waitFor(t, "usage.threshold")
+	sendPets(t, s.Server, production, 1, http.StatusOK) // the 5th: 100 %
+	rcv.waitFor(t, "usage.threshold", "usage.threshold")
+	sendPets(t, s.Server, staging, 2, http.StatusTooManyRequests)
+	sendPets(t, s.Server, production, 1, http.StatusTooManyRequests)
+	quietFor(t, rcv, 2, 1500*time.Millisecond)
+
+	stagingID, productionID := s.KeyRecord(t, staging).Id, s.KeyRecord(t, production).Id
+	for i, want := range []struct {
+		threshold, used int64
+		key             string
+	}{{80, 4, stagingID}, {100, 5, productionID}} {
+		var data thresholdData
+		if err := json.Unmarshal(rcv.deliveries()[i].Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		if data.Threshold != want.threshold || data.Used != want.used || data.Limit != 5 || data.Key.ID != want.key ||
+			data.Customer == nil || data.Customer.ID != customer.ID {
+			t.Errorf("delivery %d: %+v, want threshold %d, used %d of 5, by key %s of customer %s",
+				i, data, want.threshold, want.used, want.key, customer.ID)
+		}
+	}
+	if n := s.CountRecords(t, usage.ThresholdsCollection); n != 2 {
+		t.Errorf("%d thresholds recorded, want 2: once for the customer", n)
+	}
+}

@@ -13,8 +13,9 @@ import (
 	"petstore/internal/writegate"
 )
 
-// ThresholdsCollection holds one row per key, UTC day and threshold
-// crossed: what was told already.
+// ThresholdsCollection holds one row per day window, UTC day and threshold
+// crossed (a key's window, or a customer's that its keys share): what was
+// told already.
 const ThresholdsCollection = "usage_thresholds"
 
 // percents are the thresholds of a day quota that are told of, in order.
@@ -26,7 +27,8 @@ var percents = [...]int64{80, 100}
 const queueSize = 256
 
 // Thresholds tells of keys that cross 80 % and 100 % of their day quota,
-// once per key, UTC day and threshold: the request that makes the day
+// once per day window (a key's, or a customer's that its keys share), UTC
+// day and threshold: the request that makes the day
 // window's count reach ceil(80 % of the limit), and the one that makes it
 // reach the limit (with a limit under 5, both thresholds are the same
 // count, and the same request crosses both).
@@ -34,8 +36,8 @@ const queueSize = 256
 // Observe runs on every request of a key: it compares the count with the
 // first threshold and returns, and for a key past it, looks in memory
 // whether this instance told of it already. A crossing goes to one
-// goroutine that inserts its row in usage_thresholds (unique per key, day
-// and threshold) and, only if the row is new, the audit record
+// goroutine that inserts its row in usage_thresholds (unique per key, or
+// per customer, day and threshold) and, only if the row is new, the audit record
 // usage.threshold (the service's), in one transaction; the webhooks write
 // the usage.threshold event from that record, in the same transaction. A
 // second attempt, after a restart or from another instance on the same
@@ -55,18 +57,30 @@ type Thresholds struct {
 
 // crossing is a key's day window past one threshold.
 type crossing struct {
-	KeyID   string
-	Plan    string
-	Percent int64     // 80 or 100
-	Limit   int64     // the day quota
-	Used    int64     // requests the window held after the crossing request
-	Resets  time.Time // when the day window starts again
-	At      time.Time // when the request was counted: its UTC day is the window's
+	KeyID string
+	// CustomerID is the customer whose day window the key counts in, shared
+	// by its keys; "": the key's own window.
+	CustomerID string
+	Plan       string
+	Percent    int64     // 80 or 100
+	Limit      int64     // the day quota
+	Used       int64     // requests the window held after the crossing request
+	Resets     time.Time // when the day window starts again
+	At         time.Time // when the request was counted: its UTC day is the window's
 }
 
+// crossingMark is a crossing as this instance marks it, once per window: a
+// key's (keyID), or a customer's (customerID alone, whichever key crossed).
 type crossingMark struct {
-	keyID   string
-	percent int64
+	keyID, customerID string
+	percent           int64
+}
+
+func (c crossing) mark() crossingMark {
+	if c.CustomerID != "" {
+		return crossingMark{customerID: c.CustomerID, percent: c.Percent}
+	}
+	return crossingMark{keyID: c.KeyID, percent: c.Percent}
 }
 
 // StartThresholds returns Thresholds writing with app, logging failures to
@@ -84,15 +98,17 @@ func StartThresholds(app core.App, logger *slog.Logger, counted func(plan string
 }
 
 // Observe hears of one request of a key with plan, after which its day
-// window of limit requests (0: none) held used, at at. It never waits for
-// the database.
-func (t *Thresholds) Observe(keyID, plan string, limit, used int64, resets, at time.Time) {
+// window of limit requests (0: none) held used, at at: the key's own window,
+// or, with customerID, the customer's that its keys share, told of once for
+// all of them. It never waits for the database.
+func (t *Thresholds) Observe(keyID, customerID, plan string, limit, used int64, resets, at time.Time) {
 	if !counting || limit <= 0 || used < thresholdOf(limit, percents[0]) {
 		return
 	}
 	for _, percent := range percents {
 		if used >= thresholdOf(limit, percent) {
-			t.cross(crossing{KeyID: keyID, Plan: plan, Percent: percent, Limit: limit, Used: used, Resets: resets, At: at})
+			t.cross(crossing{KeyID: keyID, CustomerID: customerID, Plan: plan, Percent: percent, Limit: limit, Used: used,
+				Resets: resets, At: at})
 		}
 	}
 }
@@ -103,7 +119,7 @@ func thresholdOf(limit, percent int64) int64 { return (limit*percent + 99) / 100
 
 // cross queues c unless this instance queued it already.
 func (t *Thresholds) cross(c crossing) {
-	m := crossingMark{c.KeyID, c.Percent}
+	m := c.mark()
 	day := dayOf(c.At)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -127,7 +143,7 @@ func (t *Thresholds) cross(c crossing) {
 func (t *Thresholds) unmark(c crossing) {
 	t.mu.Lock()
 	if dayOf(c.At) == t.day {
-		delete(t.marked, crossingMark{c.KeyID, c.Percent})
+		delete(t.marked, c.mark())
 	}
 	t.mu.Unlock()
 }
@@ -161,8 +177,11 @@ func (t *Thresholds) loop() {
 	}
 }
 
-const insertThresholdSQL = `INSERT INTO ` + ThresholdsCollection + ` (api_key, day, threshold)
-	VALUES ({:key}, {:day}, {:threshold}) ON CONFLICT (api_key, day, threshold) DO NOTHING`
+// insertThresholdSQL inserts a crossing's row, or nothing when its window
+// has one for the day and threshold: a key's (unique per key) or a
+// customer's (unique per customer, whichever key crossed).
+const insertThresholdSQL = `INSERT INTO ` + ThresholdsCollection + ` (api_key, customer, day, threshold)
+	VALUES ({:key}, {:customer}, {:day}, {:threshold}) ON CONFLICT DO NOTHING`
 
 // record inserts c's row and, if it is new, its audit record, in one
 // transaction; told says whether the row was new.
@@ -170,7 +189,7 @@ func (t *Thresholds) record(c crossing) (told bool, err error) {
 	day := dayString(dayOf(c.At))
 	err = t.gate.Write(t.app, func(tx core.App) error {
 		res, err := tx.DB().NewQuery(insertThresholdSQL).Bind(dbx.Params{
-			"key": c.KeyID, "day": day, "threshold": c.Percent,
+			"key": c.KeyID, "customer": c.CustomerID, "day": day, "threshold": c.Percent,
 		}).Execute()
 		if err != nil {
 			return err
@@ -179,7 +198,7 @@ func (t *Thresholds) record(c crossing) (told bool, err error) {
 			return err
 		}
 		told = true
-		return audit.Write(tx, audit.Entry{Action: audit.UsageThreshold, Key: c.KeyID, By: audit.System, Details: map[string]any{
+		return audit.Write(tx, audit.Entry{Action: audit.UsageThreshold, Key: c.KeyID, Customer: c.CustomerID, By: audit.System, Details: map[string]any{
 			"threshold": c.Percent, "day": day, "limit": c.Limit, "used": c.Used,
 			"resetsAt": c.Resets.UTC().Format(time.RFC3339),
 		}})

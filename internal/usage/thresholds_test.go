@@ -38,9 +38,9 @@ func TestThresholdsAtTheirCountOnce(t *testing.T) {
 	var first, second told
 	a := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), first.counted, writegate.Gate{})
 	for used := int64(1); used <= 5; used++ {
-		a.Observe(five, "pro", 5, used, resets, at)
-		a.Observe(five, "pro", 5, used, resets, at) // the same count twice: told once
-		a.Observe(none, "pro", 0, used, resets, at)
+		a.Observe(five, "", "pro", 5, used, resets, at)
+		a.Observe(five, "", "pro", 5, used, resets, at) // the same count twice: told once
+		a.Observe(none, "", "pro", 0, used, resets, at)
 	}
 	if err := a.Close(); err != nil { // waits for its writes
 		t.Fatal(err)
@@ -52,11 +52,11 @@ func TestThresholdsAtTheirCountOnce(t *testing.T) {
 	restarted := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), first.counted, writegate.Gate{})
 	other := usage.StartThresholds(s.App, slog.New(slog.DiscardHandler), second.counted, writegate.Gate{})
 	for used := int64(1); used <= 7; used++ {
-		restarted.Observe(five, "pro", 5, used, resets, at)
-		other.Observe(five, "pro", 5, used, resets, at)
+		restarted.Observe(five, "", "pro", 5, used, resets, at)
+		other.Observe(five, "", "pro", 5, used, resets, at)
 	}
-	other.Observe(three, "free", 3, 2, resets, at) // 67 %
-	other.Observe(three, "free", 3, 3, resets, at) // ceil(2.4) = 3: both
+	other.Observe(three, "", "free", 3, 2, resets, at) // 67 %
+	other.Observe(three, "", "free", 3, 3, resets, at) // ceil(2.4) = 3: both
 	for _, th := range []*usage.Thresholds{restarted, other} {
 		if err := th.Close(); err != nil {
 			t.Fatal(err)
@@ -80,13 +80,13 @@ func BenchmarkThresholdsObserve(b *testing.B) {
 	at := time.Now()
 	b.Run("below", func(b *testing.B) {
 		for b.Loop() {
-			th.Observe(id, "pro", 1000, 500, at, at)
+			th.Observe(id, "", "pro", 1000, 500, at, at)
 		}
 	})
-	th.Observe(id, "pro", 1000, 1000, at, at)
+	th.Observe(id, "", "pro", 1000, 1000, at, at)
 	b.Run("past", func(b *testing.B) {
 		for b.Loop() {
-			th.Observe(id, "pro", 1000, 1000, at, at)
+			th.Observe(id, "", "pro", 1000, 1000, at, at)
 		}
 	})
 }
@@ -104,7 +104,7 @@ func TestThresholdsWriteNothingWhileTheNodeMayNotWrite(t *testing.T) {
 		return leads.Load()
 	}))
 	at := time.Now()
-	th.Observe(id, "pro", 10, 8, at, at)
+	th.Observe(id, "", "pro", 10, 8, at, at)
 	for deadline := time.Now().Add(5 * time.Second); asked.Load() == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("the crossing was never taken from the queue")
@@ -119,7 +119,7 @@ func TestThresholdsWriteNothingWhileTheNodeMayNotWrite(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the crossing was never recorded once the node may write")
 		}
-		th.Observe(id, "pro", 10, 9, at, at)
+		th.Observe(id, "", "pro", 10, 9, at, at)
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err := th.Close(); err != nil {

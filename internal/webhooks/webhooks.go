@@ -39,11 +39,12 @@ const (
 	KeyRevoked         Type = "key.revoked"
 	KeyBanned          Type = "key.banned"
 	KeyDayQuotaReached Type = "key.day_quota_reached"
-	// A key crossed 80 % or 100 % of its day quota: once per key, UTC day
-	// and threshold (package usage). Limits are counted per key, so the
-	// event is a key's, with its customer, if any.
+	// A key crossed 80 % or 100 % of its day quota: once per day window (a
+	// key's, or a customer's its keys share), UTC day and threshold (package
+	// usage); the event names the key whose request crossed, and its
+	// customer, if any.
 	UsageThreshold  Type = "usage.threshold"
-	PlanChanged     Type = "plan.changed" // a plan's name, quotas or ban settings, in the dashboard
+	PlanChanged     Type = "plan.changed" // a plan's name, quotas, ban settings or counted, in the dashboard
 	CategoryCreated Type = "category.created"
 	CategoryRenamed Type = "category.renamed"
 	CategoryDeleted Type = "category.deleted"

@@ -556,7 +556,7 @@ const fieldNames = {
   ban_lifted: "ban lifted", banned_until: "banned until", previous_until: "old secret works until", scopes: "scopes",
   url: "URL", events: "events", description: "description", paused: "paused", reason: "reason",
   failing_since: "failing since", type: "event", webhook_id: "webhook-id", event: "event id",
-  threshold: "threshold (%)", day: "day", limit: "day quota", used: "used", resetsAt: "resets at",
+  counted: "counted per", threshold: "threshold (%)", day: "day", limit: "day quota", used: "used", resetsAt: "resets at",
 };
 
 // detailValue is a value an audit record holds for field, as staff read it.

@@ -116,7 +116,9 @@ export interface paths {
          *     no window) and `failed` on the service's side (`5xx`); `requests` is their sum. The counts
          *     cover the requests answered before this one, as this instance counted them and every
          *     instance sharing its data saved them (every few seconds): another instance's last
-         *     seconds may be missing. The day window counts every request but the limited ones.
+         *     seconds may be missing. The day window counts every request but the limited ones. When the
+         *     key's plan counts per customer, the windows are the customer's, shared by its keys, and the
+         *     counts stay this key's.
          */
         get: operations["getUsage"];
         put?: never;
@@ -310,7 +312,9 @@ export interface webhooks {
          * @description Sent by the request that makes the key's day window count ceil(80 % of its quota) (threshold 80),
          *     and by the one that makes it count the quota (threshold 100); with a quota under 5 both are the
          *     same request, and both events are sent. Once per key, UTC day and threshold, across restarts and
-         *     instances. Limits are counted per key, so the event is a key's, with its customer if it has one.
+         *     instances. The event names the key, with its customer if it has one; when the key's plan counts
+         *     per customer, the day window is the customer's, shared by its keys, and told of once per
+         *     customer, UTC day and threshold, by whichever key's request crossed it.
          *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
          */
         post: operations["usageThreshold"];
@@ -331,7 +335,7 @@ export interface webhooks {
         put?: never;
         /**
          * A plan changed
-         * @description A plan's name, quotas or ban settings changed in the dashboard; every key on the plan follows.
+         * @description A plan's name, quotas, ban settings or counted changed in the dashboard; every key on the plan follows.
          *     Delivered as a signed `POST` to each subscribed endpoint (see the `events` tag).
          */
         post: operations["planChanged"];
@@ -2242,7 +2246,7 @@ export interface operations {
                         name: string;
                         perMinute: components["schemas"]["RequestCount"];
                         perDay: components["schemas"]["RequestCount"];
-                        /** @description Each changed field (`name`, `per_minute`, `per_day`, `ban_after`, `ban_minutes`): its old and new value as stored text. */
+                        /** @description Each changed field (`name`, `per_minute`, `per_day`, `ban_after`, `ban_minutes`, `counted`): its old and new value as stored text. */
                         changes: {
                             [key: string]: {
                                 old: string;
