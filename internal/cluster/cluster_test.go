@@ -565,7 +565,7 @@ func TestALaggingNodeStandsAside(t *testing.T) {
 	behind = nil
 	mu.Unlock()
 	waitFor(t, 5*time.Second, "the node leads once caught up", lagging.MayWrite)
-	if !strings.Contains(lagging.logs.String(), "standing aside") {
+	if !strings.Contains(lagging.logs.String(), "Cluster: catching up") {
 		t.Errorf("the log does not say the node stood aside:\n%s", lagging.logs.String())
 	}
 }

@@ -80,7 +80,8 @@ type Registration struct {
 
 // Status is a node's view of the cluster at one moment.
 type Status struct {
-	Role      Role
+	State     State       // the HA loop's state
+	Role      Role        // the role the state shows to the others
 	Term      int64       // this node's term, from its win until it steps down; 0 otherwise
 	Leader    *LeaderInfo // nil: none known
 	Served    int64       // the last term whose leader served (the term key); 0: none ever did
@@ -114,9 +115,9 @@ type Options struct {
 	// Unshipped is how long the oldest commit not in the replica has
 	// waited, on the leader, for its registration. Nil: none.
 	Unshipped func() time.Duration
-	// OnElected runs when this node wins term; it promotes the data and
-	// starts serving, then calls Serving. The first read of the term key
-	// is done before the node campaigns.
+	// OnElected runs, beside the HA loop, when this node wins term; it
+	// promotes the data and starts serving, then calls Serving. The first
+	// read of the term key is done before the node campaigns.
 	OnElected func(term int64)
 	// OnSteppedDown runs when this node has lost term's lease: the fence is
 	// already closed.
@@ -142,12 +143,18 @@ type Node struct {
 	// logged: at most one a minute is.
 	forwardRefusalLogged time.Time
 	status               Status
-	election             *concurrency.Election // while this node holds the election
-	resigned             bool                  // Resign was called: never campaign again
-	lease                int64                 // the current session's lease, once granted
+	election             elector // while this node holds the election
+	resigned             bool    // Resign was called: never campaign again
+	lease                int64   // the current session's lease, once granted
 	// etcdAnswers is whether etcd answered the last attempt; nil before
 	// the first.
 	etcdAnswers *bool
+	// wake tells the HA loop that a fact it reads changed (the leader
+	// observed).
+	wake chan struct{}
+	// loop is the HA loop of the session in which this node won; nil
+	// before it wins.
+	loop *haLoop
 }
 
 // backoff bounds the waits between attempts to reach etcd.
@@ -159,9 +166,9 @@ const (
 // New makes a node of the cluster cfg describes (parsed); it talks to etcd
 // only once Check or Run starts.
 func New(cfg Config, log *slog.Logger, opts Options) *Node {
-	n := &Node{cfg: cfg, log: log.With("node", cfg.NodeName), opts: opts}
+	n := &Node{cfg: cfg, log: log.With("node", cfg.NodeName), opts: opts, wake: make(chan struct{}, 1)}
 	n.fence.now = monotonic()
-	n.status.Role = Candidate
+	n.status.State, n.status.Role = NoEtcd, Candidate
 	n.status.EtcdError = "not reached yet"
 	return n
 }
@@ -305,7 +312,32 @@ func (n *Node) Serving(ctx context.Context) error {
 		return fmt.Errorf("cluster: term %d's lease is no longer provably held", term)
 	}
 	n.setServed(term)
-	n.setRole(Leader)
+	n.mu.Lock()
+	loop := n.loop
+	n.mu.Unlock()
+	// The loop records that the node serves: it alone writes the state.
+	served := make(chan struct{})
+	select {
+	case loop.servingSignal <- served:
+	case <-loop.done:
+		return fmt.Errorf("cluster: term %d ended before the node served", term)
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: term %d: the HA loop did not record that the node serves: %w", term, ctx.Err())
+	}
+	select {
+	case <-served:
+	case <-loop.done:
+		select {
+		case <-served: // recorded, then the loop ended: the state says
+		default:
+			return fmt.Errorf("cluster: term %d ended before the node served", term)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: term %d: the HA loop did not record that the node serves: %w", term, ctx.Err())
+	}
+	if s := n.State(); s != Leading {
+		return fmt.Errorf("cluster: term %d: the node is %s, not leading", term, s)
+	}
 	return nil
 }
 
@@ -438,82 +470,9 @@ func (n *Node) runSession(ctx context.Context) error {
 	tasks.Go(func() { n.watchLeaderShipping(ctx) })
 	election := concurrency.NewElection(session, n.prefix("leader"))
 	tasks.Go(func() { n.observe(ctx, election) })
-
-	won := make(chan error, 1)
-	tasks.Go(func() { won <- n.campaign(ctx, election) })
-
-	select {
-	case err := <-sessionLost:
-		return err
-	case <-session.Done():
-		return errors.New("the session's lease ended")
-	case err := <-won:
-		if err != nil {
-			return err
-		}
-	}
-	// This node won: it leads while its lease is provably held; the fence
-	// opens once it serves (Serving).
-	term := election.Rev()
-	if !n.fence.held() {
-		return errors.New("won the election with a lease no longer provably held")
-	}
-	n.mu.Lock()
-	n.election = election
-	n.status.Term = term
-	n.mu.Unlock()
-	n.setLeader(&LeaderInfo{Node: n.cfg.NodeName, URL: n.cfg.AdvertiseURL, Term: term})
-	n.log.Info("Cluster: elected leader", "term", term)
-	if err := election.Proclaim(ctx, n.leaderValue(term)); err != nil {
-		n.stepDown(term, fmt.Errorf("cannot name itself leader: %w", err))
-		return err
-	}
-	keysLost := make(chan error, 1)
-	tasks.Go(func() { keysLost <- n.guardKeys(ctx, election.Key(), term, lease) })
-	if err := n.deposeOthers(ctx); err != nil {
-		n.stepDown(term, err)
-		return err
-	}
-	if n.opts.OnElected != nil {
-		n.opts.OnElected(term)
-	}
-	reason := n.lead(ctx, session, sessionLost, keysLost)
-	if ctx.Err() != nil || n.isResigned() {
-		// The node is being stopped (Close), or handed over (Resign,
-		// which revoked the lease): the process ends, it does not rejoin.
-		n.leaveRole()
-		return nil
-	}
-	n.stepDown(term, reason)
-	return reason
-}
-
-// lead holds the leadership until the session or the fence ends, or its
-// keys in etcd are no longer its own (guardKeys), and says why it ended.
-func (n *Node) lead(ctx context.Context, session *concurrency.Session, sessionLost, keysLost <-chan error) error {
-	for {
-		// The fence closes by itself when the lease is no longer provably
-		// held; this wakes up then to step down.
-		wake := time.NewTimer(max(n.fence.untilEnd(), 10*time.Millisecond))
-		select {
-		case <-ctx.Done():
-			wake.Stop()
-			return ctx.Err()
-		case err := <-sessionLost:
-			wake.Stop()
-			return err
-		case err := <-keysLost:
-			wake.Stop()
-			return err
-		case <-session.Done():
-			wake.Stop()
-			return errors.New("the session's lease ended")
-		case <-wake.C:
-			if !n.fence.held() {
-				return errors.New("the lease is no longer provably held: no renewal reached etcd in time")
-			}
-		}
-	}
+	loop := &haLoop{n: n, ctx: ctx, tasks: &tasks, election: election, lease: lease, sessionDone: session.Done(),
+		guard: n.guardKeys, depose: n.deposeOthers, sessionLost: sessionLost, keysLost: make(chan error, 1), servingSignal: make(chan chan struct{}), done: make(chan struct{})}
+	return loop.run()
 }
 
 // leaveRole closes the fence at once, then gives up the term.
@@ -522,7 +481,6 @@ func (n *Node) leaveRole() {
 	n.mu.Lock()
 	n.election = nil
 	n.status.Term = 0
-	n.status.Role = Candidate
 	n.mu.Unlock()
 }
 
@@ -548,11 +506,14 @@ func (n *Node) stepDown(term int64, reason error) {
 // once.
 func (n *Node) revokeLease(timeout time.Duration) {
 	n.mu.Lock()
-	lease := n.lease
+	lease, client := n.lease, n.client
 	n.mu.Unlock()
+	if client == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	_, _ = n.client.Revoke(ctx, clientv3.LeaseID(lease)) // gone already, or etcd does not answer: it ends within the TTL
+	_, _ = client.Revoke(ctx, clientv3.LeaseID(lease)) // gone already, or etcd does not answer: it ends within the TTL
 }
 
 // Resign hands the leadership over: the fence closes at once (no write
@@ -620,98 +581,9 @@ func (n *Node) renew(ctx context.Context, lease clientv3.LeaseID) error {
 	}
 }
 
-// eligibleEvery is how often a node waiting to campaign, or waiting in the
-// election, asks whether it is eligible.
+// eligibleEvery is how often the HA loop asks whether the node is
+// eligible, when nothing else wakes it.
 const eligibleEvery = 500 * time.Millisecond
-
-// campaign waits until the node is eligible, then campaigns; it returns nil
-// once this node is the leader. A node that stops being eligible while it
-// waits in the election (its copy falls behind) leaves the election, and
-// campaigns again once it is eligible: it wins only while eligible.
-func (n *Node) campaign(ctx context.Context, election *concurrency.Election) error {
-	for {
-		caughtUp, err := n.waitEligible(ctx)
-		if err != nil {
-			return err
-		}
-		n.log.Info("Cluster: campaigning", "caughtUp", caughtUp)
-		won, err := n.campaignWhileEligible(ctx, election)
-		if won || err != nil {
-			return err
-		}
-	}
-}
-
-// waitEligible returns once the node may campaign, saying whether it had to
-// wait; a resigned node waits for ctx's end.
-func (n *Node) waitEligible(ctx context.Context) (waited bool, err error) {
-	var said string
-	for {
-		if n.isResigned() {
-			<-ctx.Done()
-			return false, ctx.Err()
-		}
-		why := n.ineligible()
-		if why == nil {
-			return said != "", nil
-		}
-		if why.Error() != said {
-			said = why.Error()
-			n.log.Info("Cluster: standing aside from the election", "reason", said)
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(eligibleEvery):
-		}
-	}
-}
-
-// ineligible says why the node may not campaign now; nil: it may.
-func (n *Node) ineligible() error {
-	if n.opts.Eligible == nil {
-		return nil
-	}
-	return n.opts.Eligible()
-}
-
-// campaignWhileEligible waits in the election until the node wins (won), or
-// is no longer eligible, when it leaves the election (etcd's Campaign
-// deletes its key when its context ends) and returns neither won nor an
-// error.
-func (n *Node) campaignWhileEligible(ctx context.Context, election *concurrency.Election) (won bool, err error) {
-	campaigning, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var left error // why the node left the election; written before cancel
-	var watch sync.WaitGroup
-	watch.Go(func() {
-		tick := time.NewTicker(eligibleEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-campaigning.Done():
-				return
-			case <-tick.C:
-			}
-			if why := n.ineligible(); why != nil {
-				left = why
-				cancel()
-				return
-			}
-		}
-	})
-	err = election.Campaign(campaigning, n.leaderValue(0))
-	cancel()
-	watch.Wait()
-	switch {
-	case err == nil:
-		return true, nil
-	case ctx.Err() != nil || left == nil:
-		return false, err
-	}
-	n.log.Info("Cluster: leaving the election", "reason", left.Error())
-	return false, nil
-}
 
 // observe follows the election's leader key until ctx ends. A record the
 // secret does not authenticate is refused (refuseLeader): this node then
@@ -767,24 +639,18 @@ func (n *Node) setLeader(leader *LeaderInfo) {
 	if changed {
 		n.status.Elections++
 	}
-	if leader.Node != n.cfg.NodeName && n.status.Role == Candidate && n.status.Term == 0 {
-		n.status.Role = Follower
-	}
-	role := n.status.Role
 	n.mu.Unlock()
 	if changed {
-		n.log.Info("Cluster: leader", "leader", leader.Node, "url", leader.URL, "term", leader.Term, "role", string(role))
+		n.log.Info("Cluster: leader", "leader", leader.Node, "url", leader.URL, "term", leader.Term)
 	}
+	n.poke()
 }
 
-func (n *Node) setRole(role Role) {
-	n.mu.Lock()
-	changed := n.status.Role != role
-	n.status.Role = role
-	term := n.status.Term
-	n.mu.Unlock()
-	if changed {
-		n.log.Info("Cluster: role", "role", string(role), "term", term)
+// poke wakes the HA loop.
+func (n *Node) poke() {
+	select {
+	case n.wake <- struct{}{}:
+	default: // already woken
 	}
 }
 
@@ -799,9 +665,6 @@ func (n *Node) setEtcdError(err error) {
 	answers := err == nil
 	n.etcdAnswers = &answers
 	n.status.EtcdError = msg
-	if err != nil && n.status.Role == Follower {
-		n.status.Role = Candidate
-	}
 	n.mu.Unlock()
 	switch {
 	case !changed:
