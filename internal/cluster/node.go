@@ -4,7 +4,8 @@
 // the leader alone writes, and only while its lease is provably held (the
 // fence); the others follow it and forward requests to it (the gate). The
 // rest of the service sees a role, a "may I write now" check and the gate,
-// never etcd.
+// never etcd. What a node does next is decided in one place, the HA loop
+// (ha.go: the states, the rule, the acts): start reading there.
 //
 // The keys, under /<cluster-name>/:
 //
@@ -30,7 +31,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Role is what a node does in the cluster.
+// Role is what a node shows the others of its State (State.role): its
+// registration, the gate and the metrics read it.
 type Role string
 
 // The roles.
