@@ -98,6 +98,9 @@ type reading struct {
 	leaseHeld bool
 	// keysLost says why this node's keys in etcd are no longer its own.
 	keysLost error
+	// gaveUp says why this node gives up the term it won (it cannot
+	// promote, or cannot record that it serves).
+	gaveUp error
 }
 
 // action is what the loop does after it decided.
@@ -140,6 +143,8 @@ func decide(s State, r reading) decision {
 		return decision{Stopped, stop, "the node is stopping"}
 	case won && r.keysLost != nil:
 		return decision{Fenced, stepDown, r.keysLost.Error()}
+	case won && r.gaveUp != nil:
+		return decision{Fenced, stepDown, r.gaveUp.Error()}
 	case won && r.etcd != nil:
 		return decision{Fenced, stepDown, r.etcd.Error()}
 	case won && !r.leaseHeld:
@@ -218,6 +223,8 @@ type haLoop struct {
 	term          int64 // the term this node won; 0 before it wins
 	r             reading
 	servingSignal chan chan struct{}
+	// giveUp carries why the node gives its term up (Node.giveUp).
+	giveUp chan error
 	// served is closed once the loop has recorded that the node serves.
 	served chan struct{}
 	// done is closed when the loop has ended.
@@ -305,6 +312,8 @@ func (l *haLoop) wait(s State) {
 		}
 	case served := <-l.servingSignal:
 		l.r.serving, l.served = true, served
+	case why := <-l.giveUp:
+		l.r.gaveUp = why
 	}
 }
 
@@ -367,6 +376,25 @@ func (l *haLoop) win() error {
 		l.tasks.Go(func() { elected(term) })
 	}
 	return nil
+}
+
+// giveUp ends term, which this node won but cannot serve: its HA loop
+// steps down (Options.OnSteppedDown). It says whether the loop took it (a
+// loop that has ended, or is in another term, does not), and returns a
+// channel closed when the loop has ended.
+func (n *Node) giveUp(term int64, why error) (taken bool, ended <-chan struct{}) {
+	n.mu.Lock()
+	loop, current := n.loop, n.status.Term
+	n.mu.Unlock()
+	if loop == nil || current != term {
+		return false, nil
+	}
+	select {
+	case loop.giveUp <- why:
+		return true, loop.done
+	case <-loop.done:
+		return false, nil
+	}
 }
 
 // State is the node's state in the HA loop now.

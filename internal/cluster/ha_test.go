@@ -41,6 +41,8 @@ func TestHATransitions(t *testing.T) {
 		{"promoting, the lease's provable end passed: fenced, step down", Promoting, reading{won: true}, Fenced, stepDown, "no longer provably held"},
 		{"leading, its election key deleted: fenced, step down", Leading, held(reading{won: true, serving: true, keysLost: keyGone}), Fenced, stepDown, "election key was deleted"},
 		{"promoting, its election key deleted: fenced, step down", Promoting, held(reading{won: true, keysLost: keyGone}), Fenced, stepDown, "election key was deleted"},
+		{"promoting, cannot promote: fenced, step down", Promoting, held(reading{won: true, gaveUp: errors.New("cannot promote: the replica does not answer")}), Fenced, stepDown, "cannot promote"},
+		{"leading, cannot record that it serves: fenced, step down", Leading, held(reading{won: true, serving: true, gaveUp: errors.New("term 9 is over")}), Fenced, stepDown, "term 9 is over"},
 		{"leading, the session lost: fenced, step down", Leading, held(reading{won: true, serving: true, etcd: noEtcd}), Fenced, stepDown, "etcd does not answer"},
 		{"following, the session lost: a new session", Following, held(reading{leader: other, etcd: noEtcd}), NoEtcd, reconnect, "etcd does not answer"},
 		{"catching up, the session lost: a new session", CatchingUp, reading{ineligible: lagging, etcd: noEtcd}, NoEtcd, reconnect, "etcd does not answer"},

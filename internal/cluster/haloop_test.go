@@ -158,7 +158,7 @@ func startMemNode(t *testing.T, m *memEtcd, name string) *memNode {
 	mn.loop = &haLoop{n: mn.Node, ctx: ctx, tasks: &tasks, election: mn.election, lease: 1,
 		sessionDone: make(chan struct{}), sessionLost: make(chan error), guard: mn.election.guard,
 		depose:   func(context.Context) error { return nil },
-		keysLost: make(chan error, 1), servingSignal: make(chan chan struct{}), done: make(chan struct{})}
+		keysLost: make(chan error, 1), servingSignal: make(chan chan struct{}), giveUp: make(chan error), done: make(chan struct{})}
 	go func() {
 		err := mn.loop.run()
 		tasks.Wait()

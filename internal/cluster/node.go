@@ -473,7 +473,7 @@ func (n *Node) runSession(ctx context.Context) error {
 	election := concurrency.NewElection(session, n.prefix("leader"))
 	tasks.Go(func() { n.observe(ctx, election) })
 	loop := &haLoop{n: n, ctx: ctx, tasks: &tasks, election: election, lease: lease, sessionDone: session.Done(),
-		guard: n.guardKeys, depose: n.deposeOthers, sessionLost: sessionLost, keysLost: make(chan error, 1), servingSignal: make(chan chan struct{}), done: make(chan struct{})}
+		guard: n.guardKeys, depose: n.deposeOthers, sessionLost: sessionLost, keysLost: make(chan error, 1), servingSignal: make(chan chan struct{}), giveUp: make(chan error), done: make(chan struct{})}
 	return loop.run()
 }
 

@@ -134,7 +134,7 @@ func (p *Process) WaitElected(ctx context.Context) (int64, error) {
 		return 0, err
 	case err != nil:
 		p.log.Error("Cluster: cannot promote; giving the election up", "term", term, "error", err.Error())
-		p.stepDown(term)
+		p.giveUp(term, fmt.Errorf("cannot promote: %w", err))
 		return 0, ErrSteppedDown
 	}
 	return term, nil
@@ -175,7 +175,7 @@ func (p *Process) Serving() {
 	defer cancel()
 	if err := p.Node.Serving(ctx); err != nil {
 		p.log.Error("Cluster: cannot serve as the leader", "error", err.Error())
-		p.stepDown(p.Node.Status().Term)
+		p.giveUp(p.Node.Status().Term, fmt.Errorf("cannot serve: %w", err))
 	}
 }
 
@@ -286,6 +286,26 @@ func (p *Process) stepDown(term int64) {
 		}
 		close(p.steppedDown)
 	})
+}
+
+// giveUp gives term up through the node's HA loop, which steps down
+// (stepDown, through Options.OnSteppedDown), and returns once the node has
+// stepped down. A loop that does not take it, or ends without stepping
+// down (the node is stopping), leaves the step-down to giveUp.
+func (p *Process) giveUp(term int64, why error) {
+	taken, ended := p.Node.giveUp(term, why)
+	if taken {
+		select {
+		case <-p.steppedDown:
+			return
+		case <-ended:
+		}
+	}
+	select {
+	case <-p.steppedDown:
+	default:
+		p.stepDown(term)
+	}
 }
 
 // restartSyncTimeout bounds the shipping of a leader's last transactions
