@@ -203,9 +203,11 @@ func NewWatch(db *sql.DB) (*Watch, error) {
 // every Version reads the database; nil when it does.
 func (w *Watch) HeaderErr() error { return w.headerErr }
 
-// Reads is how many reads of the database the Watch has begun: about one
-// per commit while it reads the WAL index header, one per Version (shared
-// by concurrent callers) otherwise.
+// Reads is how many reads of the database the Watch has begun: one or two
+// per commit while it reads the WAL index header (a write that finds the
+// WAL all copied into the database moves the header as it starts the WAL
+// over, then as it commits), one per Version (shared by concurrent
+// callers) otherwise.
 func (w *Watch) Reads() uint64 { return w.begun.Load() }
 
 // walPath is the file of conn's main database when it is in WAL mode, or

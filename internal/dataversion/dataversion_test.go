@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	_ "modernc.org/sqlite"
 
@@ -155,38 +155,38 @@ func TestCallersShareARead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := dataversion.NewCache[string](10)
 	const callers = 8
-	var arrived, loads atomic.Int64
-	release := make(chan struct{})
-	errRead := errors.New("read failed")
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			arrived.Add(1)
-			_, err := c.Load(at, "k", func() (string, error) {
-				loads.Add(1)
-				<-release
-				return "", errRead
+	// In a bubble, synctest.Wait returns once every caller is blocked in
+	// Load: one reading, the others waiting for its read.
+	synctest.Test(t, func(t *testing.T) {
+		c := dataversion.NewCache[string](10)
+		var loads atomic.Int64
+		release := make(chan struct{})
+		errRead := errors.New("read failed")
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				_, err := c.Load(at, "k", func() (string, error) {
+					loads.Add(1)
+					<-release
+					return "", errRead
+				})
+				if !errors.Is(err, errRead) {
+					t.Errorf("Load: %v, want the shared read's error", err)
+				}
 			})
-			if !errors.Is(err, errRead) {
-				t.Errorf("Load: %v, want the shared read's error", err)
-			}
-		})
-	}
-	for arrived.Load() < callers {
-		runtime.Gosched()
-	}
-	time.Sleep(50 * time.Millisecond) // the callers reach Load
-	close(release)
-	wg.Wait()
-	if n := loads.Load(); n != 1 {
-		t.Fatalf("%d callers made %d reads, want 1", callers, n)
-	}
-	v, err := c.Load(at, "k", func() (string, error) { return "V", nil })
-	if err != nil || v != "V" {
-		t.Fatalf("after a failed read: %q, %v; want V read again", v, err)
-	}
+		}
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		if n := loads.Load(); n != 1 {
+			t.Fatalf("%d callers made %d reads, want 1", callers, n)
+		}
+		v, err := c.Load(at, "k", func() (string, error) { return "V", nil })
+		if err != nil || v != "V" {
+			t.Fatalf("after a failed read: %q, %v; want V read again", v, err)
+		}
+	})
 }
 
 // TestVersionSeesCommitsBeforeTheCall checks what sharing reads among
