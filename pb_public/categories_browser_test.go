@@ -91,6 +91,10 @@ func TestStaffPageCategoriesInChromium(t *testing.T) {
 	if !eval[bool](p, `document.querySelector('#categories-status').classList.contains('error')`) {
 		t.Error("the refusal is not drawn as an error")
 	}
+	if got, text := eval[string](p, `getComputedStyle(document.querySelector('#categories-status')).color`),
+		eval[string](p, `getComputedStyle(document.body).color`); got == text {
+		t.Errorf("the refusal is drawn in the text's colour, %s", got)
+	}
 	p.do("delete an unused one", chromedp.Click(chromedp.CSS(`#categories-list tr[data-id="9"] button[data-action=delete]`)))
 	p.waitFor("its row gone", `document.querySelector('#categories-list tr[data-id="9"]') === null`)
 	p.waitFor("the status after", `document.querySelector('#categories-status').textContent.includes('updated')`)
