@@ -252,6 +252,18 @@ func TestTaggedBuildPrintsItsTag(t *testing.T) {
 	if got, want := versionSh(), "v0.0.0-dev-g"+short(); got != want {
 		t.Errorf("untagged: deploy/version.sh says %q, want %q", got, want)
 	}
+	// A plain go build in the checkout (VCS stamping on, whatever GOFLAGS
+	// says) prints the pseudo-version Go makes of the commit, as
+	// docs/operations.md says.
+	plain := filepath.Join(t.TempDir(), executable())
+	if out, err := command(clone, nil, "go", "build", "-buildvcs=true", "-o", plain, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := command(clone, nil, plain, "version").CombinedOutput()
+	pseudo := regexp.MustCompile(`^petstore v0\.0\.0-[0-9]{14}-` + regexp.QuoteMeta(head[:12]) + `, commit ` + head + `, go`)
+	if err != nil || !pseudo.Match(out) {
+		t.Errorf("a plain go build's petstore version: %v %q, want a line matching %v", err, out, pseudo)
+	}
 	git(t, clone, env, "tag", "-a", "v9.8.7", "-m", "petstore v9.8.7")
 	if got := versionSh(); got != "v9.8.7" {
 		t.Errorf("tagged v9.8.7: deploy/version.sh says %q", got)

@@ -17,7 +17,7 @@ const categoryIDHelpBefore = "The animal's category: a whole number from 1 to 90
 
 // Categories give the pets' categoryId numbers names. A category's number
 // is the categoryId pets carry; staff choose it, or the service assigns the
-// next free one. The migration names nothing: the numbers pets already use
+// one after the highest in use. The migration names nothing: the numbers pets already use
 // stay valid, unnamed (the view below shows them as "unnamed category N").
 // Only superusers read and write categories (API keys list them through
 // /v1). The view pets_with_categories is the pets with their category's

@@ -91,11 +91,24 @@ func TestStaffPageCategoriesInChromium(t *testing.T) {
 	if !eval[bool](p, `document.querySelector('#categories-status').classList.contains('error')`) {
 		t.Error("the refusal is not drawn as an error")
 	}
+	if got, text := eval[string](p, `getComputedStyle(document.querySelector('#categories-status')).color`),
+		eval[string](p, `getComputedStyle(document.body).color`); got == text {
+		t.Errorf("the refusal is drawn in the text's colour, %s", got)
+	}
 	p.do("delete an unused one", chromedp.Click(chromedp.CSS(`#categories-list tr[data-id="9"] button[data-action=delete]`)))
 	p.waitFor("its row gone", `document.querySelector('#categories-list tr[data-id="9"]') === null`)
 	p.waitFor("the status after", `document.querySelector('#categories-status').textContent.includes('updated')`)
 	if eval[bool](p, `document.querySelector('#categories-status').classList.contains('error')`) {
 		t.Error("the status after a success is still drawn as an error")
+	}
+	if got := eval[string](p, `document.querySelector('#category-form [name=number]').placeholder`); got != "after the highest" {
+		t.Errorf("the number's placeholder is %q: the service takes the number after the highest in use, not a free one", got)
+	}
+	// A category's pets are counted with the page's thousands separators
+	// (Chromium's locale here is en-US).
+	if got := eval[string](p, `renderCategories.call(null, categories = [{id: 4, name: "Many", pets: 1001}]),
+		document.querySelector('#categories-list tr[data-id="4"] td.pets').textContent`); got != "1,001 pets" {
+		t.Errorf("1001 pets read %q, want 1,001 pets", got)
 	}
 	if got := eval[string](p, `document.title`); got != "Staff · petstore" {
 		t.Errorf("the page's title is %q: it holds more than API keys", got)

@@ -274,6 +274,8 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.Flag("disable-component-update", true),
+		// The pages' numbers and dates in one locale, whatever the machine's.
+		chromedp.Flag("lang", "en-US"),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 1400),
 	)

@@ -125,3 +125,20 @@ func TestStaffPageWebhooksInChromium(t *testing.T) {
 	}
 	p.shots("webhook-history")
 }
+
+// A receiver on this machine is refused on a server without
+// --webhooks-allow-private, and the staff page's dialog says to start serve
+// with that flag.
+func TestStaffPageSaysHowToAllowALocalWebhook(t *testing.T) {
+	p := openStaffPage(t)
+	p.signIn()
+	p.waitFor("the webhooks section", `!document.querySelector('#webhooks').hidden`)
+	p.expect("POST", "/api/petstore/webhooks")
+	p.do("add an endpoint on loopback", chromedp.Click(chromedp.CSS("#new-webhook")), chromedp.WaitVisible(chromedp.CSS("#webhook-dialog")),
+		chromedp.SendKeys(chromedp.CSS(`#webhook-form [name=url]`), "http://127.0.0.1:9000/"),
+		chromedp.Click(chromedp.CSS(`#webhook-form button[type=submit]`)))
+	p.waitFor("the refusal", `document.querySelector('#webhook-form .error').textContent !== ''`)
+	if got := p.text("#webhook-form .error"); !strings.Contains(got, "start serve with --webhooks-allow-private") {
+		t.Errorf("the dialog says %q; want it to say to start serve with --webhooks-allow-private", got)
+	}
+}

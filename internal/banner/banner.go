@@ -23,7 +23,7 @@ func Print(w io.Writer, base, public string) {
 		fmt.Fprintf(b, "├─ Public API:  %s/pets (Link, Location, the served documents)\n", public)
 	}
 	fmt.Fprintf(b, "├─ Reference:   %s/docs/\n", base)
-	fmt.Fprintf(b, "├─ Staff page:  %s/staff/ (API keys)\n", base)
+	fmt.Fprintf(b, "├─ Staff page:  %s/staff/ (API keys, customers, categories, webhooks)\n", base)
 	fmt.Fprintf(b, "├─ Dashboard:   %s/_/\n", base)
 	fmt.Fprintf(b, "└─ PocketBase:  %s/api/health (PocketBase's own API, under /api/)\n", base)
 	io.WriteString(w, b.String())

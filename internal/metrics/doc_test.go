@@ -3,6 +3,8 @@ package metrics_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -94,5 +96,55 @@ func TestDashboardSelectsJobAndInstance(t *testing.T) {
 	}
 	if selectors == 0 {
 		t.Fatal("no panel reads a series")
+	}
+}
+
+// The dashboard's backup age panel, evaluated by promtool, draws no line for
+// an instance without a backup (petstore_backup_last_success_timestamp_seconds
+// 0), where time() minus 0 would read as decades, and the age for one with a
+// backup.
+func TestBackupAgePanelSkipsNoBackup(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool is not installed")
+		}
+		t.Skip("promtool is not installed")
+	}
+	var expr string
+	for _, p := range dashboardPanels(t) {
+		if p.Title == "Age of the newest backup" && len(p.Targets) == 1 {
+			expr = p.Targets[0].Expr
+		}
+	}
+	if expr == "" {
+		t.Fatal(`the dashboard has no panel "Age of the newest backup" with one query`)
+	}
+	expr = strings.NewReplacer(`"$job"`, `".+"`, `"$instance"`, `".+"`).Replace(expr)
+	quoted, err := json.Marshal(expr) // a JSON string is a YAML string
+	if err != nil {
+		t.Fatal(err)
+	}
+	const series = `petstore_backup_last_success_timestamp_seconds`
+	cases := `tests:
+  - interval: 1m
+    input_series:
+      - series: '` + series + `{job="petstore",instance="none"}'
+        values: '0x10'
+      - series: '` + series + `{job="petstore",instance="one"}'
+        values: '300x10'
+    promql_expr_test:
+      - expr: ` + string(quoted) + `
+        eval_time: 10m
+        exp_samples:
+          - labels: '{job="petstore",instance="one"}'
+            value: 300
+`
+	file := filepath.Join(t.TempDir(), "panel_test.yml")
+	if err := os.WriteFile(file, []byte(cases), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "test", "rules", file).CombinedOutput(); err != nil {
+		t.Errorf("the backup age panel's query %s: %v\n%s", expr, err, out)
 	}
 }

@@ -595,7 +595,7 @@ func TestWebhookURLErrorsReadAsSentences(t *testing.T) {
 	}{
 		{map[string]any{"url": "http://[::ffff:0:127.0.0.1]:8080/hook", "events": []string{"pet.created"}},
 			"The URL's host is, or resolves to, a loopback, private, link-local, CGNAT, metadata, documentation or reserved address, " +
-				"or this host's own; serve --webhooks-allow-private allows those."},
+				"or this host's own: for a receiver on this machine or its network, start serve with --webhooks-allow-private."},
 		{map[string]any{"url": "http://[::127.0.0.1]/", "events": []string{"pet.created"}}, "The URL's host is, or resolves to,"},
 		{map[string]any{"url": "http://192.0.2.10/", "events": []string{"pet.created"}}, "The URL's host is, or resolves to,"},
 		{map[string]any{"url": "gopher://93.184.215.14/", "events": []string{"pet.created"}}, "The URL's scheme must be http or https."},

@@ -68,7 +68,8 @@ func (in Input) apply(ctx context.Context, r *endpointRecord, t Targets, creatin
 			msg := err.Error()
 			if errors.Is(err, ErrForbiddenTarget) {
 				msg = "the URL's host is, or resolves to, a loopback, private, link-local, CGNAT, metadata, documentation " +
-					"or reserved address, or this host's own; serve --webhooks-allow-private allows those"
+					"or reserved address, or this host's own: for a receiver on this machine or its network, start serve with " +
+					"--webhooks-allow-private"
 			}
 			return fielderr.New(errBadURL, "url", "%s", msg)
 		}

@@ -44,6 +44,10 @@ func TestBannerAddressesAnswer(t *testing.T) {
 	if ref := named["Reference"]; !strings.HasSuffix(ref, "/docs/") {
 		t.Errorf("the banner's reference is %q, want …/docs/", ref)
 	}
+	// The staff page holds more than the keys: the banner names each part.
+	if !regexp.MustCompile(`(?m)^├─ Staff page:\s+\S+/staff/ \(API keys, customers, categories, webhooks\)$`).MatchString(out) {
+		t.Errorf("the banner's staff page line does not name its parts:\n%s", out)
+	}
 }
 
 // On a first start, the hint names the binary as it was run and the data

@@ -112,7 +112,7 @@ func revertDownTo(t *testing.T, dir, migration string) {
 	}
 }
 
-// The categories command creates (with a number or the next free one),
+// The categories command creates (with a number or the one after the highest in use),
 // lists, renames and deletes categories on --dir; a refusal (a taken name,
 // a used category's deletion, an unknown number) prints why on stderr and
 // exits 1.

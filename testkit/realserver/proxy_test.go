@@ -24,21 +24,27 @@ import (
 // two instances sharing one data directory and a Redis, as in
 // deploy/compose.yaml: the API, every page, the dashboard and its realtime
 // stream answer through them, and the API's links and document name the
-// public URL.
+// public URL. With the prefix snippets of docs/operations.md added, the same
+// holds for the API under /api/v1.
 func TestDeployProxiesServeEverything(t *testing.T) {
+	nginxID := regexp.MustCompile(`^[0-9a-f]{32}$`)
+	caddyID := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	for _, proxy := range []struct {
-		name  string
-		start func(t *testing.T, listen string, upstreams []string)
-		id    *regexp.Regexp // the proxy's request ids, which petstore keeps
+		name, tool string
+		start      func(t *testing.T, listen string, upstreams []string)
+		id         *regexp.Regexp // the proxy's request ids, which petstore keeps
+		api        string         // the API's path at the proxy
 	}{
-		{"nginx", startNginx, regexp.MustCompile(`^[0-9a-f]{32}$`)},
-		{"caddy", startCaddy, regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)},
+		{"nginx", "nginx", startNginx, nginxID, "/v1"},
+		{"caddy", "caddy", startCaddy, caddyID, "/v1"},
+		{"nginx under /api/v1", "nginx", startNginxPrefixed, nginxID, "/api/v1"},
+		{"caddy under /api/v1", "caddy", startCaddyPrefixed, caddyID, "/api/v1"},
 	} {
 		t.Run(proxy.name, func(t *testing.T) {
-			requireTool(t, proxy.name)
+			requireTool(t, proxy.tool)
 			redis := redistest.Start(t)
 			listen := freeAddr(t)
-			public := "http://" + listen + "/v1"
+			public := "http://" + listen + proxy.api
 			dir := t.TempDir()
 			key, _ := createKey(t, dir, "--plan", "free")
 			args := []string{"--public-url", public, "--ratelimit-redis", redis.URL(0), "--ratelimit-anonymous", "3",
@@ -47,7 +53,7 @@ func TestDeployProxiesServeEverything(t *testing.T) {
 			b := start(t, dir, args...)
 			proxy.start(t, listen, []string{a.Addr, b.Addr})
 			checkThroughProxy(t, "http://"+listen, public, key, proxy.id)
-			checkClientsCountedApart(t, "http://"+listen)
+			checkClientsCountedApart(t, public)
 		})
 	}
 }
@@ -75,9 +81,11 @@ func checkThroughProxy(t *testing.T, base, public, key string, proxyIDs *regexp.
 	get("/_/", "<html")
 	get("/api/health", `"code":200`)
 	get("/readyz", `"rateLimiter":"redis"`)
-	get("/v1/openapi.json", `"url":"`+public+`"`)
+	// The reference page's copy of the document names the public URL (the
+	// copy for tools names its path alone).
+	get("/docs/openapi.json", `"url":"`+public+`"`)
 
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/pets", strings.NewReader(`{"name":"Rex","categoryId":1}`))
+	req, _ := http.NewRequest(http.MethodPost, public+"/pets", strings.NewReader(`{"name":"Rex","categoryId":1}`))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
@@ -122,16 +130,16 @@ func checkThroughProxy(t *testing.T, base, public, key string, proxyIDs *regexp.
 	t.Errorf("realtime through the proxy: no PB_CONNECT event within 5 s (%d, %v)", resp.StatusCode, lines.Err())
 }
 
-// checkClientsCountedApart sends keyless requests through the proxy from
-// two addresses: each is counted in its own network's window (3 a minute),
-// not the proxy's.
-func checkClientsCountedApart(t *testing.T, base string) {
+// checkClientsCountedApart sends keyless requests through the proxy, to the
+// API at public, from two addresses: each is counted in its own network's
+// window (3 a minute), not the proxy's.
+func checkClientsCountedApart(t *testing.T, public string) {
 	t.Helper()
 	status := func(ip string) int {
 		t.Helper()
-		resp, err := from(ip).Get(base + "/v1/pets")
+		resp, err := from(ip).Get(public + "/pets")
 		if err != nil {
-			t.Fatalf("GET /v1/pets from %s through the proxy: %v", ip, err)
+			t.Fatalf("GET %s/pets from %s through the proxy: %v", public, ip, err)
 		}
 		resp.Body.Close()
 		return resp.StatusCode
@@ -169,6 +177,31 @@ func startNginx(t *testing.T, listen string, upstreams []string) {
 	startNginxWith(t, "nginx.conf", listen, upstreams)
 }
 
+// startNginxPrefixed runs deploy/nginx.conf with operations.md's /api/v1
+// location added to its server block, as that page says.
+func startNginxPrefixed(t *testing.T, listen string, upstreams []string) {
+	conf := replaceOnce(t, readDeployFile(t, "nginx.conf"), "    location / {\n",
+		docsSnippet(t, "nginx", "location /api/v1/")+"\n    location / {\n")
+	runNginx(t, "nginx.conf", conf, listen, upstreams)
+}
+
+// docsSnippet is the code block in lang of docs/operations.md that holds
+// marker.
+func docsSnippet(t *testing.T, lang, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(deployPath(t)), "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("(?s)```"+lang+"\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+		if strings.Contains(m[1], marker) {
+			return m[1]
+		}
+	}
+	t.Fatalf("docs/operations.md has no %s block with %q", lang, marker)
+	return ""
+}
+
 // upstreamServers are the server lines of a configuration's upstream block.
 var upstreamServers = regexp.MustCompile(`(?m)^    server \S+( [^;\n]*)?;\n`)
 
@@ -176,7 +209,11 @@ var upstreamServers = regexp.MustCompile(`(?m)^    server \S+( [^;\n]*)?;\n`)
 // their parameters) replaced by upstreams, in an nginx of its own until the
 // test ends.
 func startNginxWith(t *testing.T, file, listen string, upstreams []string) {
-	conf := readDeployFile(t, file)
+	runNginx(t, file, readDeployFile(t, file), listen, upstreams)
+}
+
+// runNginx runs conf, deploy/FILE's text, as startNginxWith runs the file.
+func runNginx(t *testing.T, file, conf, listen string, upstreams []string) {
 	lines := upstreamServers.FindAllStringSubmatch(conf, -1)
 	if len(lines) == 0 {
 		t.Fatalf("deploy/%s lists no upstream server", file)
@@ -220,12 +257,27 @@ func startCaddy(t *testing.T, listen string, upstreams []string) {
 	startCaddyWith(t, "Caddyfile", listen, upstreams)
 }
 
+// startCaddyPrefixed runs deploy/Caddyfile with operations.md's /api/v1
+// handle ahead of its reverse_proxy, wrapped in handle { … }, as that page
+// says.
+func startCaddyPrefixed(t *testing.T, listen string, upstreams []string) {
+	const site = "{$PETSTORE_SITE:localhost} {\n"
+	conf := strings.TrimSuffix(readDeployFile(t, "Caddyfile"), "}\n")
+	conf = replaceOnce(t, conf, site, site+docsSnippet(t, "caddyfile", "handle /api/v1/*")+"\thandle {\n") + "\t}\n}\n"
+	runCaddy(t, conf, listen, upstreams)
+}
+
 // startCaddyWith runs deploy/'s file as startCaddy runs deploy/Caddyfile.
 func startCaddyWith(t *testing.T, file, listen string, upstreams []string) {
+	runCaddy(t, readDeployFile(t, file), listen, upstreams)
+}
+
+// runCaddy runs conf, a Caddyfile, as startCaddy runs deploy/Caddyfile.
+func runCaddy(t *testing.T, caddyfile, listen string, upstreams []string) {
 	dir := t.TempDir()
 	// Global options ahead of the file: no admin endpoint (tests may run
 	// side by side), and Caddy's state in the test's directory.
-	conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n\n" + readDeployFile(t, file)
+	conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n\n" + caddyfile
 	writeFile(t, filepath.Join(dir, "Caddyfile"), conf)
 	cmd := exec.Command("caddy", "run", "--adapter", "caddyfile", "--config", filepath.Join(dir, "Caddyfile"))
 	cmd.Env = append(os.Environ(),
