@@ -1,6 +1,7 @@
 // Package staff is the JSON API behind the staff page (/staff/): store staff,
 // signed in as PocketBase superusers, issue, search, change, expire, roll,
-// revoke and unban API keys and read each key's use and history, name the
+// revoke and unban API keys and read each key's use and history, export
+// the use of any range as CSV, name the
 // pets' categories, manage the customers that own keys, manage the webhook endpoints and see their
 // deliveries, and see a cluster's nodes. Errors have
 // PocketBase's shape ({"status","message","data"}), like the rest of /api/.
@@ -39,6 +40,8 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w 
 	g.GET("/keys/{id}/usage", handleUsage(history))
 	g.GET("/keys/{id}/history", handleHistory)    // the key's audit trail, newest first: ?page=&perPage=
 	g.PUT("/keys/{id}/customer", handleAssignKey) // {"customer": id or name, or "" for none}: the key moves to the customer's plan
+
+	g.GET("/usage.csv", handleExport(history)) // ?from=&to= (UTC days or hours, to included)&by=day|hour&per=key|customer&key=|customer=: streamed, audited
 
 	g.GET("/customers", handleListCustomers) // by name, with their plans and keys
 	g.POST("/customers", handleCreateCustomer)
