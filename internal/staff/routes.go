@@ -43,7 +43,7 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w 
 
 	g.GET("/usage.csv", handleExport(history)) // ?from=&to= (UTC days or hours, to included)&by=day|hour&per=key|customer&key=|customer=: streamed, audited
 
-	g.GET("/customers", handleListCustomers) // by name, with their plans and keys
+	g.GET("/customers", handleListCustomers(history)) // by name, with their plans, keys and the keys' use today
 	g.POST("/customers", handleCreateCustomer)
 	g.GET("/customers/{id}", handleShowCustomer(history)) // with its keys and their use today
 	g.PATCH("/customers/{id}", handleChangeCustomer)      // name, contact, notes, plan (every key of it moves with it)

@@ -23,6 +23,11 @@ func (c Counts) Served() int64 { return c.Requests - c.Refused - c.Limited - c.F
 // no window.
 func (c Counts) Admitted() int64 { return c.Requests - c.Limited }
 
+// Plus is c and d added up.
+func (c Counts) Plus(d Counts) Counts {
+	return Counts{Requests: c.Requests + d.Requests, Refused: c.Refused + d.Refused, Limited: c.Limited + d.Limited, Failed: c.Failed + d.Failed}
+}
+
 func (c *Counts) add(o Outcome, n int64) {
 	c.Requests += n
 	switch o {
@@ -109,10 +114,7 @@ func (r *Recorder) Report(keyID string, now time.Time) (Report, error) {
 	}
 	month := Month{Month: now.Format("2006-01")}
 	for _, d := range days[len(days)-now.Day():] {
-		month.Requests += d.Requests
-		month.Refused += d.Refused
-		month.Limited += d.Limited
-		month.Failed += d.Failed
+		month.Counts = month.Plus(d.Counts)
 	}
 	return Report{Today: days[len(days)-1], Month: month, Days: days[len(days)-ReportDays:]}, nil
 }

@@ -2,10 +2,16 @@
 // /api/petstore/customers (docs/customers.md). One form makes a customer or
 // changes the one picked (its plan moves every key of it at once); another
 // gives a key to a customer, or to none. It uses staff.js's helpers (pb, $,
-// h, api, count, updatedNow, and refresh, the keys' list) and webhooks.js's signedIn.
+// h, api, count, updatedNow, and refresh and render, the keys' list) and webhooks.js's signedIn.
 "use strict";
 
-let customers = []; // the last list: [{id, name, contact, notes, plan, keys}]
+let customers = []; // the last list: [{id, name, contact, notes, plan, keys, today: {served, refused}}]
+
+// customerName is the name of the customer with the given id, for the keys'
+// list; "" for none.
+function customerName(id) {
+  return customers.find((c) => c.id === id)?.name || "";
+}
 
 function customersStatus(text, error = false) {
   const status = $("#customers-status");
@@ -24,6 +30,7 @@ async function refreshCustomers() {
   select.replaceChildren(h("option", { value: "", textContent: "(no customer)" }),
     ...customers.map((c) => h("option", { value: c.id, textContent: c.name })));
   customersStatus(`${count(customers.length)} customer${customers.length === 1 ? "" : "s"} · ${updatedNow()}`);
+  if (list) render(); // the keys' customer column names them
 }
 
 function customerButton(label, action, run) {
@@ -72,6 +79,8 @@ function renderCustomers() {
     h("td", { className: "customer-name", textContent: c.name, dataset: { label: "Name" } }),
     h("td", { className: "plan", textContent: c.plan, dataset: { label: "Plan" } }),
     h("td", { className: "keys", textContent: count(c.keys), dataset: { label: "Keys" } }),
+    h("td", { className: "today", dataset: { label: "Today (UTC)" } }, h("span", { className: "served", textContent: count(c.today.served) }),
+      c.today.refused ? h("span", { className: "refused", textContent: ` · ${count(c.today.refused)} refused` }) : null),
     h("td", { className: "contact", textContent: c.contact, dataset: { label: "Contact" } }),
     h("td", { className: "actions" }, h("div", {},
       customerButton("Edit", "edit", async () => editCustomer(c)),

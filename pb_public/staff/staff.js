@@ -267,6 +267,7 @@ function render() {
       nameCell(k),
       keyCell(k),
       cell("Plan", "plan", k.plan),
+      cell("Customer", "customer", customerName(k.customer)),
       stateCell(k),
       quotaCell("Per minute", "per-minute", k.perMinute),
       quotaCell("Per day", "per-day", k.perDay),
