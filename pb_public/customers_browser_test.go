@@ -83,6 +83,10 @@ func TestStaffPageCustomersInChromium(t *testing.T) {
 	if got := eval[string](p, `[...document.querySelectorAll('#customer-keys tbody tr')].map(tr => tr.children[0].textContent + ' ' + tr.children[3].textContent).join(', ')`); got != "staging 1, production 1" {
 		t.Errorf("the customer's keys with today's use: %q", got)
 	}
+	p.waitFor("its hourly chart", `document.querySelector('#customer-hours figcaption')?.textContent.includes(': 2 requests')`)
+	if got := eval[int](p, `document.querySelectorAll('#customer-hours svg rect.admitted').length`); got < 1 || got > 2 {
+		t.Errorf("the customer's hourly chart has %d bars of admitted requests, want 1 (or 2 across an hour's end)", got)
+	}
 	p.shots("customers")
 
 	afterSave("move it to business", "Customer Acme is on plan business, with 2 keys.",

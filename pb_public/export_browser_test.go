@@ -16,7 +16,8 @@ import (
 )
 
 // Staff, on the staff page in Chromium, download the last 30 days' use as
-// CSV with the export form: the file holds the key's requests as sent.
+// CSV with the export form: the file holds the key's requests as sent; the
+// key's use shows its last 48 hours, drawn by the page.
 func TestStaffPageExportsUsageInChromium(t *testing.T) {
 	p := openStaffPage(t)
 	key := p.s.NewKey(t, apikeys.NewKey{Name: "shop"})
@@ -60,5 +61,7 @@ func TestStaffPageExportsUsageInChromium(t *testing.T) {
 	if requests != 3 {
 		t.Errorf("the downloaded export counts %d requests of the key, want 3: %q", requests, rows)
 	}
+	p.do("its use", chromedp.Click(chromedp.CSS(row(id)+` button[data-action=usage]`)))
+	p.waitFor("its hourly chart", `document.querySelector('#usage-hours figcaption')?.textContent.includes(': 3 requests')`)
 	p.shots("export")
 }

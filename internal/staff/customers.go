@@ -106,6 +106,30 @@ func handleShowCustomer(history *usage.Recorder) func(*core.RequestEvent) error 
 	}
 }
 
+// handleCustomerHours answers the use of the customer's keys, revoked ones
+// included, in each of the last chartHours UTC hours, oldest first.
+func handleCustomerHours(history *usage.Recorder) func(*core.RequestEvent) error {
+	return func(e *core.RequestEvent) error {
+		c, err := customers.Find(e.App, e.Request.PathValue("id"))
+		if err != nil {
+			return customerError(err)
+		}
+		keys, err := apikeys.OfCustomer(e.App, c.Id)
+		if err != nil {
+			return storeError(err)
+		}
+		ids := make([]string, len(keys))
+		for i, k := range keys {
+			ids[i] = k.Id
+		}
+		h, err := history.Hours(ids, chartHours, time.Now())
+		if err != nil {
+			return storeError(err)
+		}
+		return writeJSON(e, http.StatusOK, h)
+	}
+}
+
 // handleCustomerHistory answers a page of a customer's audit trail, newest
 // first; a deleted customer's too.
 func handleCustomerHistory(e *core.RequestEvent) error {

@@ -2,7 +2,7 @@
 // /api/petstore/customers (docs/customers.md). One form makes a customer or
 // changes the one picked (its plan moves every key of it at once); another
 // gives a key to a customer, or to none. It uses staff.js's helpers (pb, $,
-// h, api, count, updatedNow, and refresh and render, the keys' list) and webhooks.js's signedIn.
+// h, api, count, updatedNow, hourChart, and refresh and render, the keys' list) and webhooks.js's signedIn.
 "use strict";
 
 let customers = []; // the last list: [{id, name, contact, notes, plan, keys, today: {served, refused}}]
@@ -60,9 +60,11 @@ function editCustomer(c) {
   form.name.focus();
 }
 
-// showCustomerKeys lists c's keys, revoked ones included, with today's use.
+// showCustomerKeys lists c's keys, revoked ones included, with today's use,
+// and charts their last 48 hours, added up.
 async function showCustomerKeys(c) {
-  const shown = await api("GET", `/customers/${c.id}`);
+  const [shown, hours] = await Promise.all([api("GET", `/customers/${c.id}`), api("GET", `/customers/${c.id}/hours`)]);
+  hourChart($("#customer-hours"), hours);
   $("#customer-keys-title").textContent = `Keys of ${shown.name} (plan ${shown.plan})`;
   const rows = shown.keyList.map((k) => h("tr", { dataset: { id: k.id } },
     h("td", { textContent: k.name, dataset: { label: "Name" } }),
