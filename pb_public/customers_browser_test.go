@@ -74,7 +74,7 @@ func TestStaffPageCustomersInChromium(t *testing.T) {
 	if got, want := rows(), "Acme | pro | 2 | 1 | ops@acme.example"; got != want {
 		t.Errorf("the customers: %q, want %q", got, want)
 	}
-	p.waitFor("the keys' customer column", `[...document.querySelectorAll('#keys tbody td.customer')].map(td => td.textContent).join() === 'Acme,Acme'`)
+	p.waitFor("the keys' customer column", `[...document.querySelectorAll('#keys tbody td.plan .customer')].map(td => td.textContent).join() === 'Acme,Acme'`)
 	p.do("show its keys", chromedp.Click(chromedp.CSS(`#customers-list tr[data-id="`+id+`"] button[data-action=keys]`)))
 	p.waitFor("its keys", `document.querySelectorAll('#customer-keys tbody tr').length === 2`)
 	if got := p.text("#customer-keys-title"); got != "Keys of Acme (plan pro)" {
@@ -93,7 +93,7 @@ func TestStaffPageCustomersInChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#customers-list tr[data-id="`+id+`"] button[data-action=edit]`)),
 		choose(`#customer-form [name=plan]`, "business"),
 		chromedp.Click(chromedp.CSS(`#customer-form button[type=submit]`)))
-	p.waitFor("the keys' list on business", `[...document.querySelectorAll('#keys tbody td.plan')].map(td => td.textContent).join() === 'business,business'`)
+	p.waitFor("the keys' list on business", `[...document.querySelectorAll('#keys tbody td.plan .plan-name')].map(td => td.textContent).join() === 'business,business'`)
 	for _, k := range []string{production, staging} {
 		if got := limit(k); got != "1000" {
 			t.Errorf("after the customer's move to business: limit %s, want 1000", got)

@@ -54,7 +54,7 @@ func handleListCustomers(history *usage.Recorder) func(*core.RequestEvent) error
 		if err != nil {
 			return storeError(err)
 		}
-		keys, err := apikeys.List(e.App)
+		owners, err := apikeys.Customers(e.App)
 		if err != nil {
 			return storeError(err)
 		}
@@ -63,9 +63,9 @@ func handleListCustomers(history *usage.Recorder) func(*core.RequestEvent) error
 			return storeError(err)
 		}
 		sums := map[string]usage.Counts{}
-		for _, k := range keys {
-			if c := k.CustomerID(); c != "" {
-				sums[c] = sums[c].Plus(today[k.Id])
+		for key, c := range today {
+			if owner := owners[key]; owner != "" {
+				sums[owner] = sums[owner].Plus(c)
 			}
 		}
 		items := make([]customerItem, len(list))

@@ -2,7 +2,7 @@
 // /api/petstore/customers (docs/customers.md). One form makes a customer or
 // changes the one picked (its plan moves every key of it at once); another
 // gives a key to a customer, or to none. It uses staff.js's helpers (pb, $,
-// h, api, count, updatedNow, hourChart, and refresh and render, the keys' list) and webhooks.js's signedIn.
+// h, api, count, updatedNow, hourChart, and refresh, the keys' list) and webhooks.js's signedIn.
 "use strict";
 
 let customers = []; // the last list: [{id, name, contact, notes, plan, keys, today: {served, refused}}]
@@ -30,7 +30,8 @@ async function refreshCustomers() {
   select.replaceChildren(h("option", { value: "", textContent: "(no customer)" }),
     ...customers.map((c) => h("option", { value: c.id, textContent: c.name })));
   customersStatus(`${count(customers.length)} customer${customers.length === 1 ? "" : "s"} · ${updatedNow()}`);
-  if (list) render(); // the keys' customer column names them
+  // The keys' list names their customers.
+  for (const el of document.querySelectorAll("#keys .customer[data-customer]")) el.textContent = customerName(el.dataset.customer);
 }
 
 function customerButton(label, action, run) {
