@@ -12,7 +12,7 @@ import (
 
 // Staff, on the staff page in Chromium at 1280 and 390 px, light and dark,
 // add a customer on a plan, give it two keys (each moves to its plan at its
-// next /v1 request), see its keys with today's use, and move the customer
+// next /v1 request; the keys' list names the customer), see its keys with today's use and its own, and move the customer
 // to another plan, which moves both keys at once (the keys' list shows it); a taken name is refused
 // with why; the audit trail has each change by the staff member.
 func TestStaffPageCustomersInChromium(t *testing.T) {
@@ -70,9 +70,11 @@ func TestStaffPageCustomersInChromium(t *testing.T) {
 			t.Errorf("%s given to a pro customer: limit %s, want 300", k.name, got)
 		}
 	}
-	if got, want := rows(), "Acme | pro | 2 | ops@acme.example"; got != want {
+	// The list was read before staging's request: today, production's one.
+	if got, want := rows(), "Acme | pro | 2 | 1 | ops@acme.example"; got != want {
 		t.Errorf("the customers: %q, want %q", got, want)
 	}
+	p.waitFor("the keys' customer column", `[...document.querySelectorAll('#keys tbody td.plan .customer')].map(td => td.textContent).join() === 'Acme,Acme'`)
 	p.do("show its keys", chromedp.Click(chromedp.CSS(`#customers-list tr[data-id="`+id+`"] button[data-action=keys]`)))
 	p.waitFor("its keys", `document.querySelectorAll('#customer-keys tbody tr').length === 2`)
 	if got := p.text("#customer-keys-title"); got != "Keys of Acme (plan pro)" {
@@ -81,13 +83,17 @@ func TestStaffPageCustomersInChromium(t *testing.T) {
 	if got := eval[string](p, `[...document.querySelectorAll('#customer-keys tbody tr')].map(tr => tr.children[0].textContent + ' ' + tr.children[3].textContent).join(', ')`); got != "staging 1, production 1" {
 		t.Errorf("the customer's keys with today's use: %q", got)
 	}
+	p.waitFor("its hourly chart", `document.querySelector('#customer-hours figcaption')?.textContent.includes(': 2 requests')`)
+	if got := eval[int](p, `document.querySelectorAll('#customer-hours svg rect.admitted').length`); got < 1 || got > 2 {
+		t.Errorf("the customer's hourly chart has %d bars of admitted requests, want 1 (or 2 across an hour's end)", got)
+	}
 	p.shots("customers")
 
 	afterSave("move it to business", "Customer Acme is on plan business, with 2 keys.",
 		chromedp.Click(chromedp.CSS(`#customers-list tr[data-id="`+id+`"] button[data-action=edit]`)),
 		choose(`#customer-form [name=plan]`, "business"),
 		chromedp.Click(chromedp.CSS(`#customer-form button[type=submit]`)))
-	p.waitFor("the keys' list on business", `[...document.querySelectorAll('#keys tbody td.plan')].map(td => td.textContent).join() === 'business,business'`)
+	p.waitFor("the keys' list on business", `[...document.querySelectorAll('#keys tbody td.plan .plan-name')].map(td => td.textContent).join() === 'business,business'`)
 	for _, k := range []string{production, staging} {
 		if got := limit(k); got != "1000" {
 			t.Errorf("after the customer's move to business: limit %s, want 1000", got)

@@ -133,6 +133,24 @@ func OfCustomer(app core.App, customerID string) ([]*APIKey, error) {
 	return listWhere(app, dbx.HashExp{CustomerField: customerID})
 }
 
+// Customers is the record id of the customer of every key that has one, by
+// the key's record id.
+func Customers(app core.App) (map[string]string, error) {
+	var rows []struct {
+		ID       string `db:"id"`
+		Customer string `db:"customer"`
+	}
+	err := app.DB().Select("id", CustomerField).From(Collection).Where(dbx.NewExp(CustomerField + " != ''")).All(&rows)
+	if err != nil {
+		return nil, err
+	}
+	owners := make(map[string]string, len(rows))
+	for _, r := range rows {
+		owners[r.ID] = r.Customer
+	}
+	return owners, nil
+}
+
 // listWhere is every key that where selects (nil: all), newest first, each
 // with its plan expanded.
 func listWhere(app core.App, where dbx.Expression) ([]*APIKey, error) {

@@ -137,6 +137,14 @@ const (
 	UsageThreshold Action = "usage.threshold"
 )
 
+// The action of staff exporting the usage history as CSV from the staff
+// page. Its details hold what was asked: {"from": …, "to": …, "by": "hour"
+// or "day", "per": "key" or "customer"}; the record names the key or the
+// customer when the export is of one only.
+const (
+	UsageExported Action = "usage.exported"
+)
+
 // Actions are every action above, so that a count of records by action can
 // show each at 0 from the start (TestActionsListsEveryAction holds the list
 // to the constants).
@@ -149,7 +157,7 @@ var Actions = []Action{
 	CategoryCreated, CategoryRenamed, CategoryDeleted,
 	CustomerCreated, CustomerChanged, CustomerDeleted, KeyCustomerChanged,
 	ClusterPromoted, ClusterSteppedDown,
-	UsageThreshold,
+	UsageThreshold, UsageExported,
 }
 
 // Actors that are not a superuser. A superuser acts as its record id, with

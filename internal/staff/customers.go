@@ -8,6 +8,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/router"
 
+	"petstore/internal/apikeys"
 	"petstore/internal/audit"
 	"petstore/internal/customers"
 	"petstore/internal/usage"
@@ -38,14 +39,41 @@ type assignRequest struct {
 	Customer string `json:"customer"`
 }
 
-// handleListCustomers answers every customer, by name, with its plan and
-// how many keys it has that are not revoked.
-func handleListCustomers(e *core.RequestEvent) error {
-	list, err := customers.List(e.App)
-	if err != nil {
-		return storeError(err)
+// customerItem is a customer in the list, with its keys' use today: the
+// sum of what the keys' list shows for each of them.
+type customerItem struct {
+	customers.Summary
+	Today todayView `json:"today"`
+}
+
+// handleListCustomers answers every customer, by name, with its plan, how
+// many keys it has that are not revoked, and their use today.
+func handleListCustomers(history *usage.Recorder) func(*core.RequestEvent) error {
+	return func(e *core.RequestEvent) error {
+		list, err := customers.List(e.App)
+		if err != nil {
+			return storeError(err)
+		}
+		owners, err := apikeys.Customers(e.App)
+		if err != nil {
+			return storeError(err)
+		}
+		today, err := history.Today(time.Now())
+		if err != nil {
+			return storeError(err)
+		}
+		sums := map[string]usage.Counts{}
+		for key, c := range today {
+			if owner := owners[key]; owner != "" {
+				sums[owner] = sums[owner].Plus(c)
+			}
+		}
+		items := make([]customerItem, len(list))
+		for i, c := range list {
+			items[i] = customerItem{Summary: c, Today: todayOf(sums[c.ID])}
+		}
+		return writeJSON(e, http.StatusOK, map[string]any{"items": items})
 	}
-	return writeJSON(e, http.StatusOK, map[string]any{"items": list})
 }
 
 func handleCreateCustomer(e *core.RequestEvent) error {
@@ -75,6 +103,30 @@ func handleChangeCustomer(e *core.RequestEvent) error {
 func handleShowCustomer(history *usage.Recorder) func(*core.RequestEvent) error {
 	return func(e *core.RequestEvent) error {
 		return answerWithCustomer(e, http.StatusOK, e.Request.PathValue("id"), history)
+	}
+}
+
+// handleCustomerHours answers the use of the customer's keys, revoked ones
+// included, in each of the last chartHours UTC hours, oldest first.
+func handleCustomerHours(history *usage.Recorder) func(*core.RequestEvent) error {
+	return func(e *core.RequestEvent) error {
+		c, err := customers.Find(e.App, e.Request.PathValue("id"))
+		if err != nil {
+			return customerError(err)
+		}
+		keys, err := apikeys.OfCustomer(e.App, c.Id)
+		if err != nil {
+			return storeError(err)
+		}
+		ids := make([]string, len(keys))
+		for i, k := range keys {
+			ids[i] = k.Id
+		}
+		h, err := history.Hours(ids, chartHours, time.Now())
+		if err != nil {
+			return storeError(err)
+		}
+		return writeJSON(e, http.StatusOK, h)
 	}
 }
 

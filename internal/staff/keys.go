@@ -130,6 +130,25 @@ func handleUsage(history *usage.Recorder) func(*core.RequestEvent) error {
 	}
 }
 
+// chartHours is how many hours the hourly charts show.
+const chartHours = 48
+
+// handleKeyHours answers the key's use in each of the last chartHours UTC
+// hours, oldest first.
+func handleKeyHours(history *usage.Recorder) func(*core.RequestEvent) error {
+	return func(e *core.RequestEvent) error {
+		r, err := apikeys.Get(e.App, e.Request.PathValue("id"))
+		if err != nil {
+			return storeError(err)
+		}
+		h, err := history.Hours([]string{r.Id}, chartHours, time.Now())
+		if err != nil {
+			return storeError(err)
+		}
+		return writeJSON(e, http.StatusOK, h)
+	}
+}
+
 func handleHistory(e *core.RequestEvent) error {
 	page, perPage, err := historyQuery(e.Request.URL.RawQuery)
 	if err != nil {

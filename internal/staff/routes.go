@@ -1,6 +1,7 @@
 // Package staff is the JSON API behind the staff page (/staff/): store staff,
 // signed in as PocketBase superusers, issue, search, change, expire, roll,
-// revoke and unban API keys and read each key's use and history, name the
+// revoke and unban API keys and read each key's use and history, export
+// the use of any range as CSV, name the
 // pets' categories, manage the customers that own keys, manage the webhook endpoints and see their
 // deliveries, and see a cluster's nodes. Errors have
 // PocketBase's shape ({"status","message","data"}), like the rest of /api/.
@@ -37,14 +38,18 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w 
 	g.POST("/keys/{id}/revoke", handleRevokeKey)
 	g.POST("/keys/{id}/lift-ban", handleLiftBan)
 	g.GET("/keys/{id}/usage", handleUsage(history))
-	g.GET("/keys/{id}/history", handleHistory)    // the key's audit trail, newest first: ?page=&perPage=
-	g.PUT("/keys/{id}/customer", handleAssignKey) // {"customer": id or name, or "" for none}: the key moves to the customer's plan
+	g.GET("/keys/{id}/hours", handleKeyHours(history)) // the last 48 UTC hours, oldest first
+	g.GET("/keys/{id}/history", handleHistory)         // the key's audit trail, newest first: ?page=&perPage=
+	g.PUT("/keys/{id}/customer", handleAssignKey)      // {"customer": id or name, or "" for none}: the key moves to the customer's plan
 
-	g.GET("/customers", handleListCustomers) // by name, with their plans and keys
+	g.GET("/usage.csv", handleExport(history)) // ?from=&to= (UTC days or hours, to included)&by=day|hour&per=key|customer&key=|customer=: streamed, audited
+
+	g.GET("/customers", handleListCustomers(history)) // by name, with their plans, keys and the keys' use today
 	g.POST("/customers", handleCreateCustomer)
 	g.GET("/customers/{id}", handleShowCustomer(history)) // with its keys and their use today
 	g.PATCH("/customers/{id}", handleChangeCustomer)      // name, contact, notes, plan (every key of it moves with it)
 	g.GET("/customers/{id}/history", handleCustomerHistory)
+	g.GET("/customers/{id}/hours", handleCustomerHours(history)) // its keys' last 48 UTC hours, added up
 
 	g.GET("/categories", handleListCategories) // named and unnamed, with their pets
 	g.POST("/categories", handleCreateCategory)

@@ -23,6 +23,11 @@ func (c Counts) Served() int64 { return c.Requests - c.Refused - c.Limited - c.F
 // no window.
 func (c Counts) Admitted() int64 { return c.Requests - c.Limited }
 
+// Plus is c and d added up.
+func (c Counts) Plus(d Counts) Counts {
+	return Counts{Requests: c.Requests + d.Requests, Refused: c.Refused + d.Refused, Limited: c.Limited + d.Limited, Failed: c.Failed + d.Failed}
+}
+
 func (c *Counts) add(o Outcome, n int64) {
 	c.Requests += n
 	switch o {
@@ -109,10 +114,7 @@ func (r *Recorder) Report(keyID string, now time.Time) (Report, error) {
 	}
 	month := Month{Month: now.Format("2006-01")}
 	for _, d := range days[len(days)-now.Day():] {
-		month.Requests += d.Requests
-		month.Refused += d.Refused
-		month.Limited += d.Limited
-		month.Failed += d.Failed
+		month.Counts = month.Plus(d.Counts)
 	}
 	return Report{Today: days[len(days)-1], Month: month, Days: days[len(days)-ReportDays:]}, nil
 }
@@ -183,4 +185,61 @@ func outcomeNamed(name string) Outcome {
 		}
 	}
 	return Served // the field's select allows no other value
+}
+
+// Hour is the use in one UTC hour.
+type Hour struct {
+	Hour string `json:"hour"` // 2026-12-07T10:00Z
+	Counts
+}
+
+// Hours is the use, added up, of the keys with the given record ids in
+// each of the last hours UTC hours up to now's, oldest first, hours without
+// use included, with what this instance has counted but not yet saved.
+func (r *Recorder) Hours(keyIDs []string, hours int, now time.Time) ([]Hour, error) {
+	last := hourOf(now)
+	first := last - int64(hours) + 1
+	series := make([]Hour, hours)
+	for i := range series {
+		series[i].Hour = time.Unix((first+int64(i))*3600, 0).UTC().Format("2006-01-02T15:04Z")
+	}
+	if len(keyIDs) == 0 {
+		return series, nil
+	}
+	ids := make([]any, len(keyIDs))
+	wanted := make(map[string]bool, len(keyIDs))
+	for i, id := range keyIDs {
+		ids[i] = id
+		wanted[id] = true
+	}
+	var rows []struct {
+		Hour     string `db:"hour"`
+		Outcome  string `db:"outcome"`
+		Requests int64  `db:"requests"`
+	}
+	err := r.app.DB().Select("hour", "outcome", "SUM(requests) AS requests").From(Collection).
+		Where(dbx.In("api_key", ids...)).
+		AndWhere(dbx.NewExp("hour >= {:first}", dbx.Params{"first": hourString(first)})).
+		GroupBy("hour", "outcome").
+		All(&rows)
+	if err != nil {
+		return nil, err
+	}
+	byHour := make(map[string]*Hour, hours)
+	for i := range series {
+		byHour[hourString(first+int64(i))] = &series[i]
+	}
+	for _, row := range rows {
+		if h := byHour[row.Hour]; h != nil {
+			h.add(outcomeNamed(row.Outcome), row.Requests)
+		}
+	}
+	r.mu.Lock()
+	for e, n := range r.pending {
+		if wanted[e.keyID] && e.hour >= first && e.hour <= last {
+			series[e.hour-first].add(e.outcome, n)
+		}
+	}
+	r.mu.Unlock()
+	return series, nil
 }

@@ -2,10 +2,16 @@
 // /api/petstore/customers (docs/customers.md). One form makes a customer or
 // changes the one picked (its plan moves every key of it at once); another
 // gives a key to a customer, or to none. It uses staff.js's helpers (pb, $,
-// h, api, count, updatedNow, and refresh, the keys' list) and webhooks.js's signedIn.
+// h, api, count, updatedNow, hourChart, and refresh, the keys' list) and webhooks.js's signedIn.
 "use strict";
 
-let customers = []; // the last list: [{id, name, contact, notes, plan, keys}]
+let customers = []; // the last list: [{id, name, contact, notes, plan, keys, today: {served, refused}}]
+
+// customerName is the name of the customer with the given id, for the keys'
+// list; "" for none.
+function customerName(id) {
+  return customers.find((c) => c.id === id)?.name || "";
+}
 
 function customersStatus(text, error = false) {
   const status = $("#customers-status");
@@ -24,6 +30,8 @@ async function refreshCustomers() {
   select.replaceChildren(h("option", { value: "", textContent: "(no customer)" }),
     ...customers.map((c) => h("option", { value: c.id, textContent: c.name })));
   customersStatus(`${count(customers.length)} customer${customers.length === 1 ? "" : "s"} · ${updatedNow()}`);
+  // The keys' list names their customers.
+  for (const el of document.querySelectorAll("#keys .customer[data-customer]")) el.textContent = customerName(el.dataset.customer);
 }
 
 function customerButton(label, action, run) {
@@ -53,9 +61,11 @@ function editCustomer(c) {
   form.name.focus();
 }
 
-// showCustomerKeys lists c's keys, revoked ones included, with today's use.
+// showCustomerKeys lists c's keys, revoked ones included, with today's use,
+// and charts their last 48 hours, added up.
 async function showCustomerKeys(c) {
-  const shown = await api("GET", `/customers/${c.id}`);
+  const [shown, hours] = await Promise.all([api("GET", `/customers/${c.id}`), api("GET", `/customers/${c.id}/hours`)]);
+  hourChart($("#customer-hours"), hours);
   $("#customer-keys-title").textContent = `Keys of ${shown.name} (plan ${shown.plan})`;
   const rows = shown.keyList.map((k) => h("tr", { dataset: { id: k.id } },
     h("td", { textContent: k.name, dataset: { label: "Name" } }),
@@ -72,6 +82,8 @@ function renderCustomers() {
     h("td", { className: "customer-name", textContent: c.name, dataset: { label: "Name" } }),
     h("td", { className: "plan", textContent: c.plan, dataset: { label: "Plan" } }),
     h("td", { className: "keys", textContent: count(c.keys), dataset: { label: "Keys" } }),
+    h("td", { className: "today", dataset: { label: "Today (UTC)" } }, h("span", { className: "served", textContent: count(c.today.served) }),
+      c.today.refused ? h("span", { className: "refused", textContent: ` · ${count(c.today.refused)} refused` }) : null),
     h("td", { className: "contact", textContent: c.contact, dataset: { label: "Contact" } }),
     h("td", { className: "actions" }, h("div", {},
       customerButton("Edit", "edit", async () => editCustomer(c)),

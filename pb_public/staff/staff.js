@@ -266,7 +266,8 @@ function render() {
     const tr = h("tr", { className: usageKey?.id === k.id ? "selected" : "" },
       nameCell(k),
       keyCell(k),
-      cell("Plan", "plan", k.plan),
+      cell("Plan", "plan", h("span", { className: "plan-name", textContent: k.plan }),
+        k.customer ? h("div", { className: "muted customer", textContent: customerName(k.customer), title: "its customer", dataset: { customer: k.customer } }) : null),
       stateCell(k),
       quotaCell("Per minute", "per-minute", k.perMinute),
       quotaCell("Per day", "per-day", k.perDay),
@@ -483,7 +484,8 @@ $("#key-dialog").addEventListener("close", forgetKey);
 // clicked).
 async function showUsage(k, reveal = false) {
   usageKey = k;
-  const [days] = await Promise.all([api("GET", `/keys/${k.id}/usage?days=30`), showHistory(k, 1)]);
+  const [days, hours] = await Promise.all([api("GET", `/keys/${k.id}/usage?days=30`), api("GET", `/keys/${k.id}/hours`), showHistory(k, 1)]);
+  hourChart($("#usage-hours"), hours);
   const today = days[days.length - 1];
   $("#usage-name").textContent = k.name || k.prefix + "…";
   $("#usage-today").textContent =
@@ -493,6 +495,41 @@ async function showUsage(k, reveal = false) {
   drawChart(days);
   render();
   if (reveal) $("#usage").scrollIntoView({ block: "nearest" });
+}
+
+// hourChart draws hours (the last 48 UTC hours, oldest first: {hour,
+// requests, limited}) in figure as stacked bars, one per hour, the page's
+// own SVG: admitted below, refused with 429 above, colours from the page's
+// CSS, light or dark.
+function hourChart(figure, hours) {
+  const ns = "http://www.w3.org/2000/svg";
+  const width = 480, height = 100, slot = width / hours.length;
+  const peak = Math.max(1, ...hours.map((x) => x.requests));
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("preserveAspectRatio", "none");
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", `Requests per hour, last ${hours.length} hours (UTC)`);
+  hours.forEach((x, i) => {
+    let top = height;
+    for (const [n, className] of [[x.requests - x.limited, "admitted"], [x.limited, "limited"]]) {
+      if (n <= 0) continue;
+      const bar = document.createElementNS(ns, "rect");
+      const barHeight = (n / peak) * height;
+      top -= barHeight;
+      for (const [name, value] of Object.entries({ x: i * slot + 0.5, y: top, width: Math.max(1, slot - 1), height: barHeight })) {
+        bar.setAttribute(name, String(value));
+      }
+      bar.setAttribute("class", className);
+      const title = document.createElementNS(ns, "title");
+      title.textContent = `${x.hour.replace("T", " ")} UTC: ${count(x.requests)} requests, ${count(x.limited)} refused with 429`;
+      bar.append(title);
+      svg.append(bar);
+    }
+  });
+  const total = hours.reduce((n, x) => n + x.requests, 0);
+  figure.replaceChildren(svg, h("figcaption", { className: "muted" },
+    `Last ${hours.length} hours by hour (UTC), from ${hours[0].hour.replace("T", " ")}: ${count(total)} requests, at most ${count(peak)} an hour.`));
 }
 
 // The chart takes its colours from the page's, light or dark.
