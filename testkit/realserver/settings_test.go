@@ -3,6 +3,7 @@ package realserver_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -199,9 +200,13 @@ func TestDeclaredBackupsInS3(t *testing.T) {
 }
 
 // TestDeclaredSMTPSends: the SMTP server, user, password (from a file) and
-// sender that the flags declare are the ones PocketBase mails with: the
-// dashboard's test mail reaches an SMTP server on loopback, authenticated
-// with the declared user and password, from the declared sender.
+// sender address that the flags declare are the ones PocketBase mails with,
+// beside a sender name the dashboard keeps. The dashboard's Mail settings
+// page saves its whole form (meta and smtp, as read, less the redacted
+// password): a save that changes the undeclared name passes, one that
+// changes the declared server is refused. The dashboard's test mail then
+// reaches an SMTP server on loopback, authenticated with the declared user
+// and password, from the dashboard's name at the declared address.
 func TestDeclaredSMTPSends(t *testing.T) {
 	const password = "smtp-Pa55word-declared"
 	passwordFile := filepath.Join(t.TempDir(), "smtp-password")
@@ -210,10 +215,45 @@ func TestDeclaredSMTPSends(t *testing.T) {
 	}
 	sink := startSMTPSink(t)
 	_, p := serveBinary(t, "--smtp-host", "127.0.0.1", "--smtp-port", fmt.Sprint(sink.port), "--smtp-username", "shop",
-		"--smtp-password-file", passwordFile, "--smtp-sender-name", "The Pet Shop", "--smtp-sender-address", "shop@example.org")
+		"--smtp-password-file", passwordFile, "--smtp-sender-address", "shop@example.org")
 	token := superuserToken(t, p)
 
-	status, body, err := p.Do(context.Background(), http.MethodPost, "/api/settings/test/email", token,
+	status, body, err := p.Do(context.Background(), http.MethodGet, "/api/settings", token, nil)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("GET /api/settings: %d %v %s", status, err, body)
+	}
+	var page struct {
+		Meta map[string]any `json:"meta"`
+		SMTP map[string]any `json:"smtp"`
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatal(err)
+	}
+	if _, shown := page.SMTP["password"]; shown {
+		t.Fatalf("the settings show the SMTP password's field: %v", page.SMTP)
+	}
+	save := func() (int, []byte) {
+		t.Helper()
+		b, err := json.Marshal(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, body, err := p.Do(context.Background(), http.MethodPatch, "/api/settings", token, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return status, body
+	}
+	page.Meta["senderName"] = "The Pet Shop"
+	if status, body := save(); status != http.StatusOK {
+		t.Fatalf("the Mail page's save of the undeclared sender name: %d %s; want 200", status, body)
+	}
+	page.SMTP["port"] = 25
+	if status, body := save(); status != http.StatusBadRequest || !strings.Contains(string(body), "--smtp-* (PETSTORE_SMTP_*)") {
+		t.Fatalf("the Mail page's save of a declared port: %d %s; want 400 naming --smtp-*", status, body)
+	}
+
+	status, body, err = p.Do(context.Background(), http.MethodPost, "/api/settings/test/email", token,
 		[]byte(`{"template":"verification","email":"owner@example.org"}`))
 	if err != nil || status != http.StatusNoContent {
 		t.Fatalf("POST /api/settings/test/email: %d %v %s", status, err, body)
@@ -231,7 +271,7 @@ func TestDeclaredSMTPSends(t *testing.T) {
 		t.Errorf("MAIL FROM %s, RCPT TO %s; want the declared sender to owner@example.org", m.from, m.to)
 	}
 	if !strings.Contains(m.data, "From: The Pet Shop <shop@example.org>") {
-		t.Errorf("the mail is not from the declared sender:\n%s", m.data)
+		t.Errorf("the mail is not from the dashboard's sender name at the declared address:\n%s", m.data)
 	}
 	if strings.Contains(p.Output(), password) {
 		t.Errorf("a line holds the SMTP password:\n%s", p.Output())
