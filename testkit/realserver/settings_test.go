@@ -120,11 +120,12 @@ func TestDeclaredSettings(t *testing.T) {
 // TestDeclaredBackupsInS3: the backups' S3 storage, schedule and retention
 // that the flags declare are the ones PocketBase backs up with. A backup
 // made through the dashboard's API lands in the declared bucket (gofakes3 on
-// loopback, reached by path with the declared access key), the dashboard
-// lists the bucket's backups, and at the next minute the declared schedule
-// (* * * * *) makes an auto backup there and keeps the declared one of them,
-// removing two left by an earlier run. Its time goes to waiting for the
-// minute, so it runs beside the package's other parallel tests.
+// loopback, reached by path with the declared access key), and so does
+// petstore backup create's; the dashboard lists the bucket's backups; and at
+// the next minute the declared schedule (* * * * *) makes an auto backup
+// there and keeps the declared one of them, removing two left by an earlier
+// run. Its time goes to waiting for the minute, so it runs beside the
+// package's other parallel tests.
 func TestDeclaredBackupsInS3(t *testing.T) {
 	t.Parallel()
 	const bucket, accessKey = "petstore-backups", "AKIDDECLARED"
@@ -153,7 +154,7 @@ func TestDeclaredBackupsInS3(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte("s3-5ecret-declared\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, p := serveBinary(t, "--backups-cron", "* * * * *", "--backups-keep", "1",
+	dir, p := serveBinary(t, "--backups-cron", "* * * * *", "--backups-keep", "1",
 		"--backups-s3-bucket", bucket, "--backups-s3-region", "us-east-1", "--backups-s3-endpoint", s3.URL,
 		"--backups-s3-access-key", accessKey, "--backups-s3-secret-file", secretFile, "--backups-s3-force-path-style")
 	token := superuserToken(t, p)
@@ -164,6 +165,15 @@ func TestDeclaredBackupsInS3(t *testing.T) {
 	}
 	if _, err := backend.HeadObject(bucket, "by_hand.zip"); err != nil {
 		t.Fatalf("the dashboard's backup is not in the declared bucket: %v", err)
+	}
+	// The command reads the settings serve saved.
+	if stdout, stderr, status := petstore(t, dir, "backup", "create", "--name", "by_command.zip"); status != 0 {
+		t.Fatalf("backup create: %d %s %s", status, stdout, stderr)
+	} else if strings.Contains(stdout+stderr, "s3-5ecret-declared") {
+		t.Errorf("backup create printed the S3 secret:\n%s%s", stdout, stderr)
+	}
+	if _, err := backend.HeadObject(bucket, "by_command.zip"); err != nil {
+		t.Fatalf("backup create's backup is not in the declared bucket: %v", err)
 	}
 	status, body, err = p.Do(context.Background(), http.MethodGet, "/api/backups", token, nil)
 	if err != nil || status != http.StatusOK || !strings.Contains(string(body), `"key":"by_hand.zip"`) || !strings.Contains(string(body), earlier[0]) {
