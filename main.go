@@ -63,9 +63,10 @@ func main() {
 		setAside, healthcheck.Command, versionCmd)
 	// None opens the data directory's databases: they run without the
 	// bootstrap, so that a start in progress (which holds the start lock)
-	// or data from a newer version cannot hold them up, and a restore
-	// replaces databases that nothing has open.
-	withoutData := map[*cobra.Command]bool{healthcheck.Command: true, versionCmd: true, backups.Restore: true}
+	// or data from a newer version cannot hold them up. The backup command
+	// says which of its own skip it (a restore replaces databases that
+	// nothing has open; create and list on a follower read a copy).
+	withoutData := map[*cobra.Command]bool{healthcheck.Command: true, versionCmd: true}
 	for _, c := range setAside.Commands() {
 		withoutData[c] = true
 	}
@@ -88,6 +89,9 @@ func main() {
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		opts, err := flags.Parse(c == serve, os.Stdout, os.Stderr)
 		if err != nil || withoutData[c] {
+			return err
+		}
+		if skip, err := backups.SkipsBootstrap(c, app.DataDir(), opts.Startup.LockTimeout); skip || err != nil {
 			return err
 		}
 		if opts.Banner == nil { // JSON

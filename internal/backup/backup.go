@@ -72,10 +72,23 @@ func CheckName(name string) error {
 // may serve and write, puts it in the backups' storage and audits it as
 // made by by. It returns what it stored.
 func Create(ctx context.Context, app core.App, name string, by audit.Actor) (Info, error) {
+	info, err := create(ctx, app, name, app.NewBackupsFilesystem)
+	if err != nil {
+		return Info{}, err
+	}
+	if err := audit.Write(app, audit.Entry{Action: audit.BackupCreated, By: by, Details: map[string]any{"backup": name}}); err != nil {
+		return info, fmt.Errorf("the backup %s is stored, but could not be audited: %w", name, err)
+	}
+	return info, nil
+}
+
+// create makes the backup name of src's databases and storage, and puts it
+// in the storage backups opens.
+func create(ctx context.Context, src core.App, name string, backups func() (*filesystem.System, error)) (Info, error) {
 	if err := CheckName(name); err != nil {
 		return Info{}, err
 	}
-	dir := app.DataDir()
+	dir := src.DataDir()
 	temp := filepath.Join(dir, core.LocalTempDirName, "petstore_backup_"+security.PseudorandomString(8))
 	if err := os.MkdirAll(temp, 0o700); err != nil {
 		return Info{}, err
@@ -88,11 +101,11 @@ func Create(ctx context.Context, app core.App, name string, by audit.Actor) (Inf
 		exec func(string) error
 	}{
 		{database.DataFile, func(dest string) error {
-			_, err := app.DB().NewQuery("VACUUM INTO {:dest}").WithContext(ctx).Bind(map[string]any{"dest": dest}).Execute()
+			_, err := src.DB().NewQuery("VACUUM INTO {:dest}").WithContext(ctx).Bind(map[string]any{"dest": dest}).Execute()
 			return err
 		}},
 		{auxiliaryFile, func(dest string) error {
-			_, err := app.AuxDB().NewQuery("VACUUM INTO {:dest}").WithContext(ctx).Bind(map[string]any{"dest": dest}).Execute()
+			_, err := src.AuxDB().NewQuery("VACUUM INTO {:dest}").WithContext(ctx).Bind(map[string]any{"dest": dest}).Execute()
 			return err
 		}},
 	} {
@@ -105,7 +118,7 @@ func Create(ctx context.Context, app core.App, name string, by audit.Actor) (Inf
 		return Info{}, err
 	}
 
-	fsys, err := app.NewBackupsFilesystem()
+	fsys, err := backups()
 	if err != nil {
 		return Info{}, err
 	}
@@ -122,9 +135,6 @@ func Create(ctx context.Context, app core.App, name string, by audit.Actor) (Inf
 	info := Info{Name: name, Size: file.Size, Modified: time.Now()}
 	if attrs, err := fsys.Attributes(name); err == nil {
 		info.Size, info.Modified = attrs.Size, attrs.ModTime
-	}
-	if err := audit.Write(app, audit.Entry{Action: audit.BackupCreated, By: by, Details: map[string]any{"backup": name}}); err != nil {
-		return info, fmt.Errorf("the backup %s is stored, but could not be audited: %w", name, err)
 	}
 	return info, nil
 }
@@ -194,8 +204,10 @@ func addFile(zw *zip.Writer, path, name string) error {
 }
 
 // List returns the backups in app's backups storage, newest first.
-func List(app core.App) ([]Info, error) {
-	fsys, err := app.NewBackupsFilesystem()
+func List(app core.App) ([]Info, error) { return list(app.NewBackupsFilesystem) }
+
+func list(backups func() (*filesystem.System, error)) ([]Info, error) {
+	fsys, err := backups()
 	if err != nil {
 		return nil, err
 	}
@@ -217,18 +229,26 @@ func List(app core.App) ([]Info, error) {
 // deleted. Backups named otherwise (the dashboard's, the cron's, uploads)
 // are left alone.
 func Prune(app core.App, keep int, by audit.Actor) ([]string, error) {
-	list, err := List(app)
+	return prune(app.NewBackupsFilesystem, keep, func(name string) error {
+		return audit.Write(app, audit.Entry{Action: audit.BackupDeleted, By: by, Details: map[string]any{"backup": name}})
+	})
+}
+
+// prune deletes all but the newest keep of the backups named Prefix… in
+// the storage backups opens, recording each deletion with deleted.
+func prune(backups func() (*filesystem.System, error), keep int, record func(name string) error) ([]string, error) {
+	all, err := list(backups)
 	if err != nil {
 		return nil, err
 	}
-	fsys, err := app.NewBackupsFilesystem()
+	fsys, err := backups()
 	if err != nil {
 		return nil, err
 	}
 	defer fsys.Close()
 	var deleted []string
 	kept := 0
-	for _, b := range list {
+	for _, b := range all {
 		if !strings.HasPrefix(b.Name, Prefix) {
 			continue
 		}
@@ -240,8 +260,8 @@ func Prune(app core.App, keep int, by audit.Actor) ([]string, error) {
 			return deleted, fmt.Errorf("delete the backup %s: %w", b.Name, err)
 		}
 		deleted = append(deleted, b.Name)
-		if err := audit.Write(app, audit.Entry{Action: audit.BackupDeleted, By: by, Details: map[string]any{"backup": b.Name}}); err != nil {
-			return deleted, fmt.Errorf("the backup %s is deleted, but could not be audited: %w", b.Name, err)
+		if err := record(b.Name); err != nil {
+			return deleted, fmt.Errorf("the backup %s is deleted, but could not be recorded: %w", b.Name, err)
 		}
 	}
 	return deleted, nil

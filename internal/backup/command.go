@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"petstore/internal/audit"
 	"petstore/internal/fixedcollections"
+	"petstore/internal/replica"
 )
 
 // Command is the `backup` command tree.
@@ -20,6 +22,29 @@ type Command struct {
 	// Restore is `backup restore`, which must run without the bootstrap:
 	// it replaces the databases the bootstrap would open.
 	Restore *cobra.Command
+
+	create, list *cobra.Command
+	// follower holds while create or list runs on a cluster follower's
+	// copy (SkipsBootstrap), waiting at most lockTimeout for the directory.
+	follower    bool
+	lockTimeout time.Duration
+}
+
+// SkipsBootstrap reports whether cmd runs without the app's bootstrap on
+// dataDir: a restore always; create and list on a cluster follower's copy,
+// which the bootstrap refuses (it would open the copy for writing) and
+// which they read from a copy of their own, waiting at most lockTimeout
+// (--lock-timeout) while an offline restore holds the directory.
+func (c *Command) SkipsBootstrap(cmd *cobra.Command, dataDir string, lockTimeout time.Duration) (bool, error) {
+	switch cmd {
+	case c.Restore:
+		return true, nil
+	case c.create, c.list:
+		following, _, err := replica.Following(dataDir)
+		c.follower, c.lockTimeout = following, lockTimeout
+		return following, err
+	}
+	return false, nil
 }
 
 // NewCommand returns `backup create|list|restore`, working on app's --dir;
@@ -33,11 +58,12 @@ func NewCommand(app core.App, fixed []fixedcollections.Collection) *Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}}
 	c.Restore = restoreCommand(app, fixed)
-	c.AddCommand(createCommand(app), listCommand(app), c.Restore)
+	c.create, c.list = c.createCommand(app), c.listCommand(app)
+	c.AddCommand(c.create, c.list, c.Restore)
 	return c
 }
 
-func createCommand(app core.App) *cobra.Command {
+func (c *Command) createCommand(app core.App) *cobra.Command {
 	var name string
 	var keep int
 	cmd := &cobra.Command{
@@ -52,19 +78,19 @@ func createCommand(app core.App) *cobra.Command {
 			if name == "" {
 				name = Name(started)
 			}
+			if c.follower {
+				return createOnFollower(cmd.OutOrStdout(), app, name, keep, c.lockTimeout, started)
+			}
 			info, err := Create(context.Background(), app, name, audit.CLI)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Created the backup %s (%d bytes) in %.0f ms.\n",
-				info.Name, info.Size, float64(time.Since(started).Microseconds())/1000)
+			fmt.Fprintf(cmd.OutOrStdout(), "Created the backup %s (%d bytes) in %.0f ms.\n", info.Name, info.Size, millis(time.Since(started)))
 			if keep == 0 {
 				return nil
 			}
 			deleted, err := Prune(app, keep, audit.CLI)
-			for _, d := range deleted {
-				fmt.Fprintf(cmd.OutOrStdout(), "Deleted the backup %s (--keep %d).\n", d, keep)
-			}
+			printDeleted(cmd.OutOrStdout(), deleted, keep)
 			return err
 		},
 	}
@@ -73,13 +99,49 @@ func createCommand(app core.App) *cobra.Command {
 	return cmd
 }
 
-func listCommand(app core.App) *cobra.Command {
+// createOnFollower makes the backup name from a copy of the follower's
+// data in app's --dir and then keeps the newest keep, printing what it did:
+// a follower writes no audit trail, so its printed lines (in the backup
+// timer's journal) are the record.
+func createOnFollower(out io.Writer, app core.App, name string, keep int, lockTimeout time.Duration, started time.Time) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	f, err := openFollowerCopy(app.DataDir(), app.EncryptionEnv(), lockTimeout)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	info, err := create(context.Background(), f.app, name, f.backups)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Created the backup %s (%d bytes) in %.0f ms from this cluster follower's copy of the data (cluster %s, term %d, up to transaction %s). "+
+		"A follower does not write the audit trail: this line is the backup's record.\n",
+		info.Name, info.Size, millis(time.Since(started)), f.copied.Cluster, f.copied.Term, f.copied.Applied)
+	if keep == 0 {
+		return nil
+	}
+	deleted, err := prune(f.backups, keep, func(string) error { return nil })
+	printDeleted(out, deleted, keep)
+	return err
+}
+
+func printDeleted(out io.Writer, deleted []string, keep int) {
+	for _, d := range deleted {
+		fmt.Fprintf(out, "Deleted the backup %s (--keep %d).\n", d, keep)
+	}
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (c *Command) listCommand(app core.App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the backups, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			list, err := List(app)
+			list, err := c.listBackups(app)
 			if err != nil {
 				return err
 			}
@@ -91,6 +153,20 @@ func listCommand(app core.App) *cobra.Command {
 			return w.Flush()
 		},
 	}
+}
+
+// listBackups lists app's backups; on a follower, those in the storage
+// the cluster's settings name (the copy's).
+func (c *Command) listBackups(app core.App) ([]Info, error) {
+	if !c.follower {
+		return List(app)
+	}
+	f, err := openFollowerCopy(app.DataDir(), app.EncryptionEnv(), c.lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	return list(f.backups)
 }
 
 func restoreCommand(app core.App, fixed []fixedcollections.Collection) *cobra.Command {

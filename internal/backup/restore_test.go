@@ -90,6 +90,11 @@ func TestRestoreRefusesADoctoredBackup(t *testing.T) {
 			refused:    []string{`view "hashes": neither`},
 		},
 		{
+			name:       "Litestream's table",
+			statements: []string{"CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER, note TEXT DEFAULT 'x')"},
+			refused:    []string{`table "_litestream_seq": its definition differs`},
+		},
+		{
 			name:    "logs trigger",
 			aux:     []string{"CREATE TRIGGER quiet_logs BEFORE INSERT ON _logs BEGIN SELECT RAISE(IGNORE); END"},
 			refused: []string{`auxiliary.db's trigger "quiet_logs" on _logs: neither`},

@@ -18,6 +18,7 @@ import (
 	"petstore/internal/database"
 	"petstore/internal/datadir"
 	"petstore/internal/fixedcollections"
+	"petstore/internal/replica"
 )
 
 // A backup's data.db is a file a superuser can write as they like: a
@@ -27,7 +28,8 @@ import (
 // petstore's migrations, those the backup says it applied, run on an empty
 // database, then the backup's own collections (the staff's, and
 // PocketBase's system ones) saved there through PocketBase, which makes
-// their tables, indexes and views. Every table, index, view and trigger of
+// their tables, indexes and views, and Litestream's tables, which a
+// replicated database holds. Every table, index, view and trigger of
 // the backup must be one the reference has, defined alike, and each fixed
 // collection must be as its migrations make it. What is not is refused,
 // never dropped: a restore takes all of a backup or nothing.
@@ -169,6 +171,12 @@ func reference(dir string, applied []string, collections []*core.Collection, fix
 	if _, err := core.NewMigrationsRunner(ref, list).Up(); err != nil {
 		ref.ResetBootstrapState()
 		return nil, fmt.Errorf("run the migrations for the reference schema: %w", err)
+	}
+	for _, table := range replica.LitestreamTables {
+		if _, err := ref.DB().NewQuery(table).Execute(); err != nil {
+			ref.ResetBootstrapState()
+			return nil, fmt.Errorf("make Litestream's tables in the reference schema: %w", err)
+		}
 	}
 	var own []map[string]any
 	for _, c := range collections {

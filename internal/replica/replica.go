@@ -78,6 +78,15 @@ const (
 // last checkpoint.
 const CheckpointPages = 10_000
 
+// LitestreamTables are the statements of the tables Litestream adds to a
+// database it replicates, for its own bookkeeping (v0.5's db.go): a
+// backup of a cluster's data, or of a single server's under `litestream
+// replicate`, holds them.
+var LitestreamTables = []string{
+	"CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER)",
+	"CREATE TABLE _litestream_lock (id INTEGER)",
+}
+
 // MetaDirName is the directory in the data directory where the leader's
 // Litestream keeps its copies of the WAL until they are shipped. It belongs
 // to one term: a new term starts it again. PocketBase's backups need not
