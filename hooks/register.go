@@ -183,7 +183,7 @@ func serve(se *core.ServeEvent, opts options.Options, p *serviceParts, life *lif
 	v1 := se.Router.Group("/v1")
 	v1.Unbind(guestlimit.MiddlewareID)
 	api.AddRoutes(v1, api.Deps{
-		Limiter: p.limiter, Keys: p.keys, Version: p.version, Pets: p.petReads, PetWriter: p.petWriter, Categories: p.categoryReads,
+		Limiter: p.limiter, Keys: p.keys, LastUse: apikeys.NewLastUse(app, p.writes, s.log), Version: p.version, Pets: p.petReads, PetWriter: p.petWriter, Categories: p.categoryReads,
 		RequestLog: p.reqlog, Usage: p.history, Now: now, Base: opts.PublicURL, Documents: documents, Logger: s.log, Metrics: observer,
 		DayQuotaReached: webhooks.DayQuotaReached(app, s.outbox, p.writes, s.log), Thresholds: p.crossings,
 	})

@@ -2,14 +2,12 @@ package api
 
 import (
 	"errors"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
-	"github.com/pocketbase/pocketbase/tools/routine"
 
 	"petstore/internal/apikeys"
 	"petstore/internal/dataversion"
@@ -40,7 +38,7 @@ var (
 // identifyKey resolves the request's bearer API key, if any, without refusing
 // anything yet: the rate limit needs to know the caller for every /v1
 // response, and requireKey decides which routes need one.
-func identifyKey(keys *apikeys.Finder, version *dataversion.Watch, log *slog.Logger) *hook.Handler[*core.RequestEvent] {
+func identifyKey(keys *apikeys.Finder, lastUse *apikeys.LastUse, version *dataversion.Watch) *hook.Handler[*core.RequestEvent] {
 	return &hook.Handler[*core.RequestEvent]{
 		Id:       identifyKeyMiddlewareId,
 		Priority: identifyKeyPriority,
@@ -59,13 +57,7 @@ func identifyKey(keys *apikeys.Finder, version *dataversion.Watch, log *slog.Log
 					return err
 				default:
 					e.Set(eventKeyAPIKey, k)
-					if app, now := e.App, time.Now(); k.LastUsedStale(now) {
-						routine.FireAndForget(func() { // off the request path: it waits for SQLite's writer
-							if err := apikeys.TouchLastUsed(app, k.ID, now); err != nil {
-								log.Warn("Could not record an API key's last use", "keyId", k.ID, "error", err)
-							}
-						})
-					}
+					lastUse.Record(k, time.Now())
 				}
 			}
 			if authErr != nil {

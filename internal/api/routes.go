@@ -30,6 +30,7 @@ const maxBodyBytes = 64 << 10
 type Deps struct {
 	Limiter    *limits.Limiter
 	Keys       *apikeys.Finder
+	LastUse    *apikeys.LastUse   // writes each key's last use
 	Version    *dataversion.Watch // the read pool's data version, at which keys and pets are kept
 	Pets       *pets.Reads
 	PetWriter  *pets.Writer
@@ -80,7 +81,7 @@ type Deps struct {
 func AddRoutes(v1 *router.RouterGroup[*core.RequestEvent], d Deps) {
 	v1.Unbind(apis.DefaultLoadAuthTokenMiddlewareId)
 	v1.Bind(d.RequestLog.Middleware(), errorBody(errorBodyOuterId, errorBodyOuterPriority), errorBody(errorBodyInnerId, errorBodyInnerPriority),
-		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.Version, d.Logger), rateLimit(d.Limiter, d.Usage, d.Metrics, d.DayQuotaReached, d.Thresholds),
+		exposeHeaders(), preflightHeaders(d.Limiter), countUncounted(d.Limiter), identifyKey(d.Keys, d.LastUse, d.Version), rateLimit(d.Limiter, d.Usage, d.Metrics, d.DayQuotaReached, d.Thresholds),
 		apis.BodyLimit(maxBodyBytes))
 	if d.Metrics != nil {
 		v1.Bind(observeRequests(d.Metrics))

@@ -234,11 +234,6 @@ func (k *Key) LastUsedStale(now time.Time) bool {
 	return now.Sub(k.LastUsed) >= lastUsedResolution
 }
 
-// TouchLastUsed records that the key with the given record id was used at now.
-func TouchLastUsed(app core.App, id string, now time.Time) error {
-	return setColumns(app, id, dbx.Params{LastUsedField: dateString(now)})
-}
-
 // SaveBan bans the key with the given record id until until.
 func SaveBan(app core.App, id string, until time.Time) error {
 	return app.RunInTransaction(func(tx core.App) error {

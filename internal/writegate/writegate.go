@@ -1,6 +1,6 @@
 // Package writegate is the one rule of the service's background writers,
 // the parts that write to data.db without a request (the usage recorder,
-// the threshold writer, the webhooks' deliverer and the events written
+// the threshold writer, the keys' last-use writer, the webhooks' deliverer and the events written
 // beside a request, the scheduled jobs): each writes only while its node
 // may write. A cluster node may write while its fence is open
 // (internal/cluster, Node.MayWrite): not before it serves, and never once
