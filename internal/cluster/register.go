@@ -108,7 +108,8 @@ func deleted(wr clientv3.WatchResponse) bool {
 	return false
 }
 
-// publish puts the registration again whenever the role or the lag change.
+// publish puts the registration again whenever the role or the lag change,
+// but while the node steps down.
 func (n *Node) publish(ctx context.Context, key string, lease clientv3.LeaseID) {
 	published := n.registration()
 	ticker := time.NewTicker(publishInterval)
@@ -119,8 +120,15 @@ func (n *Node) publish(ctx context.Context, key string, lease clientv3.LeaseID) 
 			return
 		case <-ticker.C:
 		}
+		n.mu.Lock()
+		steppingDown := n.status.State == Fenced
+		n.mu.Unlock()
 		value := n.registration()
-		if value == published {
+		if value == published || steppingDown {
+			// A leader stepping down stays registered as the leader until
+			// its lease goes, after its last shipment (stepDown): the next
+			// leader then deposes it and waits its lease out
+			// (deposeOthers), rather than promote without those writes.
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, publishInterval)

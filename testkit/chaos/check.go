@@ -203,20 +203,35 @@ func longestGap(times []time.Time, f, next *fault) time.Duration {
 	return max(gap, end.Sub(last))
 }
 
-// lossWindow is the hard loss of the leader whose window holds c's 201,
-// and how long before it c was acknowledged (negative: in flight after
-// it); nil when none: without --cluster-sync alone.
+// lossWindow is the hard loss of the leader whose window holds c's commit,
+// and how long before it c committed (negative: in flight after it); nil
+// when none: without --cluster-sync alone.
 func lossWindow(c *create, faults []*fault, sync bool) (*fault, time.Duration) {
 	if sync {
 		return nil, 0
 	}
+	committed := c.committed()
 	for _, f := range faults {
-		before := f.began.Sub(c.returned)
+		before := f.began.Sub(committed)
 		if f.kind.hardLoss() && before <= Window && before >= -inFlight {
 			return f, before
 		}
 	}
 	return nil, 0
+}
+
+// committed is when c's create committed, as near as the history tells:
+// the millisecond its id names (the writer names a pet by its create's
+// millisecond, petIDsPerMilli) when that lies within its acknowledged
+// attempt, else its 201's time. A leader paused after its fence's last
+// check and before its 201 left acknowledges late what it committed before
+// the pause: the window counts from the commit.
+func (c *create) committed() time.Time {
+	t := time.UnixMilli(c.id / petIDsPerMilli)
+	if t.Before(c.sent.Truncate(time.Millisecond)) || t.After(c.returned) {
+		return c.returned
+	}
+	return t
 }
 
 // nextLoss names the first hard loss of a leader after t, within 10 s, and

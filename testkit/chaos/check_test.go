@@ -57,21 +57,24 @@ func TestPorcupineFindsAReadMissingAnAcknowledgedCreate(t *testing.T) {
 func TestLossesAreExcusedInsideTheWindowAlone(t *testing.T) {
 	kill := &fault{kind: KillLeader, began: at(2000), healed: at(4000)}
 	deleted := &fault{kind: DeleteLeaderKey, began: at(6000), healed: at(6000)}
+	paused := &fault{kind: PauseLeader, began: at(7015), healed: at(9000)}
 	acks := []*create{
 		acked(1, "in", 1000, 1500),        // 500 ms before the kill
 		acked(2, "early", 500, 900),       // 1.1 s before it
 		acked(3, "in flight", 1900, 2100), // 100 ms after it
 		acked(4, "key", 5800, 5900),       // before a key's deletion
 		acked(5, "kept", 100, 200),
+		// committed 10 ms before a pause, its 201 sent at the resume
+		{key: "late", invoked: at(7000), acked: true, sent: at(7000), returned: at(9000), node: "n0", id: at(7005).UnixMilli() * petIDsPerMilli, attempts: 1},
 	}
 	h := &history{creates: acks, answers: map[string]int{}}
 	final := stored{names: map[int64]string{5: "kept"}, count: map[string]int{"kept": 1}}
 	for _, sync := range []bool{false, true} {
 		r := &Result{}
-		check(r, h, []*fault{kill, deleted}, final, sync)
-		wantIn, wantOut := 2, 2
+		check(r, h, []*fault{kill, deleted, paused}, final, sync)
+		wantIn, wantOut := 3, 2
 		if sync {
-			wantIn, wantOut = 0, 4
+			wantIn, wantOut = 0, 5
 		}
 		if r.LostInWindow != wantIn || r.LostOutside != wantOut {
 			t.Errorf("sync %t: lost %d inside, %d outside; want %d, %d", sync, r.LostInWindow, r.LostOutside, wantIn, wantOut)
