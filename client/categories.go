@@ -30,9 +30,9 @@ const categoriesPage = 100
 // CodeRateLimitExceeded or CodeAPIKeyBanned when the wait is longer than
 // the call may wait; an *Error without Code when the answer is not the
 // API's; a network or context error when no answer came after the retries.
-// A new walk starts from the first category. With ReportRateLimit and
-// ReportRequestID, each page's rate-limit state and Request-Id are stored
-// before its categories are yielded.
+// A new walk starts from the first category. With ReportAnswer, each
+// page's answer (its request id, rate-limit state) is stored before its
+// categories are yielded.
 func (c *Client) ListCategories(ctx context.Context, callOpts ...CallOption) iter.Seq2[Category, error] {
 	return func(yield func(Category, error) bool) {
 		query := url.Values{"limit": {strconv.Itoa(categoriesPage)}}

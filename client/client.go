@@ -13,7 +13,7 @@ import (
 
 // Version is this client's version, which its User-Agent names
 // (petstore-go/Version).
-const Version = "0.3.0"
+const Version = "0.4.0"
 
 // The defaults of Options.AttemptTimeout and Options.Timeout: an attempt
 // that has not answered in 30 s is abandoned and retried, and a call gives
@@ -95,7 +95,7 @@ type Wait struct {
 	// Attempt+1.
 	Attempt int
 	Delay   time.Duration // how long the call waits now
-	// StatusCode is the failed attempt's status (429, 502, 503 or 504), or
+	// StatusCode is the failed attempt's status (429, 500, 502, 503 or 504), or
 	// 0 when no answer came (Err says why).
 	StatusCode int
 	// RetryAfter tells that Delay is the answer's Retry-After, not a
@@ -196,32 +196,14 @@ type callConfig struct {
 	reports []func(Answer)
 }
 
-// ReportRateLimit makes the call store in *rl the rate-limit state of its
-// final answer, success or refusal (a zero RateLimit when no answer came).
-// ListPets and ListCategories store it after each page.
-func ReportRateLimit(rl *RateLimit) CallOption {
-	return reportWith(func(a Answer) { *rl = a.RateLimit })
-}
-
-// ReportRequestID makes the call store in *id the Request-Id of its final
-// answer, success or refusal: the request's name in the service's logs, to
-// quote when asking about a call that succeeded ("" when no answer came).
-// ListPets and ListCategories store it after each page. A refusal's
-// Error.RequestID holds the same.
-func ReportRequestID(id *string) CallOption {
-	return reportWith(func(a Answer) { *id = a.RequestID })
-}
-
 // ReportAnswer makes the call store in *a what its final answer told
-// besides its value: its request id, whether it was a replay, its
-// rate-limit state, its headers and how many attempts it took. ListPets and
-// ListCategories store it after each page.
+// besides its value, success or refusal: for the walks, ListPets and
+// ListCategories, whose values come from many answers, it stores each
+// page's before yielding the page's values. The other calls return it with
+// their value (PetResult.Answer, UsageResult.Answer, Page.Answer), and a
+// refusal's *Error carries the same; here it is stored too.
 func ReportAnswer(a *Answer) CallOption {
-	return reportWith(func(got Answer) { *a = got })
-}
-
-func reportWith(f func(Answer)) CallOption {
-	return CallOption{apply: func(c *callConfig) { c.reports = append(c.reports, f) }}
+	return CallOption{apply: func(c *callConfig) { c.reports = append(c.reports, func(got Answer) { *a = got }) }}
 }
 
 // WithHeader sends the header name with value on this call, over the
@@ -270,7 +252,23 @@ func (c *Client) config(opts []CallOption) callConfig {
 	return cfg
 }
 
-// Answer is what a call's final answer tells besides its value.
+// PetResult is a pet a call returned, with what its answer told besides
+// it. It encodes to JSON as the Pet alone.
+type PetResult struct {
+	Pet
+	Answer Answer `json:"-"`
+}
+
+// UsageResult is the usage GetUsage returned, with what its answer told
+// besides it. It encodes to JSON as the Usage alone.
+type UsageResult struct {
+	Usage
+	Answer Answer `json:"-"`
+}
+
+// Answer is what a call's final answer tells besides its value: its request
+// id, whether it was a replay, its rate-limit state, its headers and how
+// many attempts the call took.
 type Answer struct {
 	// StatusCode is the answer's status: 304 when the service confirmed
 	// the answer the client kept (Options.RevalidationEntries), whose body

@@ -31,8 +31,10 @@
 // A Client is safe for concurrent use. Every call takes a context: its
 // deadline bounds the call's attempts and the waits between them, as do the
 // client's own timeouts. Every request names the client in User-Agent
-// (petstore-go/Version); ReportAnswer hands back, with a call's value, its
-// answer's request id, replay, rate-limit state and headers.
+// (petstore-go/Version). A call's value comes with its answer's request id,
+// replay, rate-limit state and headers: CreatePet and GetPet return a
+// PetResult (the Pet and its Answer), GetUsage a UsageResult, ListPage a
+// Page with its Answer; the walks store each page's where ReportAnswer says.
 //
 // # Paging
 //
@@ -72,9 +74,10 @@
 // call.
 //
 // A call retries network errors (except those a retry cannot mend, such
-// as an untrusted certificate), attempts that time out, and 429, 502, 503
-// and 504: a GET always, a POST only with an Idempotency-Key (CreatePet
-// always sends one). At most Options.MaxAttempts attempts in all
+// as an untrusted certificate), attempts that time out, and 429, 500, 502,
+// 503 and 504: a GET always, a POST only with an Idempotency-Key (CreatePet
+// always sends one; the service stores no 500 for a key, so a retried
+// create after one is made once). At most Options.MaxAttempts attempts in all
 // (WithMaxAttempts for one call). It waits for Retry-After when the answer
 // has one, otherwise a random time between 0 and
 // min(MaxBackoff, MinBackoff × 2^attempt) ("full jitter"). It does not wait
@@ -82,7 +85,7 @@
 // ending after the call's deadline: it returns the *Error at once, with
 // RetryAfter set. Options.OnWait hears of every wait, and why, and
 // Options.OnAttempt of every attempt. Other answers are not retried: a 4xx
-// will not change, and a 500 is the caller's to judge.
+// will not change.
 //
 // # Idempotency
 //
@@ -120,13 +123,12 @@
 // Each key has quotas per minute and per day, and every answer reports
 // their state. A RateLimit holds it, parsed: the binding window's Limit,
 // Remaining and Reset, and every window with its quota, period, remaining
-// requests and reset. ListPage returns it in Page.RateLimit; the other
-// methods store it where ReportRateLimit says; a refusal carries it in
+// requests and reset. A value carries it in its Answer.RateLimit, a walk
+// stores each page's where ReportAnswer says, and a refusal carries it in
 // Error.RateLimit:
 //
-//	var rl client.RateLimit
-//	_, err := c.CreatePet(ctx, pet, client.ReportRateLimit(&rl))
-//	if err == nil && rl.Remaining < 10 {
+//	created, err := c.CreatePet(ctx, pet)
+//	if rl := created.Answer.RateLimit; err == nil && rl.Remaining < 10 {
 //		log.Printf("%d requests left until %v", rl.Remaining, rl.Reset)
 //	}
 //
@@ -134,13 +136,12 @@
 //
 // The service names every request in its logs and answers with the name in
 // Request-Id. An *Error carries it in RequestID, and its message ends with
-// it ("(request 4f0c…)"); a call that succeeded reports it where
-// ReportRequestID says, and ListPage in Page.RequestID. Quote it when
-// asking the service's operators about a call:
+// it ("(request 4f0c…)"); a call that succeeded returns it in its value's
+// Answer.RequestID. Quote it when asking the service's operators about a
+// call:
 //
-//	var id string
-//	pet, err := c.CreatePet(ctx, newPet, client.ReportRequestID(&id))
+//	pet, err := c.CreatePet(ctx, newPet)
 //	if err == nil {
-//		log.Printf("added pet %d (request %s)", pet.ID, id)
+//		log.Printf("added pet %d (request %s)", pet.ID, pet.Answer.RequestID)
 //	}
 package client

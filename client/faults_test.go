@@ -208,12 +208,11 @@ func TestA502Then201IsRetriedWithTheSameKey(t *testing.T) {
 	t.Cleanup(srv.Close)
 	var statuses []int
 	c := newTestClient(t, srv.URL, Options{UserAgent: "shop/2", OnAttempt: func(a Attempt) { statuses = append(statuses, a.StatusCode) }})
-	var a Answer
-	pet, err := c.CreatePet(context.Background(), NewPet{Name: "Rex", CategoryID: 1}, ReportAnswer(&a), WithHeader("X-Trace", "t1"))
+	pet, err := c.CreatePet(context.Background(), NewPet{Name: "Rex", CategoryID: 1}, WithHeader("X-Trace", "t1"))
 	if err != nil || pet.ID != 100000000000001 {
 		t.Fatalf("CreatePet: %+v, %v", pet, err)
 	}
-	if a.Attempts != 2 || a.RequestID != "the-201" || !a.Replayed || a.RateLimit.Remaining != 297 || a.StatusCode != http.StatusCreated || a.Header.Get("Request-Id") != "the-201" {
+	if a := pet.Answer; a.Attempts != 2 || a.RequestID != "the-201" || !a.Replayed || a.RateLimit.Remaining != 297 || a.StatusCode != http.StatusCreated || a.Header.Get("Request-Id") != "the-201" {
 		t.Errorf("the answer: %+v", a)
 	}
 	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
@@ -230,10 +229,10 @@ func TestA502Then201IsRetriedWithTheSameKey(t *testing.T) {
 	}
 }
 
-// 429, 502, 503 and 504 are retried on reads, after Retry-After when the
-// answer has one; a 500 is not.
+// 429, 500, 502, 503 and 504 are retried on reads, after Retry-After when
+// the answer has one; a 400 is not.
 func TestRetriedStatuses(t *testing.T) {
-	for _, status := range []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusInternalServerError} {
+	for _, status := range []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusBadRequest} {
 		var mu sync.Mutex
 		calls := 0
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -255,15 +254,61 @@ func TestRetriedStatuses(t *testing.T) {
 		_, err := c.GetPet(context.Background(), 1)
 		elapsed := time.Since(start)
 		srv.Close()
-		if status == http.StatusInternalServerError {
+		if status == http.StatusBadRequest {
 			var e *Error
 			if !errors.As(err, &e) || calls != 1 || e.Header.Get("Retry-After") != "1" {
-				t.Errorf("a 500: %v after %d calls, want the *Error at once with its headers", err, calls)
+				t.Errorf("a 400: %v after %d calls, want the *Error at once with its headers", err, calls)
 			}
 			continue
 		}
 		if err != nil || calls != 2 || elapsed < time.Second {
 			t.Errorf("a %d with Retry-After: 1: %v after %d calls in %v, want a success after a second", status, err, calls, elapsed)
 		}
+	}
+}
+
+// The service's 500, then its 201: a create with an Idempotency-Key is
+// retried with the same key (the service stores no 500 for a key, so the
+// retry does the work once), and the pet comes with its answer; the same
+// 500 on a POST without a key is the caller's.
+func TestA500Then201IsRetriedWithTheSameKey(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		n := len(keys)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if n%2 == 1 {
+			w.Header().Set("Request-Id", "the-500")
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, `{"code":"internal_error","message":"Something went wrong on our side.","status":500}`)
+			return
+		}
+		w.Header().Set("Request-Id", "the-201")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, `{"id":100000000000002,"name":"Rex","categoryId":1,"status":"available"}`)
+	}))
+	t.Cleanup(srv.Close)
+	var waits []Wait
+	c := newTestClient(t, srv.URL, Options{OnWait: func(w Wait) { waits = append(waits, w) }})
+	pet, err := c.CreatePet(context.Background(), NewPet{Name: "Rex", CategoryID: 1})
+	if err != nil || pet.ID != 100000000000002 || pet.Answer.Attempts != 2 || pet.Answer.RequestID != "the-201" {
+		t.Fatalf("CreatePet after a 500: %+v, %v; want the pet of the second attempt", pet, err)
+	}
+	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Errorf("Idempotency-Keys %q, want one key twice", keys)
+	}
+	if len(waits) != 1 || waits[0].StatusCode != http.StatusInternalServerError {
+		t.Errorf("waits %+v, want one after the 500", waits)
+	}
+
+	var out Pet
+	_, _, err = c.do(context.Background(), http.MethodPost, "pets", nil, NewPet{Name: "Rex", CategoryID: 1}, nil,
+		http.StatusCreated, &out, func() bool { return true }, nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeInternalError || e.Attempts != 1 || len(keys) != 3 {
+		t.Errorf("a POST without a key: %v after %d requests, want its 500 after one attempt", err, len(keys))
 	}
 }

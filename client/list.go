@@ -25,12 +25,8 @@ type Page struct {
 	Pets []Pet // in ascending ID order
 	// Next is the cursor of the next page, to pass as ListOptions.Cursor;
 	// "" on the last page.
-	Next      string
-	RateLimit RateLimit // the rate-limit state the answer reported
-	// RequestID is the answer's Request-Id, the request's name in the
-	// service's logs.
-	RequestID string
-	Answer    Answer // all the answer told besides the pets
+	Next   string
+	Answer Answer // what the answer told besides the pets: its request id, rate-limit state, headers
 }
 
 // ListPage fetches one page of pets in ascending ID order: the first page,
@@ -48,12 +44,6 @@ type Page struct {
 // without Code when the answer is not the API's; a network or context error
 // when no answer came after the retries. On an error the Page is empty.
 func (c *Client) ListPage(ctx context.Context, opts ListOptions, callOpts ...CallOption) (Page, error) {
-	page, _, err := c.listPage(ctx, opts, callOpts)
-	return page, err
-}
-
-// listPage is ListPage, returning what the answer tells on errors too.
-func (c *Client) listPage(ctx context.Context, opts ListOptions, callOpts []CallOption) (Page, Answer, error) {
 	query := url.Values{}
 	if opts.Limit != 0 {
 		query.Set("limit", strconv.Itoa(opts.Limit))
@@ -74,16 +64,16 @@ func (c *Client) listPage(ctx context.Context, opts ListOptions, callOpts []Call
 		return true
 	}, callOpts)
 	if err != nil {
-		return Page{}, a, err
+		return Page{}, err
 	}
 	next, err := nextCursor(resp)
 	if err != nil {
-		return Page{}, a, err
+		return Page{}, err
 	}
 	if pets == nil {
 		pets = []Pet{}
 	}
-	return Page{Pets: pets, Next: next, RateLimit: a.RateLimit, RequestID: a.RequestID, Answer: a}, a, nil
+	return Page{Pets: pets, Next: next, Answer: a}, nil
 }
 
 // ListPets walks through the pets in ascending ID order, page after page
@@ -93,12 +83,12 @@ func (c *Client) listPage(ctx context.Context, opts ListOptions, callOpts []Call
 // An error ends the walk: the iterator yields it as a *ListError, whose
 // Cursor resumes the walk at the first pet not yet yielded, and which wraps
 // the errors ListPage returns (errors.As finds the *Error). With
-// ReportRateLimit and ReportRequestID, each page's rate-limit state and
-// Request-Id are stored before its pets are yielded.
+// ReportAnswer, each page's answer (its request id, rate-limit state) is
+// stored before its pets are yielded.
 func (c *Client) ListPets(ctx context.Context, opts ListOptions, callOpts ...CallOption) iter.Seq2[Pet, error] {
 	return func(yield func(Pet, error) bool) {
 		for {
-			page, _, err := c.listPage(ctx, opts, callOpts)
+			page, err := c.ListPage(ctx, opts, callOpts...)
 			if err != nil {
 				yield(Pet{}, &ListError{Cursor: opts.Cursor, Err: err})
 				return

@@ -33,9 +33,10 @@ const (
 	Sold      Status = "sold"
 )
 
-// CreatePet adds a pet and returns it as the service stored it. It sends a
-// new Idempotency-Key, and the same one on every retry, so that a create
-// whose answer was lost is made once.
+// CreatePet adds a pet and returns it as the service stored it, with what
+// the answer told (Answer.Replayed: the pet was added by an earlier
+// request with the same key). It sends a new Idempotency-Key, and the same
+// one on every retry, so that a create whose answer was lost is made once.
 //
 // Errors: an *Error with CodeInvalidRequest when the service refuses the pet
 // (Message says which field and rule), CodeUnauthorized for the API key,
@@ -44,7 +45,7 @@ const (
 // call may wait (RetryAfter says how long), and any other code the service
 // answers; an *Error without Code when the answer is not the API's; a
 // network or context error when no answer came after the retries.
-func (c *Client) CreatePet(ctx context.Context, pet NewPet, opts ...CallOption) (Pet, error) {
+func (c *Client) CreatePet(ctx context.Context, pet NewPet, opts ...CallOption) (PetResult, error) {
 	return c.CreatePetWithKey(ctx, NewIdempotencyKey(), pet, opts...)
 }
 
@@ -57,17 +58,17 @@ func (c *Client) CreatePet(ctx context.Context, pet NewPet, opts ...CallOption) 
 // Errors: those of CreatePet, and an *Error with CodeIdempotencyKeyReused
 // when the key was used before with another pet (nothing is added), or
 // CodeInvalidRequest when the key is malformed.
-func (c *Client) CreatePetWithKey(ctx context.Context, idempotencyKey string, pet NewPet, opts ...CallOption) (Pet, error) {
+func (c *Client) CreatePetWithKey(ctx context.Context, idempotencyKey string, pet NewPet, opts ...CallOption) (PetResult, error) {
 	var created Pet
-	_, _, err := c.do(ctx, http.MethodPost, "pets", nil, pet, http.Header{"Idempotency-Key": {idempotencyKey}},
+	_, a, err := c.do(ctx, http.MethodPost, "pets", nil, pet, http.Header{"Idempotency-Key": {idempotencyKey}},
 		http.StatusCreated, &created, func() bool { return created.ID > 0 }, opts)
 	if err != nil {
-		return Pet{}, err
+		return PetResult{}, err
 	}
-	return created, nil
+	return PetResult{Pet: created, Answer: a}, nil
 }
 
-// GetPet fetches the pet with id.
+// GetPet fetches the pet with id, with what the answer told.
 //
 // Errors: an *Error with CodeNotFound when no pet has id, CodeGone from
 // 5 December 2030, CodeUnauthorized for the API key, CodeInsufficientScope
@@ -79,14 +80,14 @@ func (c *Client) CreatePetWithKey(ctx context.Context, idempotencyKey string, pe
 // Deprecated: the service removes getPet on 5 December 2030, and from then
 // GetPet fails with CodeGone. Use ListPets or ListPage, with a Status
 // filter, instead.
-func (c *Client) GetPet(ctx context.Context, id int64, opts ...CallOption) (Pet, error) {
+func (c *Client) GetPet(ctx context.Context, id int64, opts ...CallOption) (PetResult, error) {
 	var got Pet
-	_, _, err := c.do(ctx, http.MethodGet, "pets/"+strconv.FormatInt(id, 10), nil, nil, nil,
+	_, a, err := c.do(ctx, http.MethodGet, "pets/"+strconv.FormatInt(id, 10), nil, nil, nil,
 		http.StatusOK, &got, func() bool { return got.ID > 0 }, opts)
 	if err != nil {
-		return Pet{}, err
+		return PetResult{}, err
 	}
-	return got, nil
+	return PetResult{Pet: got, Answer: a}, nil
 }
 
 // NewIdempotencyKey returns a new random Idempotency-Key (128 bits, 26

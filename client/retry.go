@@ -68,7 +68,8 @@ type response struct {
 // body when not nil, and header, under the Client's and opts' settings and
 // retry policy, and decodes an answer with status want into out, which
 // valid then checks. Any other answer is an *Error; one that is not the
-// API's JSON says so. It reports the final answer to opts' reports.
+// API's JSON says so. It returns what the final answer told, and hands it
+// to opts' ReportAnswer.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, in any, header http.Header, want int, out any, valid func() bool, opts []CallOption) (*response, Answer, error) {
 	cfg := c.config(opts)
 	var body []byte
@@ -120,9 +121,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 // no answer came, the context's error when the caller cancelled it.
 //
 // A call retries network errors (except those a retry cannot mend, such
-// as an untrusted certificate), attempts that time out, and 429, 502, 503
-// and 504, when it may: a GET always, another method only with an
-// Idempotency-Key, which makes the service do the work once. It does not
+// as an untrusted certificate), attempts that time out, and 429, 500, 502,
+// 503 and 504, when it may: a GET always, another method only with an
+// Idempotency-Key, which makes the service do the work once (it stores no
+// 500 for a key, so a retry after one does the work). It does not
 // start a wait for a Retry-After beyond maxRetryAfter or the call's
 // deadline: it returns that answer at once.
 func (c *Client) send(parent context.Context, cfg callConfig, method string, u *url.URL, body []byte, header http.Header) (*response, int, error) {
@@ -237,10 +239,12 @@ func (c *Client) attempt(ctx context.Context, cfg callConfig, method string, u *
 }
 
 // retryStatus tells whether an answer with status may be retried: a rate
-// limit's 429, and a gateway's or an unavailable service's 502, 503, 504.
+// limit's 429, the service's failure (500), and a gateway's or an
+// unavailable service's 502, 503, 504. Stripe's SDKs retry a 500 too: on
+// a GET or a keyed create, the only calls retried, a retry is safe.
 func retryStatus(status int) bool {
 	switch status {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
 	}
 	return false

@@ -41,7 +41,7 @@ func TestRetryAfterIsRead(t *testing.T) {
 		"0": 0,
 		now.Add(90 * time.Second).UTC().Format(http.TimeFormat): 90 * time.Second,
 	} {
-		for _, status := range []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout} {
+		for _, status := range []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout} {
 			got, ok := retryAfter(status, http.Header{"Retry-After": {value}}, now)
 			if got < want-time.Second || got > want || !ok {
 				t.Errorf("%d Retry-After %q: %v, want %v", status, value, got, want)
@@ -49,7 +49,7 @@ func TestRetryAfterIsRead(t *testing.T) {
 		}
 	}
 	// Unparseable, negative, or on a status that is not retried: none.
-	for status, value := range map[int]string{http.StatusTooManyRequests: "soon", http.StatusServiceUnavailable: "-5", http.StatusInternalServerError: "60"} {
+	for status, value := range map[int]string{http.StatusTooManyRequests: "soon", http.StatusServiceUnavailable: "-5", http.StatusBadRequest: "60"} {
 		if got, ok := retryAfter(status, http.Header{"Retry-After": {value}}, now); ok {
 			t.Errorf("%d Retry-After %q: read as %v", status, value, got)
 		}

@@ -54,7 +54,8 @@ type UsageWindow struct {
 // GetUsage fetches the calling key's use today, this month and on each of
 // the last 30 days (UTC), and its windows after this request. The counts
 // cover the requests answered before this one, as the service saved them
-// every few seconds.
+// every few seconds. The answer's rate-limit state, request id and
+// headers come with it.
 //
 // The operation is beta (the document's x-stability): it may change
 // within v1, announced in the service's changelog first.
@@ -64,12 +65,12 @@ type UsageWindow struct {
 // or CodeAPIKeyBanned when the wait is longer than the call may wait; an
 // *Error without Code when the answer is not the API's; a network or
 // context error when no answer came after the retries.
-func (c *Client) GetUsage(ctx context.Context, opts ...CallOption) (Usage, error) {
+func (c *Client) GetUsage(ctx context.Context, opts ...CallOption) (UsageResult, error) {
 	var got Usage
-	_, _, err := c.do(ctx, http.MethodGet, "usage", nil, nil, nil, http.StatusOK, &got,
+	_, a, err := c.do(ctx, http.MethodGet, "usage", nil, nil, nil, http.StatusOK, &got,
 		func() bool { return got.Plan != "" && len(got.Days) > 0 }, opts)
 	if err != nil {
-		return Usage{}, err
+		return UsageResult{}, err
 	}
-	return got, nil
+	return UsageResult{Usage: got, Answer: a}, nil
 }

@@ -51,10 +51,10 @@ func createPets(t *testing.T, c *client.Client, n int) map[int64]client.Pet {
 		if want.Status == "" {
 			want.Status = client.Available
 		}
-		if pet.ID <= 0 || pet != want {
+		if pet.ID <= 0 || pet.Pet != want {
 			t.Fatalf("created %+v from %+v", pet, np)
 		}
-		created[pet.ID] = pet
+		created[pet.ID] = pet.Pet
 	}
 	return created
 }
@@ -112,7 +112,7 @@ func TestCreateListGet(t *testing.T) {
 
 	for id, want := range created {
 		got, err := c.GetPet(ctx, id)
-		if err != nil || got != want {
+		if err != nil || got.Pet != want {
 			t.Fatalf("get %d: %+v %v, want %+v", id, got, err, want)
 		}
 		break
@@ -273,8 +273,8 @@ func TestCreatePetWithKeyReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, err := c.CreatePetWithKey(ctx, idem, client.NewPet{Name: "Rex", CategoryID: 1})
-	if err != nil || again != first {
-		t.Fatalf("retry: %+v %v; first %+v", again, err, first)
+	if err != nil || again.Pet != first.Pet || first.Answer.Replayed || !again.Answer.Replayed {
+		t.Fatalf("retry: %+v %v; first %+v; want the first's pet, told as a replay", again, err, first)
 	}
 	_, err = c.CreatePetWithKey(ctx, idem, client.NewPet{Name: "Tom", CategoryID: 1})
 	var e *client.Error
@@ -308,44 +308,46 @@ func checkWindows(t *testing.T, rl client.RateLimit, perMinute, perDay, remainin
 	}
 }
 
-// Each call reports the rate-limit state of its answer, counting down.
+// Each call reports the rate-limit state of its answer, counting down:
+// with its value, and a walk's where ReportAnswer says.
 func TestRateLimitIsReported(t *testing.T) {
 	s := apptest.Start(t, "")
 	key := s.NewKey(t, apikeys.NewKey{Plan: "pro"})
 	c := newClient(t, s, s.URL+"/v1", key, client.Options{})
 	ctx := context.Background()
-	var rl client.RateLimit
 
-	pet, err := c.CreatePet(ctx, client.NewPet{Name: "Rex", CategoryID: 1}, client.ReportRateLimit(&rl))
+	pet, err := c.CreatePet(ctx, client.NewPet{Name: "Rex", CategoryID: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkWindows(t, rl, 300, 10000, 299)
-	if _, err := c.GetPet(ctx, pet.ID, client.ReportRateLimit(&rl)); err != nil {
+	checkWindows(t, pet.Answer.RateLimit, 300, 10000, 299)
+	got, err := c.GetPet(ctx, pet.ID)
+	if err != nil {
 		t.Fatal(err)
 	}
-	checkWindows(t, rl, 300, 10000, 298)
+	checkWindows(t, got.Answer.RateLimit, 300, 10000, 298)
 	page, err := c.ListPage(ctx, client.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkWindows(t, page.RateLimit, 300, 10000, 297)
-	for _, err := range c.ListPets(ctx, client.ListOptions{}, client.ReportRateLimit(&rl)) {
+	checkWindows(t, page.Answer.RateLimit, 300, 10000, 297)
+	var a client.Answer
+	for _, err := range c.ListPets(ctx, client.ListOptions{}, client.ReportAnswer(&a)) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	checkWindows(t, rl, 300, 10000, 296)
+	checkWindows(t, a.RateLimit, 300, 10000, 296)
 
-	// A refusal reports it too, in the Error and through ReportRateLimit.
-	rl = client.RateLimit{}
-	_, err = c.CreatePet(ctx, client.NewPet{Name: "", CategoryID: 1}, client.ReportRateLimit(&rl))
+	// A refusal reports it too, in the Error and through ReportAnswer.
+	a = client.Answer{}
+	_, err = c.CreatePet(ctx, client.NewPet{Name: "", CategoryID: 1}, client.ReportAnswer(&a))
 	var e *client.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("blank name: %v", err)
 	}
 	checkWindows(t, e.RateLimit, 300, 10000, 295)
-	checkWindows(t, rl, 300, 10000, 295)
+	checkWindows(t, a.RateLimit, 300, 10000, 295)
 }
 
 // A 503 with Retry-After (from a proxy in front of the service) is waited

@@ -127,7 +127,7 @@ func ExampleClient_CreatePetWithKey() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("the same pet:", again.ID == first.ID)
+	fmt.Println("the same pet:", again.ID == first.ID, "replayed:", again.Answer.Replayed)
 
 	// The key names that pet: with another, it is refused.
 	_, err = c.CreatePetWithKey(ctx, key, client.NewPet{Name: "Tim", CategoryID: 2})
@@ -136,7 +136,7 @@ func ExampleClient_CreatePetWithKey() {
 		fmt.Println(e.StatusCode, e.Code)
 	}
 	// Output:
-	// the same pet: true
+	// the same pet: true replayed: true
 	// 422 idempotency_key_reused
 }
 
@@ -162,18 +162,18 @@ func ExampleNew() {
 	// Output: petstore client: base URL "http://127.0.0.1:8090" does not end in /v1; it is the address of the API's version segment, such as http://127.0.0.1:8090/v1
 }
 
-// The rate-limit state of a call, parsed.
-func ExampleReportRateLimit() {
+// The rate-limit state of a call, parsed, returned with its value.
+func ExampleRateLimit() {
 	c, err := client.New(os.Getenv("PETSTORE_URL"), os.Getenv("PETSTORE_KEY"), client.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	var rl client.RateLimit
-	_, err = c.CreatePet(context.Background(), client.NewPet{Name: "Max", CategoryID: 3, Status: client.Pending}, client.ReportRateLimit(&rl))
+	created, err := c.CreatePet(context.Background(), client.NewPet{Name: "Max", CategoryID: 3, Status: client.Pending})
 	if err != nil {
 		log.Fatal(err)
 	}
+	rl := created.Answer.RateLimit
 	for _, w := range rl.Windows {
 		fmt.Printf("%s: %d requests per %v\n", w.Name, w.Limit, w.Period)
 	}
@@ -184,21 +184,21 @@ func ExampleReportRateLimit() {
 	// binding: 1000 a minute
 }
 
-// The Request-Id of a call that succeeded: the name the service's logs give
-// the request. A refusal carries it in Error.RequestID.
-func ExampleReportRequestID() {
+// The Request-Id of a call that succeeded, returned with its value: the
+// name the service's logs give the request. A refusal carries it in
+// Error.RequestID.
+func ExampleAnswer() {
 	c, err := client.New(os.Getenv("PETSTORE_URL"), os.Getenv("PETSTORE_KEY"), client.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	var id string
-	pet, err := c.CreatePet(context.Background(), client.NewPet{Name: "Tom", CategoryID: 3}, client.ReportRequestID(&id))
+	pet, err := c.CreatePet(context.Background(), client.NewPet{Name: "Tom", CategoryID: 3})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("added", pet.Name)
-	fmt.Println("its request id has", len(id), "hex digits")
+	fmt.Println("its request id has", len(pet.Answer.RequestID), "hex digits")
 	// Output:
 	// added Tom
 	// its request id has 32 hex digits

@@ -26,8 +26,8 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // Against the real binary (TestMain's): every call gives its caller the
-// Request-Id of the answer it used, a success through ReportRequestID and
-// Page.RequestID, a refusal in Error.RequestID and at the end of its
+// Request-Id of the answer it used, a success with its value (a walk's
+// pages through ReportAnswer), a refusal in Error.RequestID and at the end of its
 // message, each the id the service put on that very answer.
 func TestRequestIDsReachTheCaller(t *testing.T) {
 	rec := &recorder{next: http.DefaultTransport}
@@ -49,49 +49,55 @@ func TestRequestIDsReachTheCaller(t *testing.T) {
 		named[id] = true
 	}
 
-	var id string
-	pet, err := c.CreatePet(ctx, client.NewPet{Name: "Named", CategoryID: 2}, client.ReportRequestID(&id))
+	pet, err := c.CreatePet(ctx, client.NewPet{Name: "Named", CategoryID: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("CreatePet", id)
-	if _, err := c.GetPet(ctx, pet.ID, client.ReportRequestID(&id)); err != nil {
+	check("CreatePet", pet.Answer.RequestID)
+	got, err := c.GetPet(ctx, pet.ID)
+	if err != nil {
 		t.Fatal(err)
 	}
-	check("GetPet", id)
+	check("GetPet", got.Answer.RequestID)
+	usage, err := c.GetUsage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("GetUsage", usage.Answer.RequestID)
 	page, err := c.ListPage(ctx, client.ListOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("ListPage", page.RequestID)
+	check("ListPage", page.Answer.RequestID)
 	pages := 0
-	for _, err := range c.ListPets(ctx, client.ListOptions{Limit: 2}, client.ReportRequestID(&id)) {
+	var a client.Answer
+	for _, err := range c.ListPets(ctx, client.ListOptions{Limit: 2}, client.ReportAnswer(&a)) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !named[id] {
+		if !named[a.RequestID] {
 			pages++
-			check("ListPets' page", id)
+			check("ListPets' page", a.RequestID)
 		}
 	}
 	if pages < 2 {
 		t.Errorf("ListPets reported %d pages' request ids, want one a page (at least 2)", pages)
 	}
-	for _, err := range c.ListCategories(ctx, client.ReportRequestID(&id)) {
+	for _, err := range c.ListCategories(ctx, client.ReportAnswer(&a)) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	check("ListCategories", id)
+	check("ListCategories", a.RequestID)
 
-	_, err = c.GetPet(ctx, 100000000000000, client.ReportRequestID(&id))
+	_, err = c.GetPet(ctx, 100000000000000, client.ReportAnswer(&a))
 	var e *client.Error
 	if !errors.As(err, &e) || e.Code != client.CodeNotFound {
 		t.Fatalf("an unknown pet: %v", err)
 	}
 	check("a refusal", e.RequestID)
-	if id != e.RequestID {
-		t.Errorf("ReportRequestID stored %q on a refusal, Error.RequestID is %q", id, e.RequestID)
+	if a.RequestID != e.RequestID {
+		t.Errorf("ReportAnswer stored %q on a refusal, Error.RequestID is %q", a.RequestID, e.RequestID)
 	}
 	if !strings.HasSuffix(e.Error(), " (request "+e.RequestID+")") {
 		t.Errorf("the error's message does not name its request: %q", e.Error())

@@ -200,13 +200,13 @@ func TestRateLimitStormIsWaitedOut(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	recs := make([]*recorder, 4)
-	rls := make([]client.RateLimit, len(recs))
+	answers := make([]client.Answer, len(recs))
 	for i := range recs {
 		recs[i] = newRecorder(t)
 		c := newClientWaiting(t, p.URL+"/v1", key, recs[i], 61*time.Second)
 		wg.Go(func() {
 			if i == 3 {
-				for _, err := range c.ListPets(ctx, client.ListOptions{Limit: 1}, client.ReportRateLimit(&rls[i])) {
+				for _, err := range c.ListPets(ctx, client.ListOptions{Limit: 1}, client.ReportAnswer(&answers[i])) {
 					if err != nil {
 						t.Errorf("list: %v", err)
 					}
@@ -214,13 +214,16 @@ func TestRateLimitStormIsWaitedOut(t *testing.T) {
 				}
 				return
 			}
-			if _, err := c.CreatePet(ctx, client.NewPet{Name: "Storm", CategoryID: int64(i + 1)}, client.ReportRateLimit(&rls[i])); err != nil {
+			created, err := c.CreatePet(ctx, client.NewPet{Name: "Storm", CategoryID: int64(i + 1)})
+			if err != nil {
 				t.Errorf("create %d: %v", i, err)
 			}
+			answers[i] = created.Answer
 		})
 	}
 	wg.Wait()
-	for i, rl := range rls {
+	for i, a := range answers {
+		rl := a.RateLimit
 		// The successful answer came in a new minute window: it and at most
 		// the other three calls' count in it.
 		if rl.Limit != 60 || rl.Remaining < 60-4 || rl.Remaining > 60-1 || len(rl.Windows) != 2 ||
@@ -302,15 +305,16 @@ func TestWalkResumesFromItsCursor(t *testing.T) {
 	c := newClient(t, proxy.URL+"/v1", key, &http.Transport{})
 
 	seen := map[int64]int{}
-	var rl client.RateLimit
+	var a client.Answer
 	// walk walks from opts, checking that each page reports one request
 	// fewer remaining than the one before.
 	walk := func(opts client.ListOptions) error {
 		remaining := int64(300)
-		for pet, err := range c.ListPets(ctx, opts, client.ReportRateLimit(&rl), client.WithMaxAttempts(1)) {
+		for pet, err := range c.ListPets(ctx, opts, client.ReportAnswer(&a), client.WithMaxAttempts(1)) {
 			if err != nil {
 				return err
 			}
+			rl := a.RateLimit
 			seen[pet.ID]++
 			if rl.Limit != 300 || rl.Remaining > remaining || len(rl.Windows) != 2 || rl.Windows[1].Name != "day" || rl.Windows[1].Limit != 10000 {
 				t.Fatalf("after pet %d: rate limit %+v, want at most %d of 300 remaining", len(seen), rl, remaining)
@@ -328,8 +332,8 @@ func TestWalkResumesFromItsCursor(t *testing.T) {
 	if !errors.As(err, &stopped) || stopped.Cursor == "" || !errors.As(err, &e) || e.StatusCode != http.StatusBadGateway || e.Code != "" {
 		t.Fatalf("the walk ended with %v; want a ListError with a cursor around the proxy's 502", err)
 	}
-	if e.RateLimit.Limit != 0 || rl.Limit != 0 {
-		t.Fatalf("the proxy's 502 reported a rate limit: %+v, %+v", e.RateLimit, rl)
+	if e.RateLimit.Limit != 0 || a.RateLimit.Limit != 0 {
+		t.Fatalf("the proxy's 502 reported a rate limit: %+v, %+v", e.RateLimit, a.RateLimit)
 	}
 	if len(seen) != 6 {
 		t.Fatalf("%d pets before the failed third page of 3", len(seen))

@@ -11,7 +11,7 @@ export { dispatchWebhook, verifyWebhook, WebhookVerificationError } from "./webh
 export type { WebhookEvent, WebhookHandlers, WebhookHeaders, VerifyOptions } from "./webhooks.js";
 
 /** This client's version, which its User-Agent names (`petstore-ts/VERSION`): package.json's. */
-export const VERSION = "1.1.1";
+export const VERSION = "1.2.0";
 
 /** The default per-attempt timeout: an attempt that has not answered in 30 s is abandoned and retried. */
 export const DEFAULT_ATTEMPT_TIMEOUT_MS = 30_000;
@@ -58,7 +58,7 @@ export interface RateLimit {
   windows: RateLimitWindow[];
 }
 
-/** What a call learns from the answer it uses: `CallOptions.onResponse`, `Page.response`, `createPetWithResponse`. */
+/** What a call learns from the answer it uses: the value's `response` (`WithResponse`), `Page.response`, `CallOptions.onResponse`. */
 export interface ResponseInfo {
   /** The answer's status: 304 when the service confirmed the answer the client kept (`revalidationEntries`), whose body the call used. */
   status: number;
@@ -73,6 +73,14 @@ export interface ResponseInfo {
   replayed: boolean;
 }
 
+/**
+ * A value a call returned, with what its answer told in `response`, as
+ * Stripe's SDKs return `lastResponse`. `response` is not enumerable:
+ * `JSON.stringify`, a spread and `assert.deepStrictEqual` see the value
+ * alone.
+ */
+export type WithResponse<T> = T & { readonly response: ResponseInfo };
+
 /** One wait of a call before its next attempt, as `ClientOptions.onWait` sees it. */
 export interface Wait {
   method: string;
@@ -81,7 +89,7 @@ export interface Wait {
   attempt: number;
   /** How long the call waits now, in milliseconds. */
   delayMs: number;
-  /** The failed attempt's status (429, 502, 503 or 504); absent when no answer came (see `error`). */
+  /** The failed attempt's status (429, 500, 502, 503 or 504); absent when no answer came (see `error`). */
   status?: number;
   /** `delayMs` is the answer's Retry-After, not a backoff of the client's choosing. */
   retryAfter: boolean;
@@ -171,7 +179,7 @@ export const DEFAULT_REVALIDATION_ENTRIES = 128;
 export interface CallOptions {
   /** Ends the call, its waits included. */
   signal?: AbortSignal;
-  /** Called with the answer the call uses, before it returns. */
+  /** Called with the answer the call uses, before it returns: for the walks, each page's. */
   onResponse?: (info: ResponseInfo) => void;
   /** This call's timeout, as `ClientOptions.timeoutMs`. */
   timeoutMs?: number;
@@ -330,7 +338,9 @@ const errorCodes: Readonly<Record<ErrorCode, true>> = {
 /**
  * A client of one petstore service for one API key. Every call it makes is
  * safe to repeat (a GET, or a create with an Idempotency-Key), so each one
- * retries network failures, attempts that time out, 429, 502, 503 and 504:
+ * retries network failures, attempts that time out, 429, 500, 502, 503 and
+ * 504 (the service stores no 500 for a key, so a retried create does the
+ * work once):
  * it waits for Retry-After when the answer has one no longer than
  * `maxRetryAfterMs`, else backs off exponentially with full jitter. Each
  * attempt and each call are bounded in time (30 s and 80 s by default).
@@ -412,13 +422,14 @@ export class PetstoreClient {
    * The calling key's use today and this month (UTC), its rate windows
    * after this request, and the last 30 days by day, oldest first. The
    * counts cover the requests answered before this one, as the service
-   * saves them every few seconds. The service marks getUsage beta
+   * saves them every few seconds; its answer comes in `response`. The
+   * service marks getUsage beta
    * (`API-Stability: beta`): it may change within v1, announced in its
    * changelog first.
    */
-  async getUsage(call: CallOptions = {}): Promise<Usage> {
+  async getUsage(call: CallOptions = {}): Promise<WithResponse<Usage>> {
     const answer = await this.#call("GET", new URL("usage", this.#base), undefined, {}, 200, call);
-    return answer.body as Usage;
+    return withResponse(answer.body as Usage, answer.info);
   }
 
   async *#pages<T>(path: string, params: ListParams | CategoryListParams, call: CallOptions): AsyncGenerator<Page<T>, void, undefined> {
@@ -443,34 +454,40 @@ export class PetstoreClient {
   }
 
   /**
-   * Adds an animal. It sends an Idempotency-Key (a new one unless given),
-   * the same on every attempt, so a retry after a lost answer adds nothing
-   * twice.
+   * Adds an animal, and returns it with what its answer told in `response`
+   * (`response.replayed`: an earlier request with the same key added it).
+   * It sends an Idempotency-Key (a new one unless given), the same on every
+   * attempt, so a retry after a lost answer adds nothing twice.
    */
-  async createPet(pet: NewPet, options: CreateOptions = {}): Promise<Pet> {
-    return (await this.createPetWithResponse(pet, options)).value;
-  }
-
-  /** createPet, returning with the animal what its answer told: request id, replay, rate-limit state, headers. */
-  async createPetWithResponse(pet: NewPet, options: CreateOptions = {}): Promise<{ value: Pet; response: ResponseInfo }> {
+  async createPet(pet: NewPet, options: CreateOptions = {}): Promise<WithResponse<Pet>> {
     const key = options.idempotencyKey ?? crypto.randomUUID();
     const headers = { "Content-Type": "application/json", "Idempotency-Key": key };
     const answer = await this.#call("POST", new URL("pets", this.#base), JSON.stringify(pet), headers, 201, options);
-    return { value: answer.body as Pet, response: answer.info };
+    return withResponse(answer.body as Pet, answer.info);
   }
 
   /**
-   * An animal by its id.
+   * createPet, with the animal and its answer apart.
+   * @deprecated createPet returns the animal with its `response`; this form
+   * goes in 2.0.
+   */
+  async createPetWithResponse(pet: NewPet, options: CreateOptions = {}): Promise<{ value: Pet; response: ResponseInfo }> {
+    const value = await this.createPet(pet, options);
+    return { value, response: value.response };
+  }
+
+  /**
+   * An animal by its id, with what its answer told in `response`.
    * @deprecated getPet is removed on 5 December 2030 (it then throws a
    * PetstoreError with code `gone`): walk listPets, with its `status`
    * filter, instead.
    */
-  async getPet(id: number, call: CallOptions = {}): Promise<Pet> {
+  async getPet(id: number, call: CallOptions = {}): Promise<WithResponse<Pet>> {
     if (!Number.isSafeInteger(id) || id < 1) {
       throw new RangeError(`petstore: a pet's id is an integer from 1 to ${Number.MAX_SAFE_INTEGER}, not ${id}`);
     }
     const answer = await this.#call("GET", new URL(`pets/${id}`, this.#base), undefined, {}, 200, call);
-    return answer.body as Pet;
+    return withResponse(answer.body as Pet, answer.info);
   }
 
   /** Sends a request, retrying as the class says, and reads the answer it expects. */
@@ -611,8 +628,17 @@ export class PetstoreClient {
 /** The reason the client aborts an attempt or a call whose time is up. */
 const timedOut = new Error("petstore: timed out");
 
-/** The statuses a call retries: a rate limit's 429, and a gateway's or an unavailable service's 502, 503, 504. */
-const retriedStatuses = new Set([429, 502, 503, 504]);
+/**
+ * The statuses a call retries: a rate limit's 429, the service's failure
+ * (500, retried as Stripe's SDKs do: every call here is safe to repeat), and
+ * a gateway's or an unavailable service's 502, 503, 504.
+ */
+const retriedStatuses = new Set([429, 500, 502, 503, 504]);
+
+/** value with `response` as a property that JSON and spreads do not see. */
+function withResponse<T extends object>(value: T, response: ResponseInfo): WithResponse<T> {
+  return Object.defineProperty(value, "response", { value: response, enumerable: false }) as WithResponse<T>;
+}
 
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

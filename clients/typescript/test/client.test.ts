@@ -157,6 +157,9 @@ test("getUsage reads the caller's own use and windows", async () => {
   assert.deepEqual(usage.days[29], usage.today);
   assert.equal(usage.limits.perDay.limit - usage.limits.perDay.remaining, 4, "the day window counts this request too");
   assert.ok(Date.parse(usage.limits.perDay.reset) > Date.now());
+  // Its answer comes with it: the headers' day window agrees with the body's.
+  assert.match(usage.response.requestId ?? "", /^[0-9a-f]{32}$/);
+  assert.equal(usage.response.rateLimit.windows.find((w) => w.name === "day")?.remaining, usage.limits.perDay.remaining);
 });
 
 test("the client revalidates what it read: a 304 returns the kept answer until a commit changes it", async () => {

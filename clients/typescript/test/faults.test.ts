@@ -1,6 +1,6 @@
 // The client against servers that misbehave, started here on loopback: one
-// that never answers, one that resets, one that answers 502 then 201; and
-// the defaults a production caller relies on.
+// that never answers, one that resets, one that answers 502 then 201, one
+// that answers 500 then 201; and the defaults a production caller relies on.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -121,13 +121,17 @@ test("a 502 then a 201: the create is retried with the same key, and the answer'
   const url = await listen(server);
   try {
     const client = new PetstoreClient({ baseUrl: `${url}/v1`, apiKey: "pet_x", minBackoffMs: 5, maxBackoffMs: 20, userAgent: "shop/2", headers: { "X-Shop": "s" } });
-    const { value, response } = await client.createPetWithResponse({ name: "Rex", categoryId: 1 }, { headers: { "X-Trace": "t1" } });
-    assert.equal(value.id, 100000000000001);
+    const pet = await client.createPet({ name: "Rex", categoryId: 1 }, { headers: { "X-Trace": "t1" } });
+    assert.equal(pet.id, 100000000000001);
+    const { response } = pet;
     assert.equal(response.attempts, 2);
     assert.equal(response.requestId, "the-201");
     assert.equal(response.replayed, true);
     assert.equal(response.rateLimit.remaining, 297);
     assert.equal(response.headers.get("Request-Id"), "the-201");
+    // The answer rides with the pet, unseen by JSON and by a comparison of the pet.
+    assert.equal(JSON.stringify(pet), JSON.stringify({ id: 100000000000001, name: "Rex", categoryId: 1, status: "available" }));
+    assert.deepStrictEqual(pet, { id: 100000000000001, name: "Rex", categoryId: 1, status: "available" });
     assert.equal(seen.length, 2);
     assert.ok(seen[0]?.["idempotency-key"]);
     assert.equal(seen[0]?.["idempotency-key"], seen[1]?.["idempotency-key"]);
@@ -141,13 +145,13 @@ test("a 502 then a 201: the create is retried with the same key, and the answer'
   }
 });
 
-test("429, 502, 503 and 504 are retried after Retry-After; a 500 is not, and its error carries the answer's headers", async () => {
-  for (const status of [429, 502, 503, 504, 500]) {
+test("429, 500, 502, 503 and 504 are retried after Retry-After; a 400 is not, and its error carries the answer's headers", async () => {
+  for (const status of [429, 500, 502, 503, 504, 400]) {
     let calls = 0;
     const server = createServer((_req, res) => {
       calls++;
       if (calls === 1) {
-        res.writeHead(status, { "Content-Type": "application/json", "Retry-After": "1", "Request-Id": `r${status}` }).end(JSON.stringify({ code: "internal_error", message: "m", status }));
+        res.writeHead(status, { "Content-Type": "application/json", "Retry-After": "1", "Request-Id": `r${status}` }).end(JSON.stringify({ code: "invalid_request", message: "m", status }));
         return;
       }
       res.writeHead(200, { "Content-Type": "application/json" }).end("[]");
@@ -157,7 +161,7 @@ test("429, 502, 503 and 504 are retried after Retry-After; a 500 is not, and its
       const client = new PetstoreClient({ baseUrl: `${url}/v1`, apiKey: "pet_x" });
       const start = Date.now();
       const result = await client.listPage().then((page) => page, (e: unknown) => e);
-      if (status === 500) {
+      if (status === 400) {
         assert.ok(result instanceof PetstoreError, String(result));
         assert.equal(result.headers.get("Retry-After"), "1");
         assert.equal(result.attempts, 1);
@@ -170,5 +174,40 @@ test("429, 502, 503 and 504 are retried after Retry-After; a 500 is not, and its
     } finally {
       await close(server);
     }
+  }
+});
+
+test("a 500 then a 201: the create is retried with the same key, and a read's answer comes with its value too", async () => {
+  const seen: IncomingHttpHeaders[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.headers);
+    req.resume();
+    if (req.method === "POST" && seen.length === 1) {
+      res.writeHead(500, { "Content-Type": "application/json", "Request-Id": "the-500" })
+        .end(JSON.stringify({ code: "internal_error", message: "Something went wrong on our side.", status: 500 }));
+      return;
+    }
+    const pet = { id: 100000000000002, name: "Rex", categoryId: 1, status: "available" };
+    res.writeHead(req.method === "POST" ? 201 : 200, { "Content-Type": "application/json", "Request-Id": `the-${req.method}` }).end(JSON.stringify(pet));
+  });
+  const url = await listen(server);
+  try {
+    const waits: number[] = [];
+    const client = new PetstoreClient({ baseUrl: `${url}/v1`, apiKey: "pet_x", minBackoffMs: 5, maxBackoffMs: 20, onWait: (w) => waits.push(w.status ?? 0) });
+    const pet = await client.createPet({ name: "Rex", categoryId: 1 });
+    assert.equal(pet.id, 100000000000002);
+    assert.equal(pet.response.attempts, 2);
+    assert.equal(pet.response.requestId, "the-POST");
+    assert.deepEqual(waits, [500]);
+    assert.equal(seen.length, 2);
+    assert.ok(seen[0]?.["idempotency-key"]);
+    assert.equal(seen[0]?.["idempotency-key"], seen[1]?.["idempotency-key"]);
+
+    const got = await client.getPet(pet.id);
+    assert.equal(got.response.requestId, "the-GET");
+    assert.equal(got.response.status, 200);
+    assert.equal(JSON.stringify(got), JSON.stringify({ id: 100000000000002, name: "Rex", categoryId: 1, status: "available" }));
+  } finally {
+    await close(server);
   }
 });
