@@ -12,6 +12,10 @@ import (
 type Row struct {
 	Pet
 	Created string
+	// Traceparent names the span of the request that created the pet
+	// (tracing.Traceparent), for the work its commit leaves for later (the
+	// webhook event); "" with tracing off.
+	Traceparent string
 }
 
 // Record is the row as PocketBase reads a record from the database: every

@@ -90,6 +90,8 @@ type write struct {
 	// answered it, for its span.
 	batch int
 	took  time.Duration
+	// traceparent names the caller's span, which its rows carry.
+	traceparent string
 }
 
 const (
@@ -237,7 +239,7 @@ func (w *Writer) Create(ctx context.Context, np NewPet) (Pet, error) {
 // a span of it, and the acknowledgement another.
 func (w *Writer) Run(ctx context.Context, work func(*Tx) error) error {
 	_, span := tracing.Start(ctx, "pets.group_commit")
-	wr := &write{work: work, done: make(chan struct{})}
+	wr := &write{work: work, done: make(chan struct{}), traceparent: tracing.Traceparent(ctx)}
 	w.mu.RLock()
 	if w.stopped {
 		w.mu.RUnlock()
@@ -475,7 +477,7 @@ func (tx *Tx) Insert(np NewPet) (Pet, error) {
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
 			pet.ID, _ = strconv.ParseInt(id, 10, 64) // the pattern guarantees 15 digits
 			if err == nil {
-				tx.write.rows = append(tx.write.rows, Row{Pet: pet, Created: now})
+				tx.write.rows = append(tx.write.rows, Row{Pet: pet, Created: now, Traceparent: tx.write.traceparent})
 			}
 			return pet, err
 		}

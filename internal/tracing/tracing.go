@@ -162,20 +162,34 @@ func Start(ctx context.Context, name string) (context.Context, trace.Span) {
 	return t.Start(ctx, name)
 }
 
-// StartRoot starts a span of its own trace, linked to the spans of links
-// (a webhook delivery, linked to the create that made its event).
-func StartRoot(ctx context.Context, name string, kind trace.SpanKind, links []trace.SpanContext, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+// StartRoot starts a span of its own trace, linked to the span that
+// linkTo, a W3C traceparent (Traceparent's), names when it names one: a
+// webhook delivery, linked to the create that made its event.
+func StartRoot(ctx context.Context, name string, kind trace.SpanKind, linkTo string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	t := tracer()
 	if t == nil {
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}
-	for _, l := range links {
-		if l.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: l}))
+	if linkTo != "" {
+		linked := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": linkTo})
+		if sc := trace.SpanContextFromContext(linked); sc.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 		}
 	}
 	return t.Start(ctx, name, opts...)
+}
+
+// Traceparent is ctx's span as a W3C traceparent, to keep with work that
+// goes on later in another trace (a webhook event, whose deliveries link
+// to it), or "" without a span. With tracing off it reads nothing.
+func Traceparent(ctx context.Context) string {
+	if !On() || !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	return carrier["traceparent"]
 }
 
 // StartServer starts a request's span, the child of the trace context the

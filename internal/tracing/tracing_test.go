@@ -38,7 +38,8 @@ func TestConfigFromEnv(t *testing.T) {
 }
 
 // TestOffCostsNothing: with tracing off, a would-be span is the context's
-// own (no span), and starting one allocates nothing.
+// own (no span), and starting one, or asking for the traceparent a create
+// keeps for its webhook event, allocates nothing.
 func TestOffCostsNothing(t *testing.T) {
 	ctx := context.Background()
 	if tracing.On() {
@@ -50,6 +51,9 @@ func TestOffCostsNothing(t *testing.T) {
 		tracing.End(span, &err)
 		if c != ctx {
 			t.Fatal("Start made a context with tracing off")
+		}
+		if tp := tracing.Traceparent(c); tp != "" {
+			t.Fatalf("Traceparent with tracing off = %q", tp)
 		}
 	})
 	if allocs != 0 {

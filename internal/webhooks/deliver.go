@@ -219,6 +219,9 @@ type event struct {
 	Attempts    int
 	NextAttempt string
 	LeaseUntil  string
+	// Traceparent names the span of the request that made the event, which
+	// its deliveries link to; "" when tracing was off.
+	Traceparent string
 }
 
 // due reports whether ev may be sent at now (a stored date): its time has
@@ -287,7 +290,7 @@ func heads(stmt *sql.Stmt, endpoint string, limit int) ([]event, error) {
 	var evs []event
 	for rows.Next() {
 		var ev event
-		if err := rows.Scan(&ev.ID, &ev.WebhookID, &ev.Endpoint, &ev.Type, &ev.Body, &ev.Attempts, &ev.NextAttempt, &ev.LeaseUntil); err != nil {
+		if err := rows.Scan(&ev.ID, &ev.WebhookID, &ev.Endpoint, &ev.Type, &ev.Body, &ev.Attempts, &ev.NextAttempt, &ev.LeaseUntil, &ev.Traceparent); err != nil {
 			return nil, err
 		}
 		evs = append(evs, ev)
@@ -654,9 +657,11 @@ func (d *Deliverer) post(client *Client, to *target, batch []event, until time.T
 }
 
 // postOne makes one attempt, a trace of its own (a client span whose
-// traceparent the receiver gets).
+// traceparent the receiver gets), linked to the request that made the
+// event: the outbox delivers later, maybe on another instance, so the
+// attempt is not a child of that request's trace.
 func (d *Deliverer) postOne(client *Client, to *target, ev event) (r result) {
-	ctx, span := tracing.StartRoot(d.ctx, "webhook.deliver", trace.SpanKindClient, nil)
+	ctx, span := tracing.StartRoot(d.ctx, "webhook.deliver", trace.SpanKindClient, ev.Traceparent)
 	began := time.Now()
 	defer func() {
 		r.latency = time.Since(began)

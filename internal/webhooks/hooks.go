@@ -143,7 +143,7 @@ func (o *Outbox) PetsCreated(tx core.App, rows ...pets.Row) error {
 	}
 	events := make([]Event, len(rows))
 	for i, row := range rows {
-		events[i] = Event{Type: PetCreated, Data: row.Pet}
+		events[i] = Event{Type: PetCreated, Data: row.Pet, Traceparent: row.Traceparent}
 	}
 	return o.writeFor(tx, byType, events)
 }

@@ -215,6 +215,9 @@ type Event struct {
 	// Dedupe, when not empty, writes the event once per endpoint whatever
 	// writes it how often, on whichever instance (a unique index).
 	Dedupe string
+	// Traceparent names the span of the request that made the event
+	// (tracing.Traceparent), which its deliveries link to; "" for none.
+	Traceparent string
 }
 
 // Write writes events, with tx (the transaction of their cause), each for
@@ -259,7 +262,7 @@ func (o *Outbox) WriteTo(app core.App, endpoint string, e Event) error {
 
 // eventRow is one event for one endpoint, as the outbox stores it.
 type eventRow struct {
-	ID, WebhookID, Endpoint, Type, Body, Dedupe string
+	ID, WebhookID, Endpoint, Type, Body, Dedupe, Traceparent string
 }
 
 // eventRows are e's rows for endpoints: one body and webhook-id for all.
@@ -273,7 +276,7 @@ func eventRows(e Event, endpoints []string, now time.Time) ([]eventRow, error) {
 	webhookID := "msg_" + security.PseudorandomString(24)
 	rows := make([]eventRow, len(endpoints))
 	for i, endpoint := range endpoints {
-		rows[i] = eventRow{WebhookID: webhookID, Endpoint: endpoint, Type: string(e.Type), Body: string(body), Dedupe: e.Dedupe}
+		rows[i] = eventRow{WebhookID: webhookID, Endpoint: endpoint, Type: string(e.Type), Body: string(body), Dedupe: e.Dedupe, Traceparent: e.Traceparent}
 	}
 	return rows, nil
 }
@@ -296,7 +299,7 @@ func (o *Outbox) write(tx core.App, rows []eventRow, now time.Time) error {
 		for i := range rows {
 			rows[i].ID = batchID(now, i)
 			r := rows[i]
-			data[i] = []string{r.ID, r.WebhookID, r.Endpoint, r.Type, r.Body, r.Dedupe}
+			data[i] = []string{r.ID, r.WebhookID, r.Endpoint, r.Type, r.Body, r.Dedupe, r.Traceparent}
 		}
 		encoded, err := json.Marshal(data)
 		if err != nil {
@@ -325,7 +328,7 @@ func (o *Outbox) write(tx core.App, rows []eventRow, now time.Time) error {
 	for _, r := range rows {
 		if err := w.insertEvent(sql.Named("webhookId", r.WebhookID), sql.Named("endpoint", r.Endpoint),
 			sql.Named("type", r.Type), sql.Named("body", r.Body), sql.Named("now", stamp),
-			sql.Named("dedupe", r.Dedupe)); err != nil {
+			sql.Named("dedupe", r.Dedupe), sql.Named("traceparent", r.Traceparent)); err != nil {
 			return fmt.Errorf("webhooks: write a %s event: %w", r.Type, err)
 		}
 	}

@@ -247,7 +247,7 @@ const (
 	// gets next. The index on (endpoint, status) holds the rowid in order,
 	// so this reads no more entries than it returns, however long the
 	// outbox.
-	headsSQL = "SELECT id, webhook_id, endpoint, type, body, attempts, next_attempt, lease_until FROM " + EventsCollection +
+	headsSQL = "SELECT id, webhook_id, endpoint, type, body, attempts, next_attempt, lease_until, traceparent FROM " + EventsCollection +
 		" WHERE endpoint = :endpoint AND status = 'pending' ORDER BY rowid LIMIT :limit"
 	// leaseSQL leases a batch's first event, the endpoint's oldest
 	// pending one: every instance sends an endpoint's events from that one
@@ -279,13 +279,13 @@ const (
 // parsing text again.
 const (
 	insertEventSQL = "INSERT INTO " + EventsCollection +
-		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
-		" SELECT :id, :webhookId, :endpoint, :type, :body, 'pending', 0, :now, '', '', :dedupe, :now, :now" +
+		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, traceparent, created, updated)" +
+		" SELECT :id, :webhookId, :endpoint, :type, :body, 'pending', 0, :now, '', '', :dedupe, :traceparent, :now, :now" +
 		" WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = :endpoint)" +
 		" ON CONFLICT DO NOTHING"
 	insertEventsSQL = "INSERT INTO " + EventsCollection +
-		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, created, updated)" +
-		" SELECT value->>0, value->>1, value->>2, value->>3, value->>4, 'pending', 0, :now, '', '', value->>5, :now, :now" +
+		" (id, webhook_id, endpoint, type, body, status, attempts, next_attempt, lease_owner, lease_until, dedupe, traceparent, created, updated)" +
+		" SELECT value->>0, value->>1, value->>2, value->>3, value->>4, 'pending', 0, :now, '', '', value->>5, value->>6, :now, :now" +
 		" FROM jsonb_each(:rows) WHERE EXISTS (SELECT 1 FROM " + EndpointsCollection + " WHERE id = value->>2)" +
 		" ORDER BY key ON CONFLICT DO NOTHING"
 )

@@ -29,9 +29,12 @@ type Span struct {
 	Name       string
 	Kind       string // SPAN_KIND_SERVER, SPAN_KIND_INTERNAL...
 	Attributes map[string]string
-	Links      []string // the linked spans' trace ids
+	Links      []Link   // the spans it links to
 	Failed     bool     // the span's status is an error
 }
+
+// Link is a span a Span links to.
+type Link struct{ TraceID, SpanID string }
 
 // Receiver keeps the spans sent to Endpoint.
 type Receiver struct {
@@ -92,7 +95,7 @@ func (r *Receiver) export(w http.ResponseWriter, req *http.Request) {
 					Attributes: attributes(s.Attributes), Failed: s.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR,
 				}
 				for _, l := range s.Links {
-					span.Links = append(span.Links, hex.EncodeToString(l.TraceId))
+					span.Links = append(span.Links, Link{TraceID: hex.EncodeToString(l.TraceId), SpanID: hex.EncodeToString(l.SpanId)})
 				}
 				spans = append(spans, span)
 			}

@@ -102,6 +102,40 @@ func TestTracesFollowACreate(t *testing.T) {
 	}
 }
 
+// TestWebhookDeliveryLinksToItsCreate: with tracing on, a webhook delivery
+// is a client span of its own trace (the outbox delivers later, maybe on
+// another instance) that links to the server span of the create whose
+// commit wrote its event, and the receiver gets the delivery's traceparent.
+func TestWebhookDeliveryLinksToItsCreate(t *testing.T) {
+	collector := otlptest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.Endpoint)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	rcv := newReceiver(t, "127.0.0.1:0")
+	s := newWebhookStore(t, "--webhooks-allow-private")
+	_, rcv.secret = s.addEndpoint(t, rcv.url(), "pet.created")
+
+	const traceID, parentID = "5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b8"
+	_, header := s.createPet(t, "Traced Rex", "Idempotency-Key", "trace-hook-1", "traceparent", "00-"+traceID+"-"+parentID+"-01")
+	d := rcv.waitFor(1, 30*time.Second)[0]
+	spans := collector.WaitFor(t, 30*time.Second, func(spans []otlptest.Span) bool {
+		return findByRequest(spans, header.Get("Request-Id")) != nil && otlptest.Find(spans, "webhook.deliver") != nil
+	})
+	create := findByRequest(spans, header.Get("Request-Id"))
+	if create.TraceID != traceID {
+		t.Fatalf("the create's span: %+v; want it in trace %s", create, traceID)
+	}
+	deliver := otlptest.Find(spans, "webhook.deliver")
+	if deliver.Kind != "SPAN_KIND_CLIENT" || deliver.ParentID != "" || deliver.TraceID == traceID {
+		t.Errorf("the delivery's span: %+v; want a client span, the root of a trace of its own", deliver)
+	}
+	if want := (otlptest.Link{TraceID: traceID, SpanID: create.SpanID}); len(deliver.Links) != 1 || deliver.Links[0] != want {
+		t.Errorf("the delivery's links: %+v; want one, to the create's server span %+v", deliver.Links, want)
+	}
+	if got, want := d.header.Get("Traceparent"), "00-"+deliver.TraceID+"-"+deliver.SpanID+"-01"; got != want {
+		t.Errorf("the receiver got traceparent %q, want the delivery's %q", got, want)
+	}
+}
+
 // hasAll reports whether spans hold a span of each of names in the trace.
 func hasAll(spans []otlptest.Span, traceID string, names ...string) bool {
 	for _, name := range names {
