@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -310,5 +311,22 @@ func TestA500Then201IsRetriedWithTheSameKey(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Code != CodeInternalError || e.Attempts != 1 || len(keys) != 3 {
 		t.Errorf("a POST without a key: %v after %d requests, want its 500 after one attempt", err, len(keys))
+	}
+}
+
+// A result encodes to JSON as its value alone: its Answer is the call's,
+// not the pet's.
+func TestResultsEncodeAsTheirValue(t *testing.T) {
+	pet := Pet{ID: 100000000000003, Name: "Rex", CategoryID: 1, Status: Sold}
+	answer := Answer{StatusCode: http.StatusCreated, RequestID: "r1", Header: http.Header{"Request-Id": {"r1"}}}
+	for _, v := range []struct{ result, value any }{
+		{PetResult{Pet: pet, Answer: answer}, pet},
+		{UsageResult{Usage: Usage{Plan: "free", Days: []UsageDay{{Day: "2026-12-08"}}}, Answer: answer}, Usage{Plan: "free", Days: []UsageDay{{Day: "2026-12-08"}}}},
+	} {
+		got, err1 := json.Marshal(v.result)
+		want, err2 := json.Marshal(v.value)
+		if err1 != nil || err2 != nil || string(got) != string(want) {
+			t.Errorf("%T encodes as %s (%v), its value as %s (%v)", v.result, got, err1, want, err2)
+		}
 	}
 }
