@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"petstore/internal/apikeys"
 	"petstore/testkit/apptest"
@@ -49,5 +50,31 @@ func BenchmarkListKeys(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkExportOneKey measures the export of one key's day, GET
+// /api/petstore/usage.csv?key=, over loopback with 10,000 keys used today
+// stored (apptest.SeedKeys): the export reads that key alone.
+//
+//	go test -run '^$' -bench ExportOneKey -benchtime 50x ./internal/staff/
+func BenchmarkExportOneKey(b *testing.B) {
+	s := apptest.Start(b, "")
+	token := s.SuperuserToken(b, "staff@example.com", "a long enough password")
+	s.SeedKeys(b, 10_000, "shop")
+	query := "from=" + time.Now().UTC().Format(time.DateOnly) + "&to=" + time.Now().UTC().Format(time.DateOnly) + "&key=seed00000005000"
+	client := &http.Client{}
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/api/petstore/usage.csv?"+query, nil)
+		req.Header.Set("Authorization", token)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("%s: %d", query, resp.StatusCode)
+		}
 	}
 }
