@@ -22,7 +22,7 @@ type Owner struct {
 func OwnersIn(app core.App, rg usage.Range) (map[string]Owner, error) {
 	from, to := rg.Hours()
 	hours := dbx.Params{"from": from, "to": to}
-	q := app.DB().Select("k.id", "k.name AS key_name", "k.customer", "COALESCE(c.name, '') AS customer_name").
+	q := app.DB().Select("k.id", "k.name AS key_name", "k.customer", "COALESCE(c."+NameField+", '') AS customer_name").
 		From(apikeys.Collection+" k").
 		LeftJoin(Collection+" c", dbx.NewExp("c.id = k.customer"))
 	if rg.Keys == nil {
