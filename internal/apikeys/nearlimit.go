@@ -25,32 +25,36 @@ type Window struct {
 	Limit    int64  `db:"limit" json:"limit"` // the day quota
 }
 
-// nearLimitSums are the window's sums over today's hours of usage_hours u:
-// the requests admitted (every outcome but limited), and the keys.
-const nearLimitSums = `SUM(CASE WHEN u.outcome = {:limited} THEN 0 ELSE u.requests END) AS used, COUNT(DISTINCT k.id) AS keys`
+// usedToday is each key's requests admitted on the day (every outcome but
+// limited: what its day window counts), read from the day's hours by the
+// hour index and added up per key before any key is read.
+const usedToday = `(SELECT api_key, SUM(CASE WHEN outcome = {:limited} THEN 0 ELSE requests END) AS used
+	FROM ` + usage.Collection + ` WHERE hour >= {:first} AND hour < {:end} GROUP BY api_key) d
+	JOIN api_keys k ON k.id = d.api_key JOIN plans p ON p.id = k.plan`
+
+// keyDayLimit is a key's day quota: its own, else its plan's.
+const keyDayLimit = `(CASE WHEN k.per_day > 0 THEN k.per_day ELSE p.per_day END)`
 
 // nearLimitKeysSQL is every key that counts in a window of its own and is
-// not revoked, past the share of its day quota (its own, else its plan's)
-// on the day: one grouped read of the day's hours.
-const nearLimitKeysSQL = `SELECT k.id, k.name, k.customer, p.name AS plan,
-	CASE WHEN k.per_day > 0 THEN k.per_day ELSE p.per_day END AS "limit", ` + nearLimitSums + `
-	FROM ` + usage.Collection + ` u JOIN api_keys k ON k.id = u.api_key JOIN plans p ON p.id = k.plan
-	WHERE u.hour >= {:first} AND u.hour < {:end} AND k.revoked = '' AND NOT ` + countsPerCustomer + `
-	GROUP BY k.id
-	HAVING "limit" > 0 AND used * 100 >= "limit" * {:percent}
-	ORDER BY used * 1.0 / "limit" DESC, k.name`
+// not revoked, past the share of its day quota on the day: one grouped
+// read of the day's hours.
+const nearLimitKeysSQL = `SELECT k.id, k.name, k.customer, p.name AS plan, ` + keyDayLimit + ` AS "limit", d.used, 1 AS keys
+	FROM ` + usedToday + `
+	WHERE k.revoked = '' AND NOT ` + countsPerCustomer + ` AND ` + keyDayLimit + ` > 0
+		AND d.used * 100 >= ` + keyDayLimit + ` * {:percent}
+	ORDER BY d.used * 1.0 / ` + keyDayLimit + ` DESC, k.name`
 
 // nearLimitCustomersSQL is every customer's window (its keys that count in
 // it and are not revoked, as the Ledger's Served adds them up) past the
 // share of its plan's day quota on the day: one grouped read of the day's
 // hours.
-const nearLimitCustomersSQL = `SELECT k.customer AS id, k.customer, p.name AS plan,
-	p.per_day AS "limit", ` + nearLimitSums + `
-	FROM ` + usage.Collection + ` u JOIN api_keys k ON k.id = u.api_key JOIN plans p ON p.id = k.plan
-	WHERE u.hour >= {:first} AND u.hour < {:end} AND k.revoked = '' AND ` + countsPerCustomer + `
+const nearLimitCustomersSQL = `SELECT k.customer AS id, k.customer, p.name AS plan, p.per_day AS "limit",
+	SUM(d.used) AS used, COUNT(*) AS keys
+	FROM ` + usedToday + `
+	WHERE k.revoked = '' AND ` + countsPerCustomer + `
 	GROUP BY k.customer, k.plan
-	HAVING "limit" > 0 AND used * 100 >= "limit" * {:percent}
-	ORDER BY used * 1.0 / "limit" DESC, k.customer`
+	HAVING p.per_day > 0 AND SUM(d.used) * 100 >= p.per_day * {:percent}
+	ORDER BY SUM(d.used) * 1.0 / p.per_day DESC, k.customer`
 
 // NearLimit is every window past NearLimitPercent of its day quota on
 // now's UTC day, fullest first: the keys counting in windows of their own,

@@ -33,19 +33,18 @@ type MonthQuota struct {
 }
 
 // topSQL is every customer with use since {:first} (the month's first
-// hour), its keys' requests added up by one grouped read of the hours, most
-// requests first. windowed is what its window counted: the requests
-// admitted of its keys without a quota of their own, revoked ones included
-// (they counted while they worked).
+// hour), most requests first: the month's hours added up per key first (by
+// the hour index), then by customer. windowed is what its window counted:
+// the requests admitted of its keys without a quota of their own, revoked
+// ones included (they counted while they worked).
 const topSQL = `SELECT c.id, c.name, p.name AS plan, p.counted, p.per_day,
-	SUM(u.requests) AS requests,
-	SUM(CASE WHEN u.outcome = {:limited} THEN u.requests ELSE 0 END) AS limited,
-	SUM(CASE WHEN u.outcome <> {:limited} AND k.per_minute = 0 AND k.per_day = 0 THEN u.requests ELSE 0 END) AS windowed
-	FROM ` + usage.Collection + ` u JOIN api_keys k ON k.id = u.api_key JOIN ` + Collection + ` c ON c.id = k.customer
-	JOIN plans p ON p.id = c.plan
-	WHERE u.hour >= {:first}
+	SUM(d.requests) AS requests, SUM(d.limited) AS limited,
+	SUM(CASE WHEN k.per_minute = 0 AND k.per_day = 0 THEN d.requests - d.limited ELSE 0 END) AS windowed
+	FROM (SELECT api_key, SUM(requests) AS requests, SUM(CASE WHEN outcome = {:limited} THEN requests ELSE 0 END) AS limited
+		FROM ` + usage.Collection + ` WHERE hour >= {:first} GROUP BY api_key) d
+	JOIN api_keys k ON k.id = d.api_key JOIN ` + Collection + ` c ON c.id = k.customer JOIN plans p ON p.id = c.plan
 	GROUP BY c.id
-	ORDER BY requests DESC, c.name COLLATE NOCASE, c.id
+	ORDER BY SUM(d.requests) DESC, c.name COLLATE NOCASE, c.id
 	LIMIT {:n}`
 
 // TopOfMonth is the n customers of most requests in now's UTC month, by

@@ -1,13 +1,18 @@
 package staff_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
+	"github.com/pocketbase/dbx"
+
 	"petstore/internal/apikeys"
+	"petstore/internal/audit"
+	"petstore/internal/customers"
 	"petstore/testkit/apptest"
 )
 
@@ -76,5 +81,47 @@ func BenchmarkExportOneKey(b *testing.B) {
 		if resp.StatusCode != http.StatusOK {
 			b.Fatalf("%s: %d", query, resp.StatusCode)
 		}
+	}
+}
+
+// BenchmarkUseOverview measures the staff page's section Use, GET
+// /api/petstore/usage/near-limit and /usage/top-customers, over loopback
+// with 10,000 keys used today (apptest.SeedKeys) shared by 100 customers:
+// one grouped read of the hours each.
+//
+//	go test -run '^$' -bench UseOverview -benchtime 30x ./internal/staff/
+func BenchmarkUseOverview(b *testing.B) {
+	s := apptest.Start(b, "")
+	token := s.SuperuserToken(b, "staff@example.com", "a long enough password")
+	s.SeedKeys(b, 10_000, "shop")
+	for i := range 100 {
+		name := fmt.Sprintf("customer %d", i)
+		plan := "free"
+		c, err := customers.Create(s.App, customers.Input{Name: &name, Plan: &plan}, audit.CLI)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.App.DB().NewQuery("UPDATE api_keys SET customer = {:c} WHERE CAST(substr(id, 5) AS INTEGER) % 100 = {:i}").
+			Bind(dbx.Params{"c": c.Id, "i": i}).Execute(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	client := &http.Client{}
+	for _, path := range []string{"/usage/near-limit", "/usage/top-customers"} {
+		b.Run(path[len("/usage/"):], func(b *testing.B) {
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodGet, s.URL+"/api/petstore"+path, nil)
+				req.Header.Set("Authorization", token)
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("%s: %d", path, resp.StatusCode)
+				}
+			}
+		})
 	}
 }
