@@ -1,12 +1,14 @@
 package staff_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"petstore/internal/apikeys"
+	"petstore/testkit/apptest"
 )
 
 // nearLimit is GET /usage/near-limit's answer.
@@ -166,4 +168,48 @@ func TestDailyChartsOfKeyAndCustomer(t *testing.T) {
 	}
 	s.call(t, http.MethodGet, "/customers/"+acme+"/usage?days=91", nil, http.StatusBadRequest, nil)
 	s.call(t, http.MethodGet, "/customers/nosuchcustomer1/usage", nil, http.StatusNotFound, nil)
+}
+
+// The page reads near-limit and top-customers at once: each saves what its
+// instance has counted first, and one that comes while the other's save is
+// writing waits for it, so both read every request answered before them.
+// Another connection holds the write lock, so that the first save to take
+// the counts waits to write them: the other read, before it waited, found
+// nothing left to save and answered without them.
+func TestUseReadsSideBySideSeeEveryRequest(t *testing.T) {
+	apptest.Slow(t)
+	s := start(t)
+	_, keys := s.customerWithKeys(t, "Acme", "free", map[string]any{"plan": "free", "name": "web", "perMinute": 20, "perDay": 20})
+	for range 3 {
+		s.v1(t, keys[0].Key)
+	}
+	lock := s.HoldWriteLock(t)
+	answered := make(chan topCustomers, 2)
+	for range 2 {
+		go func() {
+			var top topCustomers
+			r := s.Do(t, http.MethodGet, "/api/petstore/usage/top-customers", s.token, nil)
+			r.JSON(t, &top)
+			answered <- top
+		}()
+	}
+	// Released at the first answer, or after a second: with the fix, no
+	// answer comes while the lock is held.
+	var got []topCustomers
+	select {
+	case top := <-answered:
+		got = append(got, top)
+	case <-time.After(time.Second):
+	}
+	if _, err := lock.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	for len(got) < 2 {
+		got = append(got, <-answered)
+	}
+	for i, top := range got {
+		if len(top.Items) != 1 || top.Items[0].Requests != 3 {
+			t.Errorf("read %d: the top customers %+v, want Acme with 3 requests", i, top.Items)
+		}
+	}
 }
