@@ -44,6 +44,7 @@ import (
 	"petstore/internal/requestid"
 	"petstore/internal/staff"
 	"petstore/internal/tracing"
+	"petstore/internal/usage"
 	"petstore/internal/webhooks"
 	"petstore/internal/writegate"
 	pbpublic "petstore/pb_public"
@@ -79,7 +80,8 @@ func (s *Service) TakeDataDir() error { return s.held.Exclusive() }
 // migrations make them: no API changes them (fixedcollections), and no
 // restore brings them changed (backup).
 func FixedCollections() []fixedcollections.Collection {
-	return append(append(apikeys.Fixed(), audit.Fixed(), pets.Fixed(), categories.Fixed(), customers.Fixed()), webhooks.Fixed()...)
+	fixed := append(apikeys.Fixed(), audit.Fixed(), pets.Fixed(), categories.Fixed(), customers.Fixed())
+	return append(append(fixed, webhooks.Fixed()...), usage.Fixed()...)
 }
 
 // Register binds everything petstore adds to app, configured by opts.
@@ -125,6 +127,7 @@ func Register(app core.App, opts options.Options) *Service {
 	categories.Bind(app)
 	apikeys.Bind(app)
 	customers.Bind(app)
+	usage.Bind(app)
 	fixed := FixedCollections()
 	fixedcollections.Bind(app, fixed...)
 	hiddenfields.Bind(app)

@@ -3,10 +3,9 @@
 //
 // docs/ is the API reference page; docs/redoc/ holds Redoc 2.5.4's
 // standalone bundle with its licences, from the npm package redoc@2.5.4.
-// staff/ is the staff page; staff/vendor/ holds, with their licences, the
-// PocketBase JS SDK 0.28.1 (npm pocketbase@0.28.1, dist/pocketbase.umd.js)
-// and Chart.js 4.6.1 (npm chart.js@4.6.1, dist/chart.umd.min.js, which
-// bundles @kurkle/color 0.3.2).
+// staff/ is the staff page, which draws its charts itself (SVG);
+// staff/vendor/ holds, with its licence, the PocketBase JS SDK 0.28.1 (npm
+// pocketbase@0.28.1, dist/pocketbase.umd.js).
 package pbpublic
 
 import (

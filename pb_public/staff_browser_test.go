@@ -434,17 +434,24 @@ func TestStaffPageInChromium(t *testing.T) {
 	}
 	requests++
 
-	// The chart shows today's count.
-	p.do("usage", chromedp.Click(chromedp.CSS(row(greedyID)+` button[data-action=usage]`)), chromedp.WaitVisible(chromedp.CSS("#usage-chart")))
+	// The by-day chart, drawn by the page, shows today's count in its last
+	// of 90 days.
+	p.do("usage", chromedp.Click(chromedp.CSS(row(greedyID)+` button[data-action=usage]`)), chromedp.WaitVisible(chromedp.CSS("#usage-days svg")))
 	today, err := chromedp.Run(p.ctx, chromedp.Poll[[]int](`(() => {
-		const c = Chart.getChart(document.querySelector('#usage-chart'));
-		return c && c.data.labels.length === 30 && c.data.datasets.map(d => d.data.at(-1));
+		const days = document.querySelectorAll('#usage-days svg g');
+		const g = days[days.length - 1];
+		return days.length === 90 && g.dataset.period === new Date().toISOString().slice(0, 10) &&
+			[g.dataset.requests - g.dataset.limited, +g.dataset.limited, g.querySelectorAll('rect').length];
 	})()`))
 	if err != nil {
 		t.Fatalf("the chart: %v", err)
 	}
-	if want := []int{requests - refused, refused}; !slices.Equal(today, want) {
-		t.Errorf("today's bar (served, refused) = %v, want %v", today, want)
+	if want := []int{requests - refused, refused, 2}; !slices.Equal(today, want) {
+		t.Errorf("today's bar (served, refused, bars) = %v, want %v", today, want)
+	}
+	if got := eval[string](p, `document.querySelector('#usage-days figcaption').textContent`); !strings.HasPrefix(got, "Last 90 days by day (UTC)") ||
+		!strings.Contains(got, fmt.Sprintf(": %d requests", requests)) {
+		t.Errorf("the chart's caption reads %q", got)
 	}
 	if got, want := p.text("#usage-today"), fmt.Sprintf("%d requests, %d refused", requests, refused); !strings.Contains(got, want) {
 		t.Errorf("today's total reads %q, want %q", got, want)
@@ -464,6 +471,13 @@ func TestStaffPageInChromium(t *testing.T) {
 		t.Errorf("the history's count reads %q", got)
 	}
 	p.shots("usage-chart")
+	// The charts are the page's own: of the vendored scripts, only
+	// PocketBase's SDK is loaded.
+	for _, src := range eval[[]string](p, `[...document.scripts].map(s => new URL(s.src).pathname)`) {
+		if strings.HasPrefix(src, "/staff/vendor/") && src != "/staff/vendor/pocketbase/pocketbase.umd.js" {
+			t.Errorf("the page loads a third-party script: %s", src)
+		}
+	}
 
 	// A read-only key: chosen at issue, marked with a badge, refused on
 	// create; widened later, it creates from its next request on.
@@ -618,8 +632,8 @@ func TestStaffPageWithTenThousandKeys(t *testing.T) {
 	}
 
 	// The use of one key, then the whole page at every size and scheme.
-	p.do("usage", chromedp.Click(chromedp.CSS(row(first)+` button[data-action=usage]`)), chromedp.WaitVisible(chromedp.CSS("#usage-chart")))
-	p.waitFor("the chart", `Chart.getChart(document.querySelector('#usage-chart')) !== undefined`)
+	p.do("usage", chromedp.Click(chromedp.CSS(row(first)+` button[data-action=usage]`)), chromedp.WaitVisible(chromedp.CSS("#usage-days svg")))
+	p.waitFor("the chart", `document.querySelectorAll('#usage-days svg g').length === 90`)
 	p.shots("ten-thousand-keys")
 
 	// On a phone: cards, with labels, and every action at hand.

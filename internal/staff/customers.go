@@ -110,17 +110,9 @@ func handleShowCustomer(history *usage.Recorder) func(*core.RequestEvent) error 
 // included, in each of the last chartHours UTC hours, oldest first.
 func handleCustomerHours(history *usage.Recorder) func(*core.RequestEvent) error {
 	return func(e *core.RequestEvent) error {
-		c, err := customers.Find(e.App, e.Request.PathValue("id"))
+		ids, err := customerKeys(e)
 		if err != nil {
-			return customerError(err)
-		}
-		keys, err := apikeys.OfCustomer(e.App, c.Id)
-		if err != nil {
-			return storeError(err)
-		}
-		ids := make([]string, len(keys))
-		for i, k := range keys {
-			ids[i] = k.Id
+			return err
 		}
 		h, err := history.Hours(ids, chartHours, time.Now())
 		if err != nil {
@@ -128,6 +120,20 @@ func handleCustomerHours(history *usage.Recorder) func(*core.RequestEvent) error
 		}
 		return writeJSON(e, http.StatusOK, h)
 	}
+}
+
+// customerKeys is the record id of every key of the customer the path
+// names, revoked ones included; 404 for no customer.
+func customerKeys(e *core.RequestEvent) ([]string, error) {
+	c, err := customers.Find(e.App, e.Request.PathValue("id"))
+	if err != nil {
+		return nil, customerError(err)
+	}
+	ids, err := customers.KeyIDs(e.App, c.Id)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return ids, nil
 }
 
 // handleCustomerHistory answers a page of a customer's audit trail, newest

@@ -6,19 +6,30 @@ import (
 	"time"
 )
 
+// customerWithKeys makes the customer name on plan and issues a key with
+// each body, given to the customer: their ids, the keys in the bodies'
+// order.
+func (s *staffServer) customerWithKeys(t *testing.T, name, plan string, bodies ...map[string]any) (string, []key) {
+	t.Helper()
+	var c struct{ ID string }
+	s.call(t, http.MethodPost, "/customers", map[string]any{"name": name, "plan": plan}, http.StatusCreated, &c)
+	keys := make([]key, len(bodies))
+	for i, body := range bodies {
+		keys[i] = s.create(t, body)
+		s.call(t, http.MethodPut, "/keys/"+keys[i].ID+"/customer", map[string]any{"customer": c.ID}, http.StatusOK, nil)
+	}
+	return c.ID, keys
+}
+
 // The customers' list shows each customer's use today: the sum of what the
 // keys' list shows for its keys, served and refused with 429 alike; a key of
 // no customer counts to none.
 func TestCustomerTodayIsItsKeysSum(t *testing.T) {
 	s := start(t)
-	var acme struct{ ID string }
-	s.call(t, http.MethodPost, "/customers", map[string]any{"name": "Acme", "plan": "free"}, http.StatusCreated, &acme)
-	a := s.create(t, map[string]any{"plan": "free", "name": "production", "perMinute": 2})
-	b := s.create(t, map[string]any{"plan": "free", "name": "staging"})
+	acme, keys := s.customerWithKeys(t, "Acme", "free",
+		map[string]any{"plan": "free", "name": "production", "perMinute": 2}, map[string]any{"plan": "free", "name": "staging"})
+	a, b := keys[0], keys[1]
 	solo := s.create(t, map[string]any{"plan": "free", "name": "solo"})
-	for _, k := range []key{a, b} {
-		s.call(t, http.MethodPut, "/keys/"+k.ID+"/customer", map[string]any{"customer": acme.ID}, http.StatusOK, nil)
-	}
 	for range 3 { // the third past its 2 a minute
 		s.v1(t, a.Key)
 	}
@@ -27,10 +38,10 @@ func TestCustomerTodayIsItsKeysSum(t *testing.T) {
 	}
 	s.v1(t, solo.Key)
 
-	var keys keyList
-	s.call(t, http.MethodGet, "/keys", nil, http.StatusOK, &keys)
+	var list keyList
+	s.call(t, http.MethodGet, "/keys", nil, http.StatusOK, &list)
 	var served, refused int64
-	for _, k := range keys.Items {
+	for _, k := range list.Items {
 		if k.ID == a.ID || k.ID == b.ID {
 			served += k.Today.Served
 			refused += k.Today.Refused
@@ -39,7 +50,7 @@ func TestCustomerTodayIsItsKeysSum(t *testing.T) {
 	if served != 6 || refused != 1 {
 		t.Fatalf("the keys of Acme today: %d served, %d refused, want 6 and 1", served, refused)
 	}
-	var list struct {
+	var customers struct {
 		Items []struct {
 			ID    string `json:"id"`
 			Today struct {
@@ -48,9 +59,9 @@ func TestCustomerTodayIsItsKeysSum(t *testing.T) {
 			} `json:"today"`
 		} `json:"items"`
 	}
-	s.call(t, http.MethodGet, "/customers", nil, http.StatusOK, &list)
-	if len(list.Items) != 1 || list.Items[0].ID != acme.ID || list.Items[0].Today.Served != served || list.Items[0].Today.Refused != refused {
-		t.Errorf("the customers' list: %+v, want Acme with %d served and %d refused today", list.Items, served, refused)
+	s.call(t, http.MethodGet, "/customers", nil, http.StatusOK, &customers)
+	if len(customers.Items) != 1 || customers.Items[0].ID != acme || customers.Items[0].Today.Served != served || customers.Items[0].Today.Refused != refused {
+		t.Errorf("the customers' list: %+v, want Acme with %d served and %d refused today", customers.Items, served, refused)
 	}
 }
 
@@ -59,13 +70,9 @@ func TestCustomerTodayIsItsKeysSum(t *testing.T) {
 // sum of its keys'.
 func TestHourlyChartsOfKeyAndCustomer(t *testing.T) {
 	s := start(t)
-	var acme struct{ ID string }
-	s.call(t, http.MethodPost, "/customers", map[string]any{"name": "Acme", "plan": "free"}, http.StatusCreated, &acme)
-	a := s.create(t, map[string]any{"plan": "free", "name": "production", "perMinute": 2})
-	b := s.create(t, map[string]any{"plan": "free", "name": "staging"})
-	for _, k := range []key{a, b} {
-		s.call(t, http.MethodPut, "/keys/"+k.ID+"/customer", map[string]any{"customer": acme.ID}, http.StatusOK, nil)
-	}
+	acme, keys := s.customerWithKeys(t, "Acme", "free",
+		map[string]any{"plan": "free", "name": "production", "perMinute": 2}, map[string]any{"plan": "free", "name": "staging"})
+	a, b := keys[0], keys[1]
 	for range 3 { // the third past its 2 a minute
 		s.v1(t, a.Key)
 	}
@@ -93,7 +100,7 @@ func TestHourlyChartsOfKeyAndCustomer(t *testing.T) {
 	if got := read("/keys/" + a.ID + "/hours"); got.Requests != 3 || got.Limited != 1 {
 		t.Errorf("the hours of %s: %+v, want 3 requests, 1 limited", a.Name, got)
 	}
-	if got := read("/customers/" + acme.ID + "/hours"); got.Requests != 4 || got.Limited != 1 {
+	if got := read("/customers/" + acme + "/hours"); got.Requests != 4 || got.Limited != 1 {
 		t.Errorf("the hours of Acme: %+v, want 4 requests, 1 limited", got)
 	}
 	s.call(t, http.MethodGet, "/customers/nosuchcustomer1/hours", nil, http.StatusNotFound, nil)

@@ -2,7 +2,9 @@ package staff
 
 import (
 	"cmp"
+	"database/sql"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -91,53 +93,44 @@ func exportBound(name, v string) (time.Time, time.Duration, error) {
 	return time.Time{}, 0, badRequest("%s must be a UTC day (2026-12-01) or hour (2026-12-01T10)", name)
 }
 
-// owner is what an export names a key by: its name and its customer.
-type owner struct {
-	name, customer string
-}
-
 // handleExport streams the usage history of a range as CSV, a row per
 // period, key (or customer), operation and outcome, and audits the export.
-// A key's use counts to the customer it belongs to now.
+// A key's use counts to the customer it belongs to now. It reads the keys
+// with use in the range alone, with their customers' names.
 func handleExport(history *usage.Recorder) func(*core.RequestEvent) error {
 	return func(e *core.RequestEvent) error {
 		x, err := parseExport(e.Request.URL.RawQuery)
 		if err != nil {
 			return err
 		}
-		keys, err := apikeys.List(e.App)
-		if err != nil {
-			return storeError(err)
-		}
-		owners := make(map[string]owner, len(keys))
-		for _, k := range keys {
-			owners[k.Id] = owner{k.Name(), k.CustomerID()}
-		}
-		names := map[string]string{}
-		list, err := customers.List(e.App)
-		if err != nil {
-			return storeError(err)
-		}
-		for _, c := range list {
-			names[c.ID] = c.Name
-		}
 		switch {
 		case x.key != "":
-			if _, ok := owners[x.key]; !ok {
+			if _, err := e.App.FindRecordById(apikeys.Collection, x.key); errors.Is(err, sql.ErrNoRows) {
 				return memberError("key", "validation_key_rule", "no key has the id %q", x.key)
+			} else if err != nil {
+				return storeError(err)
 			}
 			x.rg.Keys = []string{x.key}
 		case x.customer != "":
-			if _, ok := names[x.customer]; !ok {
+			if _, err := e.App.FindRecordById(customers.Collection, x.customer); errors.Is(err, sql.ErrNoRows) {
 				return memberError("customer", "validation_customer_rule", "no customer has the id %q", x.customer)
+			} else if err != nil {
+				return storeError(err)
 			}
-			x.rg.Keys = []string{}
-			for id, o := range owners {
-				if o.customer == x.customer {
-					x.rg.Keys = append(x.rg.Keys, id)
-				}
+			if x.rg.Keys, err = customers.KeyIDs(e.App, x.customer); err != nil {
+				return storeError(err)
 			}
 		}
+		// Saved first, so that the owners read cover the keys of what
+		// this instance has counted too.
+		if err := history.Save(); err != nil {
+			return storeError(err)
+		}
+		known, err := customers.OwnersIn(e.App, x.rg)
+		if err != nil {
+			return storeError(err)
+		}
+		owners := &exportOwners{app: e.App, rg: x.rg, known: known}
 		if err := audit.Write(e.App, audit.Entry{Action: audit.UsageExported, Customer: x.customer, Key: x.key, By: audit.ActorOf(e),
 			Details: x.details()}); err != nil {
 			return storeError(err)
@@ -149,9 +142,9 @@ func handleExport(history *usage.Recorder) func(*core.RequestEvent) error {
 		w := csv.NewWriter(e.Response)
 		var rows exportRows
 		if x.perCustomer {
-			rows = &perCustomer{w: w, owners: owners, names: names, sums: map[customerCount]int64{}}
+			rows = &perCustomer{w: w, owners: owners, sums: map[customerCount]int64{}}
 		} else {
-			rows = &perKey{w: w, owners: owners, names: names}
+			rows = &perKey{w: w, owners: owners}
 		}
 		err = rows.header()
 		if err == nil {
@@ -183,6 +176,29 @@ func (x exportQuery) details() map[string]any {
 	return d
 }
 
+// exportOwners names the keys of an export: those with use in its range
+// when it began, read at once, and any key whose first use was saved since
+// (by another instance, or this one's flush), read when its row comes.
+type exportOwners struct {
+	app   core.App
+	rg    usage.Range
+	known map[string]customers.Owner
+}
+
+func (o *exportOwners) of(key string) (customers.Owner, error) {
+	if owner, ok := o.known[key]; ok {
+		return owner, nil
+	}
+	rg := o.rg
+	rg.Keys = []string{key}
+	found, err := customers.OwnersIn(o.app, rg)
+	if err != nil {
+		return customers.Owner{}, err
+	}
+	o.known[key] = found[key]
+	return found[key], nil
+}
+
 // exportRows writes an export's rows as the rollups come.
 type exportRows interface {
 	header() error
@@ -193,8 +209,7 @@ type exportRows interface {
 // perKey writes a row per rollup, with the key's name and customer.
 type perKey struct {
 	w      *csv.Writer
-	owners map[string]owner
-	names  map[string]string
+	owners *exportOwners
 }
 
 func (p *perKey) header() error {
@@ -202,8 +217,11 @@ func (p *perKey) header() error {
 }
 
 func (p *perKey) add(r usage.Rollup) error {
-	o := p.owners[r.Key]
-	return p.w.Write([]string{r.Period, r.Key, cellText(o.name), o.customer, cellText(p.names[o.customer]),
+	o, err := p.owners.of(r.Key)
+	if err != nil {
+		return err
+	}
+	return p.w.Write([]string{r.Period, r.Key, cellText(o.KeyName), o.Customer, cellText(o.CustomerName),
 		r.Operation, r.Outcome, fmt.Sprint(r.Requests)})
 }
 
@@ -214,14 +232,13 @@ func (p *perKey) end() error { return nil }
 // an empty customer.
 type perCustomer struct {
 	w      *csv.Writer
-	owners map[string]owner
-	names  map[string]string
+	owners *exportOwners
 	period string
 	sums   map[customerCount]int64
 }
 
 type customerCount struct {
-	customer, operation, outcome string
+	customer, name, operation, outcome string
 }
 
 func (p *perCustomer) header() error {
@@ -235,7 +252,11 @@ func (p *perCustomer) add(r usage.Rollup) error {
 		}
 		p.period = r.Period
 	}
-	p.sums[customerCount{p.owners[r.Key].customer, r.Operation, r.Outcome}] += r.Requests
+	o, err := p.owners.of(r.Key)
+	if err != nil {
+		return err
+	}
+	p.sums[customerCount{o.Customer, o.CustomerName, r.Operation, r.Outcome}] += r.Requests
 	return nil
 }
 
@@ -249,7 +270,7 @@ func (p *perCustomer) end() error {
 		return cmp.Or(cmp.Compare(a.customer, b.customer), cmp.Compare(a.operation, b.operation), cmp.Compare(a.outcome, b.outcome))
 	})
 	for _, c := range counts {
-		if err := p.w.Write([]string{p.period, c.customer, cellText(p.names[c.customer]), c.operation, c.outcome, fmt.Sprint(p.sums[c])}); err != nil {
+		if err := p.w.Write([]string{p.period, c.customer, cellText(c.name), c.operation, c.outcome, fmt.Sprint(p.sums[c])}); err != nil {
 			return err
 		}
 	}

@@ -1,15 +1,21 @@
 package staff_test
 
 import (
+	"context"
+	dbsql "database/sql"
 	"encoding/csv"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/pocketbase/dbx"
+
 	"petstore/internal/audit"
 	"petstore/internal/usage"
+	"petstore/testkit/apptest"
 )
 
 // outcomeCounts are requests by outcome, as the chart's days count them.
@@ -78,14 +84,10 @@ func sums(t *testing.T, header []string, rows [][]string, group string) map[stri
 // export is audited.
 func TestUsageExportSumsEqualTheChart(t *testing.T) {
 	s := start(t)
-	var acme struct{ ID string }
-	s.call(t, http.MethodPost, "/customers", map[string]any{"name": "Acme", "plan": "pro"}, http.StatusCreated, &acme)
-	a := s.create(t, map[string]any{"plan": "free", "name": "=production", "perMinute": 3})
-	b := s.create(t, map[string]any{"plan": "free", "name": "staging"})
+	acme, keys := s.customerWithKeys(t, "Acme", "pro",
+		map[string]any{"plan": "free", "name": "=production", "perMinute": 3}, map[string]any{"plan": "free", "name": "staging"})
+	a, b := keys[0], keys[1]
 	c := s.create(t, map[string]any{"plan": "free", "name": "solo"})
-	for _, k := range []key{a, b} {
-		s.call(t, http.MethodPut, "/keys/"+k.ID+"/customer", map[string]any{"customer": acme.ID}, http.StatusOK, nil)
-	}
 
 	sent := map[string]*outcomeCounts{a.ID: {}, b.ID: {}, c.ID: {}}
 	send := func(k key, path string, n int) {
@@ -127,7 +129,7 @@ func TestUsageExportSumsEqualTheChart(t *testing.T) {
 			}
 		}
 		for _, row := range rows {
-			if row[1] == a.ID && (row[2] != "'=production" || row[3] != acme.ID || row[4] != "Acme") {
+			if row[1] == a.ID && (row[2] != "'=production" || row[3] != acme || row[4] != "Acme") {
 				t.Errorf("%s: the row of %s names %q", query, a.Name, row[1:5])
 			}
 		}
@@ -142,8 +144,8 @@ func TestUsageExportSumsEqualTheChart(t *testing.T) {
 			want.Limited += ck.Limited
 			want.Failed += ck.Failed
 		}
-		if got[acme.ID] == nil || *got[acme.ID] != want {
-			t.Errorf("%s: the export sums %+v for Acme, its keys' charts %+v", query, got[acme.ID], want)
+		if got[acme] == nil || *got[acme] != want {
+			t.Errorf("%s: the export sums %+v for Acme, its keys' charts %+v", query, got[acme], want)
 		}
 		if got[""] == nil || *got[""] != chart[c.ID] {
 			t.Errorf("%s: the export sums %+v for no customer, the chart of %s %+v", query, got[""], c.Name, chart[c.ID])
@@ -154,8 +156,8 @@ func TestUsageExportSumsEqualTheChart(t *testing.T) {
 	if got := sums(t, []string{"period", "key", "key_name", "customer", "customer_name", "operation", "outcome", "requests"}, rows, "key"); len(got) != 1 || *got[b.ID] != chart[b.ID] {
 		t.Errorf("the export of %s alone: %+v", b.Name, got)
 	}
-	_, rows = s.export(t, "from="+today+"&to="+today+"&customer="+acme.ID)
-	if got := sums(t, []string{"period", "key", "key_name", "customer", "customer_name", "operation", "outcome", "requests"}, rows, "customer"); len(got) != 1 || got[acme.ID] == nil {
+	_, rows = s.export(t, "from="+today+"&to="+today+"&customer="+acme)
+	if got := sums(t, []string{"period", "key", "key_name", "customer", "customer_name", "operation", "outcome", "requests"}, rows, "customer"); len(got) != 1 || got[acme] == nil {
 		t.Errorf("the export of Acme alone: %+v", got)
 	}
 	yesterday := now.AddDate(0, 0, -1).Format(time.DateOnly)
@@ -191,7 +193,58 @@ func TestUsageExportSumsEqualTheChart(t *testing.T) {
 		Bind(map[string]any{"a": string(audit.UsageExported)}).All(&trail); err != nil {
 		t.Fatal(err)
 	}
-	if len(trail) != 7 || trail[0].ActorEmail != "staff@example.com" || trail[4].Key != b.ID || trail[5].Customer != acme.ID {
+	if len(trail) != 7 || trail[0].ActorEmail != "staff@example.com" || trail[4].Key != b.ID || trail[5].Customer != acme {
 		t.Errorf("the exports' audit records: %+v, want 7 by staff@example.com, the fifth naming %s, the sixth Acme", trail, b.Name)
+	}
+}
+
+// An export reads the keys of its range alone: with 2,000 keys used today
+// stored, the export of one key's day, and of a day without use, send a few
+// queries, each bounded by a WHERE (the range, the key): none reads every
+// key, plan or customer, as reading every key with its plan did.
+func TestUsageExportReadsOnlyItsKeys(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		recording bool
+		queries   []string
+	)
+	log := func(_ context.Context, _ time.Duration, sql string, _ *dbsql.Rows, _ error) {
+		mu.Lock()
+		if recording {
+			queries = append(queries, sql)
+		}
+		mu.Unlock()
+	}
+	srv := apptest.Start(t, "")
+	for _, db := range []dbx.Builder{srv.App.ConcurrentDB(), srv.App.NonconcurrentDB()} {
+		db.(*dbx.DB).QueryLogFunc = log
+	}
+	s := &staffServer{srv, srv.SuperuserToken(t, "staff@example.com", "a long enough password")}
+	s.SeedKeys(t, 2000, "seeded")
+	k := s.create(t, map[string]any{"plan": "free", "name": "shop"})
+	s.v1(t, k.Key)
+
+	today := time.Now().UTC().Format(time.DateOnly)
+	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+	for _, query := range []string{"from=" + today + "&to=" + today + "&key=" + k.ID, "from=" + yesterday + "&to=" + yesterday + "&per=customer"} {
+		mu.Lock()
+		recording, queries = true, nil
+		mu.Unlock()
+		_, rows := s.export(t, query)
+		mu.Lock()
+		recording = false
+		sent := queries
+		mu.Unlock()
+		if strings.Contains(query, "key=") && (len(rows) != 1 || rows[0][2] != "shop") {
+			t.Errorf("%s: rows %q, want the one of shop", query, rows)
+		}
+		if len(sent) > 6 {
+			t.Errorf("%s: %d queries, want at most 6: %q", query, len(sent), sent)
+		}
+		for _, q := range sent {
+			if !strings.Contains(strings.ToUpper(q), " WHERE ") {
+				t.Errorf("%s: a query without WHERE: %s", query, q)
+			}
+		}
 	}
 }

@@ -1,12 +1,18 @@
 package staff_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
+
+	"github.com/pocketbase/dbx"
 
 	"petstore/internal/apikeys"
+	"petstore/internal/audit"
+	"petstore/internal/customers"
 	"petstore/testkit/apptest"
 )
 
@@ -46,6 +52,74 @@ func BenchmarkListKeys(b *testing.B) {
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusOK {
 					b.Fatalf("%s: %d", c.query, resp.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkExportOneKey measures the export of one key's day, GET
+// /api/petstore/usage.csv?key=, over loopback with 10,000 keys used today
+// stored (apptest.SeedKeys): the export reads that key alone.
+//
+//	go test -run '^$' -bench ExportOneKey -benchtime 50x ./internal/staff/
+func BenchmarkExportOneKey(b *testing.B) {
+	s := apptest.Start(b, "")
+	token := s.SuperuserToken(b, "staff@example.com", "a long enough password")
+	s.SeedKeys(b, 10_000, "shop")
+	query := "from=" + time.Now().UTC().Format(time.DateOnly) + "&to=" + time.Now().UTC().Format(time.DateOnly) + "&key=seed00000005000"
+	client := &http.Client{}
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/api/petstore/usage.csv?"+query, nil)
+		req.Header.Set("Authorization", token)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("%s: %d", query, resp.StatusCode)
+		}
+	}
+}
+
+// BenchmarkUseOverview measures the staff page's section Use, GET
+// /api/petstore/usage/near-limit and /usage/top-customers, over loopback
+// with 10,000 keys used today (apptest.SeedKeys) shared by 100 customers:
+// one grouped read of the hours each.
+//
+//	go test -run '^$' -bench UseOverview -benchtime 30x ./internal/staff/
+func BenchmarkUseOverview(b *testing.B) {
+	s := apptest.Start(b, "")
+	token := s.SuperuserToken(b, "staff@example.com", "a long enough password")
+	s.SeedKeys(b, 10_000, "shop")
+	for i := range 100 {
+		name := fmt.Sprintf("customer %d", i)
+		plan := "free"
+		c, err := customers.Create(s.App, customers.Input{Name: &name, Plan: &plan}, audit.CLI)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.App.DB().NewQuery("UPDATE api_keys SET customer = {:c} WHERE CAST(substr(id, 5) AS INTEGER) % 100 = {:i}").
+			Bind(dbx.Params{"c": c.Id, "i": i}).Execute(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	client := &http.Client{}
+	for _, path := range []string{"/usage/near-limit", "/usage/top-customers"} {
+		b.Run(path[len("/usage/"):], func(b *testing.B) {
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodGet, s.URL+"/api/petstore"+path, nil)
+				req.Header.Set("Authorization", token)
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("%s: %d", path, resp.StatusCode)
 				}
 			}
 		})

@@ -1,7 +1,8 @@
 // Package staff is the JSON API behind the staff page (/staff/): store staff,
 // signed in as PocketBase superusers, issue, search, change, expire, roll,
-// revoke and unban API keys and read each key's use and history, export
-// the use of any range as CSV, name the
+// revoke and unban API keys and read each key's and customer's use and
+// history, the top customers of the month and the windows near their day
+// quota, export the use of any range as CSV, name the
 // pets' categories, manage the customers that own keys, manage the webhook endpoints and see their
 // deliveries, and see a cluster's nodes. Errors have
 // PocketBase's shape ({"status","message","data"}), like the rest of /api/.
@@ -42,7 +43,9 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w 
 	g.GET("/keys/{id}/history", handleHistory)         // the key's audit trail, newest first: ?page=&perPage=
 	g.PUT("/keys/{id}/customer", handleAssignKey)      // {"customer": id or name, or "" for none}: the key moves to the customer's plan
 
-	g.GET("/usage.csv", handleExport(history)) // ?from=&to= (UTC days or hours, to included)&by=day|hour&per=key|customer&key=|customer=: streamed, audited
+	g.GET("/usage.csv", handleExport(history))                 // ?from=&to= (UTC days or hours, to included)&by=day|hour&per=key|customer&key=|customer=: streamed, audited
+	g.GET("/usage/top-customers", handleTopCustomers(history)) // this UTC month's most requests: ?limit= (default 10)
+	g.GET("/usage/near-limit", handleNearLimit(history))       // the keys' and customers' day windows past 80 % of their quota today
 
 	g.GET("/customers", handleListCustomers(history)) // by name, with their plans, keys and the keys' use today
 	g.POST("/customers", handleCreateCustomer)
@@ -50,6 +53,7 @@ func AddRoutes(r *router.Router[*core.RequestEvent], history *usage.Recorder, w 
 	g.PATCH("/customers/{id}", handleChangeCustomer)      // name, contact, notes, plan (every key of it moves with it)
 	g.GET("/customers/{id}/history", handleCustomerHistory)
 	g.GET("/customers/{id}/hours", handleCustomerHours(history)) // its keys' last 48 UTC hours, added up
+	g.GET("/customers/{id}/usage", handleCustomerUsage(history)) // its keys' last ?days= UTC days (default 30, at most 90), added up
 
 	g.GET("/categories", handleListCategories) // named and unnamed, with their pets
 	g.POST("/categories", handleCreateCategory)

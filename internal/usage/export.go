@@ -27,12 +27,27 @@ type Range struct {
 	Keys []string
 }
 
+// Hours are rg's first hour and the hour after its last, as the table
+// stores hours.
+func (rg Range) Hours() (from, to string) {
+	return hourString(hourOf(rg.From)), hourString(hourOf(rg.To))
+}
+
+// Save adds what this instance has counted to the table now, if the node
+// may write: reads of the table alone then hold what History shows.
+func (r *Recorder) Save() error {
+	if err := r.flush(r.gated); err != nil && !errors.Is(err, writegate.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
 // Export calls each with every rollup of the keys in rg, ordered by period,
 // key, operation and outcome, and stops at each's first error. It first
-// saves what this instance has counted, if the node may write, so that the
-// export holds what History shows.
+// saves what this instance has counted (Save), so that the export holds
+// what History shows.
 func (r *Recorder) Export(rg Range, each func(Rollup) error) error {
-	if err := r.flush(r.gated); err != nil && !errors.Is(err, writegate.ErrClosed) {
+	if err := r.Save(); err != nil {
 		return err
 	}
 	if rg.Keys != nil && len(rg.Keys) == 0 {
@@ -42,10 +57,9 @@ func (r *Recorder) Export(rg Range, each func(Rollup) error) error {
 	if rg.Daily {
 		period = "substr(hour, 1, 10)"
 	}
+	from, to := rg.Hours()
 	q := r.app.DB().Select(period+" AS period", "api_key", "operation", "outcome", "SUM(requests) AS requests").From(Collection).
-		Where(dbx.NewExp("hour >= {:from} AND hour < {:to}", dbx.Params{
-			"from": hourString(hourOf(rg.From)), "to": hourString(hourOf(rg.To)),
-		}))
+		Where(dbx.NewExp("hour >= {:from} AND hour < {:to}", dbx.Params{"from": from, "to": to}))
 	if rg.Keys != nil {
 		ids := make([]any, len(rg.Keys))
 		for i, id := range rg.Keys {

@@ -50,28 +50,44 @@ type Day struct {
 // last days UTC days up to now's, oldest first, days without use included.
 // It adds what this instance has counted but not yet saved.
 func (r *Recorder) History(keyID string, days int, now time.Time) ([]Day, error) {
+	return r.Days([]string{keyID}, days, now)
+}
+
+// Days is the use, added up, of the keys with the given record ids on each
+// of the last days UTC days up to now's, oldest first, days without use
+// included, with what this instance has counted but not yet saved.
+func (r *Recorder) Days(keyIDs []string, days int, now time.Time) ([]Day, error) {
 	today := dayOf(now)
 	first := today - int64(days) + 1
+	history := make([]Day, days)
+	byDay := make(map[string]*Day, days)
+	for i := range history {
+		history[i].Day = dayString(first + int64(i))
+		byDay[history[i].Day] = &history[i]
+	}
+	if len(keyIDs) == 0 {
+		return history, nil
+	}
+	ids := make([]any, len(keyIDs))
+	wanted := make(map[string]bool, len(keyIDs))
+	for i, id := range keyIDs {
+		ids[i] = id
+		wanted[id] = true
+	}
 	var rows []struct {
 		Day      string `db:"day"`
 		Outcome  string `db:"outcome"`
 		Requests int64  `db:"requests"`
 	}
 	// substr(hour, 1, 10) is the hour's UTC day; the (api_key, hour, ...)
-	// index finds the key's hours since first.
+	// index finds each key's hours since first.
 	err := r.app.DB().Select("substr(hour, 1, 10) AS day", "outcome", "SUM(requests) AS requests").From(Collection).
-		Where(dbx.HashExp{"api_key": keyID}).
+		Where(dbx.In("api_key", ids...)).
 		AndWhere(dbx.NewExp("hour >= {:first}", dbx.Params{"first": hourString(first * 24)})).
 		GroupBy("day", "outcome").
 		All(&rows)
 	if err != nil {
 		return nil, err
-	}
-	history := make([]Day, days)
-	byDay := make(map[string]*Day, days)
-	for i := range history {
-		history[i].Day = dayString(first + int64(i))
-		byDay[history[i].Day] = &history[i]
 	}
 	for _, row := range rows {
 		if d := byDay[row.Day]; d != nil {
@@ -80,7 +96,7 @@ func (r *Recorder) History(keyID string, days int, now time.Time) ([]Day, error)
 	}
 	r.mu.Lock()
 	for e, n := range r.pending {
-		if day := e.hour / 24; e.keyID == keyID && day >= first && day <= today {
+		if day := e.hour / 24; wanted[e.keyID] && day >= first && day <= today {
 			history[day-first].add(e.outcome, n)
 		}
 	}

@@ -98,6 +98,12 @@ type Recorder struct {
 	mu      sync.Mutex
 	pending map[entry]int64
 
+	// flushing is held through a whole flush, from taking the counts to
+	// the commit: a Save that comes while another flush writes waits for
+	// it, so that its caller reads the counts that flush took. Record never
+	// takes it.
+	flushing sync.Mutex
+
 	purgedDay int64 // the day of the last purge; touched by the flush loop only
 	stop      chan struct{}
 	done      chan struct{}
@@ -204,6 +210,8 @@ const addSQL = `INSERT INTO ` + Collection + ` (api_key, hour, operation, outcom
 // flush adds the counts in memory to the table in one transaction, run by
 // inTx. On failure they go back in memory for the next try.
 func (r *Recorder) flush(inTx func(fn func(tx core.App) error) error) error {
+	r.flushing.Lock()
+	defer r.flushing.Unlock()
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = make(map[entry]int64, len(batch))

@@ -2,6 +2,7 @@ package usage_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,59 @@ func TestUsageRollupsReadOnlyForSuperusers(t *testing.T) {
 	}
 	if n := s.CountRecords(t, usage.Collection); n != 2 {
 		t.Errorf("usage_hours has %d rows after the refused writes, want 2", n)
+	}
+}
+
+// The counts in usage_hours, and the thresholds told of in
+// usage_thresholds, are the service's: a superuser's create, update and
+// delete through PocketBase's records API (the dashboard's) are refused
+// with 403 saying why, by the collection's name or its id, and so are
+// emptying and renaming the collections; the rows stay as counted.
+func TestUsageCountsChangeByTheServiceOnly(t *testing.T) {
+	s := apptest.Start(t, "")
+	token := s.SuperuserToken(t, "staff@example.com", "a long enough password")
+	id := keyID(t, s)
+	r := start(t, s, 0)
+	at := time.Date(2026, 12, 7, 10, 30, 0, 0, time.UTC)
+	r.Record(id, "listPets", at, usage.Served)
+	r.Record(id, "listPets", at, usage.Served)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	hours, err := s.App.FindCollectionByNameOrId(usage.Collection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rowID string
+	if err := s.App.DB().Select("id").From(usage.Collection).Row(&rowID); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(what string, got *apptest.Response) {
+		t.Helper()
+		if got.StatusCode != http.StatusForbidden || !strings.Contains(string(got.Body), "service") {
+			t.Errorf("%s: %d %s, want 403 saying the service writes them", what, got.StatusCode, got.Body)
+		}
+	}
+	row := map[string]any{"api_key": id, "hour": "2026-12-07 11:00:00.000Z", "operation": "listPets", "outcome": "served", "requests": 5}
+	for _, c := range []string{usage.Collection, hours.Id} {
+		records := "/api/collections/" + c + "/records"
+		refused("a superuser creates a row of "+c, s.Do(t, http.MethodPost, records, token, row))
+		refused("a superuser changes a row of "+c, s.Do(t, http.MethodPatch, records+"/"+rowID, token, map[string]any{"requests": 100}))
+		refused("a superuser deletes a row of "+c, s.Do(t, http.MethodDelete, records+"/"+rowID, token, nil))
+	}
+	refused("a superuser adds a threshold told of", s.Do(t, http.MethodPost, "/api/collections/"+usage.ThresholdsCollection+"/records", token,
+		map[string]any{"api_key": id, "day": "2026-12-07", "threshold": 80}))
+	refused("a superuser empties usage_hours", s.Do(t, http.MethodDelete, "/api/collections/"+usage.Collection+"/truncate", token, nil))
+	refused("a superuser renames usage_hours", s.Do(t, http.MethodPatch, "/api/collections/"+usage.Collection, token, map[string]any{"name": "hours"}))
+
+	var requests int64
+	if err := s.App.DB().NewQuery("SELECT requests FROM " + usage.Collection + " WHERE id = {:id}").Bind(map[string]any{"id": rowID}).Row(&requests); err != nil || requests != 2 {
+		t.Errorf("the row after the refused writes: %d requests (%v), want 2", requests, err)
+	}
+	if n := s.CountRecords(t, usage.Collection); n != 1 {
+		t.Errorf("usage_hours has %d rows after the refused writes, want 1", n)
+	}
+	if n := s.CountRecords(t, usage.ThresholdsCollection); n != 0 {
+		t.Errorf("usage_thresholds has %d rows after the refused write, want 0", n)
 	}
 }

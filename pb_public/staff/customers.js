@@ -2,7 +2,7 @@
 // /api/petstore/customers (docs/customers.md). One form makes a customer or
 // changes the one picked (its plan moves every key of it at once); another
 // gives a key to a customer, or to none. It uses staff.js's helpers (pb, $,
-// h, api, count, updatedNow, hourChart, and refresh, the keys' list) and webhooks.js's signedIn.
+// h, api, count, updatedNow, barChart, chartDays, and refresh, the keys' list) and webhooks.js's signedIn.
 "use strict";
 
 let customers = []; // the last list: [{id, name, contact, notes, plan, keys, today: {served, refused}}]
@@ -62,10 +62,12 @@ function editCustomer(c) {
 }
 
 // showCustomerKeys lists c's keys, revoked ones included, with today's use,
-// and charts their last 48 hours, added up.
+// and charts their last 48 hours and 90 days, added up.
 async function showCustomerKeys(c) {
-  const [shown, hours] = await Promise.all([api("GET", `/customers/${c.id}`), api("GET", `/customers/${c.id}/hours`)]);
-  hourChart($("#customer-hours"), hours);
+  const [shown, hours, days] = await Promise.all([api("GET", `/customers/${c.id}`), api("GET", `/customers/${c.id}/hours`),
+    api("GET", `/customers/${c.id}/usage?days=${chartDays}`)]);
+  barChart($("#customer-hours"), hours, "hour");
+  barChart($("#customer-days"), days, "day");
   $("#customer-keys-title").textContent = `Keys of ${shown.name} (plan ${shown.plan})`;
   const rows = shown.keyList.map((k) => h("tr", { dataset: { id: k.id } },
     h("td", { textContent: k.name, dataset: { label: "Name" } }),

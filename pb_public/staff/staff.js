@@ -479,38 +479,50 @@ $("#key-dialog").addEventListener("close", forgetKey);
 
 // --- usage ------------------------------------------------------------------
 
+// chartDays is how many days the by-day charts show: the history the
+// staff API reads at most.
+const chartDays = 90;
+
 // showUsage shows k's use and history below the list; reveal scrolls it
 // into view, for a click on Usage (on a phone, it is far below the card
 // clicked).
 async function showUsage(k, reveal = false) {
   usageKey = k;
-  const [days, hours] = await Promise.all([api("GET", `/keys/${k.id}/usage?days=30`), api("GET", `/keys/${k.id}/hours`), showHistory(k, 1)]);
-  hourChart($("#usage-hours"), hours);
+  const [days, hours] = await Promise.all([api("GET", `/keys/${k.id}/usage?days=${chartDays}`), api("GET", `/keys/${k.id}/hours`), showHistory(k, 1)]);
+  barChart($("#usage-hours"), hours, "hour");
+  barChart($("#usage-days"), days, "day");
   const today = days[days.length - 1];
   $("#usage-name").textContent = k.name || k.prefix + "…";
   $("#usage-today").textContent =
-    `Today (UTC ${today.day}): ${count(today.requests)} requests, ${count(today.limited)} refused with 429. ` +
-    `Last 30 days: ${count(days.reduce((n, d) => n + d.requests, 0))} requests.`;
+    `Today (UTC ${today.day}): ${count(today.requests)} requests, ${count(today.limited)} refused with 429.`;
   $("#usage").hidden = false;
-  drawChart(days);
   render();
   if (reveal) $("#usage").scrollIntoView({ block: "nearest" });
 }
 
-// hourChart draws hours (the last 48 UTC hours, oldest first: {hour,
-// requests, limited}) in figure as stacked bars, one per hour, the page's
-// own SVG: admitted below, refused with 429 above, colours from the page's
-// CSS, light or dark.
-function hourChart(figure, hours) {
+// barChart draws series (oldest first: {hour or day, requests, limited})
+// in figure as stacked bars, one per hour or day (per), the page's own SVG:
+// admitted below, refused with 429 above, colours from the page's CSS,
+// light or dark. Each period is a group whose data-period, data-requests
+// and data-limited say what it holds.
+function barChart(figure, series, per) {
   const ns = "http://www.w3.org/2000/svg";
-  const width = 480, height = 100, slot = width / hours.length;
-  const peak = Math.max(1, ...hours.map((x) => x.requests));
+  const when = (x) => (per === "hour" ? x.hour.replace("T", " ") : x.day);
+  const width = 480, height = 100, slot = width / series.length;
+  const peak = Math.max(1, ...series.map((x) => x.requests));
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("preserveAspectRatio", "none");
   svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", `Requests per hour, last ${hours.length} hours (UTC)`);
-  hours.forEach((x, i) => {
+  svg.setAttribute("aria-label", `Requests per ${per}, last ${series.length} ${per}s (UTC)`);
+  series.forEach((x, i) => {
+    const group = document.createElementNS(ns, "g");
+    for (const [name, value] of Object.entries({ "data-period": when(x), "data-requests": x.requests, "data-limited": x.limited })) {
+      group.setAttribute(name, String(value));
+    }
+    const title = document.createElementNS(ns, "title");
+    title.textContent = `${when(x)} UTC: ${count(x.requests)} requests, ${count(x.limited)} refused with 429`;
+    group.append(title);
     let top = height;
     for (const [n, className] of [[x.requests - x.limited, "admitted"], [x.limited, "limited"]]) {
       if (n <= 0) continue;
@@ -521,58 +533,14 @@ function hourChart(figure, hours) {
         bar.setAttribute(name, String(value));
       }
       bar.setAttribute("class", className);
-      const title = document.createElementNS(ns, "title");
-      title.textContent = `${x.hour.replace("T", " ")} UTC: ${count(x.requests)} requests, ${count(x.limited)} refused with 429`;
-      bar.append(title);
-      svg.append(bar);
+      group.append(bar);
     }
+    svg.append(group);
   });
-  const total = hours.reduce((n, x) => n + x.requests, 0);
+  const total = series.reduce((n, x) => n + x.requests, 0);
   figure.replaceChildren(svg, h("figcaption", { className: "muted" },
-    `Last ${hours.length} hours by hour (UTC), from ${hours[0].hour.replace("T", " ")}: ${count(total)} requests, at most ${count(peak)} an hour.`));
+    `Last ${series.length} ${per}s by ${per} (UTC), from ${when(series[0])}: ${count(total)} requests, at most ${count(peak)} a${per === "hour" ? "n" : ""} ${per}.`));
 }
-
-// The chart takes its colours from the page's, light or dark.
-function chartColors() {
-  const style = getComputedStyle(document.documentElement);
-  const v = (name) => style.getPropertyValue(name).trim();
-  return { text: v("--muted"), grid: v("--line"), served: v("--accent"), refused: v("--refused") };
-}
-
-let shownDays = null; // what the chart shows
-
-function drawChart(days) {
-  shownDays = days;
-  const canvas = $("#usage-chart");
-  const colors = chartColors();
-  const data = {
-    labels: days.map((d) => d.day.slice(5)),
-    datasets: [
-      { label: "served", data: days.map((d) => d.requests - d.limited), backgroundColor: colors.served },
-      { label: "refused (429)", data: days.map((d) => d.limited), backgroundColor: colors.refused },
-    ],
-  };
-  const scale = { grid: { color: colors.grid }, ticks: { color: colors.text }, border: { color: colors.grid } };
-  const options = {
-    animation: false,
-    maintainAspectRatio: false,
-    scales: { x: { ...scale, stacked: true }, y: { ...scale, stacked: true, beginAtZero: true, ticks: { ...scale.ticks, precision: 0 } } },
-    plugins: { legend: { position: "bottom", labels: { color: colors.text } } },
-  };
-  const chart = Chart.getChart(canvas);
-  if (chart) {
-    chart.data = data;
-    chart.options = options;
-    chart.update();
-    return;
-  }
-  new Chart(canvas, { type: "bar", data, options });
-}
-
-// A switch between light and dark redraws the chart in the new colours.
-matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
-  if (shownDays) drawChart(shownDays);
-});
 
 // --- history ----------------------------------------------------------------
 
