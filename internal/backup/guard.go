@@ -17,7 +17,6 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 	"github.com/pocketbase/pocketbase/tools/osutils"
-	"github.com/pocketbase/pocketbase/tools/router"
 	"github.com/pocketbase/pocketbase/tools/security"
 
 	"petstore/internal/apikeys"
@@ -25,6 +24,7 @@ import (
 	"petstore/internal/audit"
 	"petstore/internal/database"
 	"petstore/internal/datadir"
+	"petstore/internal/fielderr"
 	"petstore/internal/fixedcollections"
 	"petstore/internal/requestid"
 	"petstore/internal/webhooks"
@@ -39,10 +39,18 @@ const errBackupRestoreOff = "uploading and restoring backups is off: a restore r
 // errBackupRestoreInUse answers a restore through PocketBase's API while
 // another process has the data directory open: the restore would replace
 // the databases under it, which would go on serving, and writing to, the
-// ones replaced.
-const errBackupRestoreInUse = "another petstore process has this data directory open (another instance serving it, or a command): " +
+// ones replaced. A conflict: the other process's presence rules it out.
+var errBackupRestoreInUse = &fielderr.Error{Kind: errConflict, Message: "another petstore process has this data directory open (another instance serving it, or a command): " +
 	"a restore would replace the databases under it. Stop the other instances, then restore again; or stop every one and run " +
-	"petstore backup restore (docs/operations.md, \"Backups from the command line\")"
+	"petstore backup restore (docs/operations.md, \"Backups from the command line\")"}
+
+// The kinds of the guard's refusals: errUnfit of a backup that prepare
+// finds unfit to restore, errConflict of a restore that the processes
+// holding the data directory rule out.
+var (
+	errUnfit    = &fielderr.Kind{Code: "validation_backup_unfit"}
+	errConflict = &fielderr.Kind{Code: "validation_backup_in_use", Conflict: true}
+)
 
 // The routes of PocketBase's backups API.
 const (
@@ -146,7 +154,7 @@ func (g *backupGuard) guard(e *core.RequestEvent) error {
 		prepared, leftOut, err := g.prepare(e.Request.Context(), e.App, key)
 		if err != nil {
 			g.refused(e.App, key, by, err)
-			return e.BadRequestError("The backup "+key+" is not restored: "+err.Error(), nil)
+			return fielderr.New(errUnfit, "", "the backup %s is not restored: %s", key, err.Error())
 		}
 		g.restoring.Store(key, pendingRestore{by: by, prepared: prepared, leftOut: leftOut})
 		g.log.Warn("Backup restore requested: the service restarts with the backup's data", "backup", key, "actor", by.ID, "actorEmail", by.Email)
@@ -371,12 +379,12 @@ func (g *backupGuard) refused(app core.App, name string, by audit.Actor, why err
 	}
 }
 
-// exclusive makes the process's use lock exclusive: a BadRequestError
+// exclusive makes the process's use lock exclusive: errBackupRestoreInUse
 // while another process has the data directory open.
 func (g *backupGuard) exclusive() error {
 	err := g.held.Exclusive()
 	if errors.Is(err, datadir.ErrInUse) {
-		return router.NewBadRequestError(errBackupRestoreInUse, nil)
+		return errBackupRestoreInUse
 	}
 	return err
 }

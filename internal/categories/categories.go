@@ -84,14 +84,19 @@ func Unnamed(number int64) string { return "unnamed category " + strconv.FormatI
 // ErrNotFound is the error for a number that no category has.
 var ErrNotFound = errors.New("no category has this number")
 
-// errRule is the kind of every refusal by the categories' rules.
-var errRule = &fielderr.Kind{Code: "validation_category_rule"}
+// errRule is the kind of a refusal by the categories' rules of a value;
+// errConflict of one that the other records rule out (a name or number
+// taken, pets that carry the category).
+var (
+	errRule     = &fielderr.Kind{Code: "validation_category_rule"}
+	errConflict = &fielderr.Kind{Code: "validation_category_rule", Conflict: true}
+)
 
 // The refusals of the rules, each about the field it names.
 var (
-	ErrNameTaken = &fielderr.Error{Field: NameField, Kind: errRule,
+	ErrNameTaken = &fielderr.Error{Field: NameField, Kind: errConflict,
 		Message: "the name is taken: another category has this name (names are compared without regard to letter case)"}
-	ErrNumberTaken = &fielderr.Error{Field: NumberField, Kind: errRule,
+	ErrNumberTaken = &fielderr.Error{Field: NumberField, Kind: errConflict,
 		Message: "the number is taken: another category has this number"}
 	ErrNumberFixed = &fielderr.Error{Field: NumberField, Kind: errRule,
 		Message: "a category's number cannot change: its pets carry it. Create a category with the new number instead"}
@@ -106,7 +111,7 @@ func inUse(c *Record, n int64) error {
 	if n != 1 {
 		pets = strconv.FormatInt(n, 10) + " pets use it"
 	}
-	return fielderr.New(errRule, "", "Category %d (%s) cannot be deleted: %s. Move them to another category first",
+	return fielderr.New(errConflict, "", "Category %d (%s) cannot be deleted: %s. Move them to another category first",
 		c.Number(), c.Name(), pets)
 }
 

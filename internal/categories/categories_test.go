@@ -112,8 +112,8 @@ func TestCategoriesBlackBox(t *testing.T) {
 	r = s.Do(t, http.MethodDelete, "/api/collections/categories/records/"+dogs.ID, s.token, nil)
 	var refusal struct{ Message string }
 	r.JSON(t, &refusal)
-	if r.StatusCode != http.StatusBadRequest || !strings.Contains(refusal.Message, "1 pet uses it") {
-		t.Errorf("delete of a used category: %d %s, want 400 saying 1 pet uses it", r.StatusCode, r.Body)
+	if r.StatusCode != http.StatusConflict || !strings.Contains(refusal.Message, "1 pet uses it") {
+		t.Errorf("delete of a used category: %d %s, want 409 saying 1 pet uses it", r.StatusCode, r.Body)
 	}
 	if list, _ := s.list(t, readOnly, ""); len(list) != 1 {
 		t.Errorf("after the refused delete, listCategories %+v", list)
@@ -174,7 +174,8 @@ func TestCategoriesPages(t *testing.T) {
 }
 
 // Names are unique whatever the letter case, numbers unique and fixed;
-// each refusal names its field, where the dashboard shows it.
+// each refusal names its field, where the dashboard shows it: a taken name
+// or number is a conflict (409), any other refusal 400.
 func TestCategoryRules(t *testing.T) {
 	s := start(t)
 	dogs := s.create(t, map[string]any{"number": 1, "name": "Dogs"})
@@ -182,20 +183,21 @@ func TestCategoryRules(t *testing.T) {
 		method, path string
 		body         map[string]any
 		field        string
+		status       int
 	}{
-		{http.MethodPost, "", map[string]any{"name": "DOGS"}, "name"},
-		{http.MethodPost, "", map[string]any{"number": 1, "name": "Cats"}, "number"},
-		{http.MethodPost, "", map[string]any{"name": "Cats\u202e"}, "name"},
-		{http.MethodPost, "", map[string]any{"name": "   "}, "name"},
-		{http.MethodPatch, "/" + dogs.ID, map[string]any{"number": 2}, "number"},
+		{http.MethodPost, "", map[string]any{"name": "DOGS"}, "name", http.StatusConflict},
+		{http.MethodPost, "", map[string]any{"number": 1, "name": "Cats"}, "number", http.StatusConflict},
+		{http.MethodPost, "", map[string]any{"name": "Cats\u202e"}, "name", http.StatusBadRequest},
+		{http.MethodPost, "", map[string]any{"name": "   "}, "name", http.StatusBadRequest},
+		{http.MethodPatch, "/" + dogs.ID, map[string]any{"number": 2}, "number", http.StatusBadRequest},
 	} {
 		r := s.Do(t, c.method, "/api/collections/categories/records"+c.path, s.token, c.body)
 		var refusal struct {
 			Data map[string]struct{ Message string } `json:"data"`
 		}
 		r.JSON(t, &refusal)
-		if r.StatusCode != http.StatusBadRequest || refusal.Data[c.field].Message == "" {
-			t.Errorf("%s %v: %d %s, want 400 about %s", c.method, c.body, r.StatusCode, r.Body, c.field)
+		if r.StatusCode != c.status || refusal.Data[c.field].Message == "" {
+			t.Errorf("%s %v: %d %s, want %d about %s", c.method, c.body, r.StatusCode, r.Body, c.status, c.field)
 		}
 	}
 }

@@ -77,12 +77,17 @@ func (c *Record) PlanID() string { return c.GetString(PlanField) }
 // ErrNotFound is the error for an id or a name that no customer has.
 var ErrNotFound = errors.New("no customer has this id or name")
 
-// errRule is the kind of every refusal by the customers' rules.
-var errRule = &fielderr.Kind{Code: "validation_customer_rule"}
+// errRule is the kind of a refusal by the customers' rules of a value;
+// errConflict of one that the other records rule out (a name taken, keys
+// that still belong to the customer).
+var (
+	errRule     = &fielderr.Kind{Code: "validation_customer_rule"}
+	errConflict = &fielderr.Kind{Code: "validation_customer_rule", Conflict: true}
+)
 
 // The refusals of the rules, each about the field it names.
 var (
-	ErrNameTaken = &fielderr.Error{Field: NameField, Kind: errRule,
+	ErrNameTaken = &fielderr.Error{Field: NameField, Kind: errConflict,
 		Message: "the name is taken: another customer has this name (names are compared without regard to letter case)"}
 	ErrUnprintable = &fielderr.Error{Field: NameField, Kind: errRule,
 		Message: "the name cannot hold control, text-direction or invisible characters (newline, U+202E, U+200B and the like)"}
@@ -90,7 +95,7 @@ var (
 
 // hasKeys refuses the deletion of customer c, which n keys belong to.
 func hasKeys(c *Record, n int64) error {
-	return fielderr.New(errRule, "", "customer %s has %d key(s), revoked ones included: give them to another customer or to none first, so that their history keeps its owner",
+	return fielderr.New(errConflict, "", "customer %s has %d key(s), revoked ones included: give them to another customer or to none first, so that their history keeps its owner",
 		c.Name(), n)
 }
 

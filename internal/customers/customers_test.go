@@ -178,8 +178,8 @@ func TestCustomersInTheDashboard(t *testing.T) {
 	var c struct{ ID string }
 	r.JSON(t, &c)
 	r = s.Do(t, http.MethodPost, "/api/collections/customers/records", s.token, map[string]any{"name": "GLOBEX", "plan": pro.Id})
-	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), `"name":{"code":"validation_customer_rule"`) {
-		t.Errorf("a taken name: %d %s", r.StatusCode, r.Body)
+	if r.StatusCode != http.StatusConflict || !strings.Contains(string(r.Body), `"name":{"code":"validation_customer_rule"`) {
+		t.Errorf("a taken name: %d %s, want 409", r.StatusCode, r.Body)
 	}
 	keyID := s.KeyRecord(t, key).Id
 	r = s.Do(t, http.MethodPatch, "/api/collections/api_keys/records/"+keyID, s.token, map[string]any{"customer": c.ID})
@@ -190,8 +190,8 @@ func TestCustomersInTheDashboard(t *testing.T) {
 		t.Errorf("a key given to a pro customer in the dashboard: limit %s, want 300", got)
 	}
 	r = s.Do(t, http.MethodDelete, "/api/collections/customers/records/"+c.ID, s.token, nil)
-	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), "has 1 key(s)") {
-		t.Errorf("delete a customer with a key: %d %s", r.StatusCode, r.Body)
+	if r.StatusCode != http.StatusConflict || !strings.Contains(string(r.Body), "has 1 key(s)") {
+		t.Errorf("delete a customer with a key: %d %s, want 409", r.StatusCode, r.Body)
 	}
 	s.do(t, http.MethodPut, "/keys/"+keyID+"/customer", map[string]any{"customer": ""}, http.StatusOK)
 	if r := s.Do(t, http.MethodDelete, "/api/collections/customers/records/"+c.ID, s.token, nil); r.StatusCode != http.StatusNoContent {
@@ -202,9 +202,10 @@ func TestCustomersInTheDashboard(t *testing.T) {
 	}
 }
 
-// The staff routes' refusals: a missing plan or name, an unknown plan, an
-// unknown customer (404, or 400 about the member for an assignment), a
-// member the body may not hold; without a superuser's token, 401.
+// The staff routes' refusals: a missing plan or name, an unknown plan, a
+// taken name (409), an unknown customer (404, or 400 about the member for
+// an assignment), a member the body may not hold; without a superuser's
+// token, 401.
 func TestCustomerRoutesRefusals(t *testing.T) {
 	s := start(t)
 	key := s.NewKey(t, apikeys.NewKey{})
@@ -218,7 +219,7 @@ func TestCustomerRoutesRefusals(t *testing.T) {
 		{http.MethodPost, "/customers", map[string]any{"name": "Umbrella"}, 400, "A plan is required"},
 		{http.MethodPost, "/customers", map[string]any{"name": "Umbrella", "plan": "gold"}, 400, `Unknown plan \"gold\"`},
 		{http.MethodPost, "/customers", map[string]any{"plan": "free"}, 400, `"name":{"code":"validation_required"`},
-		{http.MethodPost, "/customers", map[string]any{"name": "initech", "plan": "free"}, 400, "another customer has this name"},
+		{http.MethodPost, "/customers", map[string]any{"name": "initech", "plan": "free"}, 409, "another customer has this name"},
 		{http.MethodPost, "/customers", map[string]any{"name": "Umbrella", "plan": "free", "contact": "not an address"}, 400, `"contact":{"code":"validation_is_email"`},
 		{http.MethodPost, "/customers", map[string]any{"name": "Umbrella", "plan": "free", "tier": 1}, 400, "tier"},
 		{http.MethodPatch, "/customers/nobody", map[string]any{"name": "X"}, 404, "No such customer."},

@@ -1,13 +1,15 @@
 // Package fielderr is the one type of a refusal by the rules of the data:
 // the field it is about, a sentence that says why, and its kind. The
-// packages that keep the rules (apikeys, categories, webhooks, rollgrace)
-// return it; each edge shows it in its own shape, in one place each: the
-// staff API (internal/staff), the command line (the message as it is),
-// and PocketBase's records API and dashboard, through As.
+// packages that keep the rules (apikeys, categories, customers, pets,
+// webhooks, rollgrace, backup) return it; each edge shows it in its own
+// shape, in one place each: the staff API (internal/staff), the command
+// line (the message as it is), and PocketBase's records API and dashboard,
+// through As. Both HTTP edges answer a kind with one status, Kind.Status.
 package fielderr
 
 import (
 	"fmt"
+	"net/http"
 
 	validation "github.com/pocketbase/ozzo-validation/v4"
 	"github.com/pocketbase/pocketbase/tools/router"
@@ -19,12 +21,21 @@ type Kind struct {
 	// field under data (for example validation_api_key_rule).
 	Code string
 	// Conflict: the data's present state rules the change out (a revoked
-	// key cannot be rolled), rather than the value given being wrong; the
-	// staff API answers 409 instead of 400.
+	// key cannot be rolled, a category that pets carry cannot be deleted,
+	// a name is taken), rather than the value given being wrong.
 	Conflict bool
 }
 
 func (k *Kind) Error() string { return k.Code }
+
+// Status is the HTTP status of a refusal of this kind, at every edge:
+// 409 for a conflict, 400 for any other.
+func (k *Kind) Status() int {
+	if k.Conflict {
+		return http.StatusConflict
+	}
+	return http.StatusBadRequest
+}
 
 // Error is a refusal of a value of Field, or of the whole change when
 // Field is "". Message is a sentence for people that callers show as it
@@ -46,8 +57,8 @@ func (e *Error) Error() string { return e.Message }
 func (e *Error) Is(target error) bool { return target == error(e.Kind) }
 
 // As gives PocketBase the answer to a record it refuses, which its records
-// API and its error handler look for with errors.As: 400 with the message
-// and, under data, the field with the kind's code and the same message,
+// API and its error handler look for with errors.As: the kind's Status
+// with the message and, under data, the field with the kind's code and the same message,
 // where the dashboard shows it beside the field.
 func (e *Error) As(target any) bool {
 	answer, ok := target.(**router.ApiError)
@@ -58,6 +69,6 @@ func (e *Error) As(target any) bool {
 	if e.Field != "" {
 		data = validation.Errors{e.Field: validation.NewError(e.Kind.Code, e.Message)}
 	}
-	*answer = router.NewBadRequestError(e.Message, data)
+	*answer = router.NewApiError(e.Kind.Status(), e.Message, data)
 	return true
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/pocketbase/pocketbase/core"
 	"github.com/pocketbase/pocketbase/tools/hook"
 
+	"petstore/internal/fielderr"
 	"petstore/internal/fixedcollections"
 	"petstore/internal/strictinput"
 )
@@ -50,12 +51,16 @@ func Bind(app core.App) {
 	app.OnRecordValidate(Collection).BindFunc(sayWhatToEnter)
 }
 
+// errUnprintableName is the kind of the refusal of a name that holds
+// control or text-direction characters.
+var errUnprintableName = &fielderr.Kind{Code: "validation_unprintable"}
+
 // refuseUnprintableName refuses a name holding control or text-direction
 // characters, as /v1 does.
 func refuseUnprintableName(e *core.RecordEvent) error {
 	if strings.ContainsFunc(e.Record.GetString("name"), strictinput.Unprintable) {
-		return validation.Errors{"name": validation.NewError("validation_unprintable",
-			"The name cannot hold control, text-direction or invisible characters (newline, U+202E, U+200B and the like).")}
+		return fielderr.New(errUnprintableName, "name",
+			"the name cannot hold control, text-direction or invisible characters (newline, U+202E, U+200B and the like)")
 	}
 	return e.Next()
 }

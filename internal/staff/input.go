@@ -318,17 +318,13 @@ var memberNames = map[string]string{
 	rollgrace.Field:        "graceSeconds",
 }
 
-// refusal is a rule's refusal as the staff API answers it: 409 when the
-// data's state rules the change out, 400 otherwise, with its message, and
-// the member it is about under data with its kind's code.
+// refusal is a rule's refusal as the staff API answers it: its kind's
+// status (the records API's too), its message, and the member it is about
+// under data with its kind's code.
 func refusal(e *fielderr.Error) error {
-	status := http.StatusBadRequest
-	if e.Kind.Conflict {
-		status = http.StatusConflict
-	}
 	member := e.Field
 	if name, ok := memberNames[member]; ok {
 		member = name
 	}
-	return answer(status, member, e.Kind.Code, e.Message)
+	return answer(e.Kind.Status(), member, e.Kind.Code, e.Message)
 }

@@ -217,8 +217,8 @@ func TestBackupRestoreWaitsForTheOtherInstances(t *testing.T) {
 	}
 
 	status, body = staff(http.MethodPost, "/api/backups/before.zip/restore", nil, "")
-	if status != http.StatusBadRequest || !strings.Contains(string(body), "nother petstore process has this data directory open") {
-		t.Fatalf("restore while another instance serves: %d %s, want 400 saying another process has the directory open", status, body)
+	if status != http.StatusConflict || !strings.Contains(string(body), "nother petstore process has this data directory open") {
+		t.Fatalf("restore while another instance serves: %d %s, want 409 saying another process has the directory open", status, body)
 	}
 	// Nothing was replaced: both serve the pet made after the backup, and
 	// the refused instance can still be restored once it is alone.
