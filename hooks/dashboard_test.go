@@ -104,8 +104,8 @@ func TestStaleKeyFormKeepsBan(t *testing.T) {
 	}
 	form["name"] = "shop again"
 	r := s.Do(t, http.MethodPatch, path, token, form)
-	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), "petstore keys unban "+id) || !strings.Contains(string(r.Body), "reload it") {
-		t.Fatalf("a stale form saved during a ban: %d %s; want 400 saying how to lift the ban", r.StatusCode, r.Body)
+	if r.StatusCode != http.StatusConflict || !strings.Contains(string(r.Body), "petstore keys unban "+id) || !strings.Contains(string(r.Body), "reload it") {
+		t.Fatalf("a stale form saved during a ban: %d %s; want 409 saying how to lift the ban", r.StatusCode, r.Body)
 	}
 	if k := s.KeyRecord(t, newKey); k.Name() != "renamed shop" || k.State(time.Now()) != apikeys.StateBanned {
 		t.Errorf("after the refused save: name %q, state %s; want them unchanged", k.Name(), k.State(time.Now()))

@@ -117,8 +117,8 @@ func TestRevocationIsFinalInTheDashboard(t *testing.T) {
 					f[apikeys.RevokedField] = cleared
 					r := d.save(t, http.MethodPatch, "/api/collections/api_keys/records/"+id, encoding, f)
 					message, about := fieldError(t, r, apikeys.RevokedField)
-					if r.StatusCode != http.StatusBadRequest || !strings.Contains(message, "revocation cannot be undone") || about != message {
-						t.Errorf("save: %d %s, want 400 saying revocation cannot be undone, about revoked", r.StatusCode, r.Body)
+					if r.StatusCode != http.StatusConflict || !strings.Contains(message, "revocation cannot be undone") || about != message {
+						t.Errorf("save: %d %s, want 409 (a conflict) saying revocation cannot be undone, about revoked", r.StatusCode, r.Body)
 					}
 					stored := d.KeyRecord(t, key)
 					if !stored.Revoked() || stored.Name() != "shop" {
