@@ -122,117 +122,182 @@ func (h *HeldUse) convert(to func(*Use) error) error {
 	return to(h.use)
 }
 
+// startup runs the steps of BindStartup's guard, in order, around
+// PocketBase's bootstrap (e.Next).
 func startup(e *core.BootstrapEvent, cfg StartupConfig, early, log *slog.Logger, beforeOpen func() error, hold func(*Use)) error {
-	ctx := context.Background()
-	dir, err := filepath.Abs(e.App.DataDir())
+	s, err := newStart(e.App, cfg, early, log)
 	if err != nil {
 		return err
 	}
-	// The CLI keeps its stderr for its own lines ("Error: …" first on a
-	// failure): the routine events of a start are serve's to tell.
-	routine := slog.LevelInfo
-	if !cfg.Serving {
-		routine = slog.LevelDebug
-	}
-	changed, err := Secure(dir)
-	if err != nil {
-		early.Warn("Could not make the data directory its owner's alone", "dataDir", dir, "error", err)
-	} else if changed > 0 {
-		early.Log(ctx, routine, "Took group and other permissions from the data directory's entries", "dataDir", dir, "changed", changed)
-	}
-	dbPath := filepath.Join(dir, database.DataFile)
+	s.secure()
 	// Held until the app terminates: an offline restore (petstore backup
 	// restore) refuses the directory meanwhile.
-	use, err := Enter(dir, cfg.LockTimeout)
+	use, err := Enter(s.dir, cfg.LockTimeout)
 	if err != nil {
 		return err
 	}
 	hold(use)
-
-	if !cfg.Cluster {
-		// A cluster follower's copy changes only by what the leader ships:
-		// a command's write there would be overwritten, or break the copy,
-		// and a single server would serve a copy that may lag.
-		following, leader, err := replica.Following(dir)
-		if err != nil {
-			return err
-		}
-		if following {
-			if leader == "" {
-				leader = "not known to this node yet"
-			}
-			return fmt.Errorf("%s is a cluster follower's copy of the leader's data: run commands with the leader's --dir, on the leader's machine; the leader, as this follower last knew it: %s (any node's /readyz names the leader now). Serve this directory with --cluster-etcd", dir, leader)
-		}
+	if err := s.refuseFollowersCopy(); err != nil {
+		return err
 	}
 	if cfg.Serving {
 		if err := beforeOpen(); err != nil {
 			return err
 		}
 	}
-	if cfg.Serving && cfg.QuickCheck > 0 {
-		if err := quickCheck(ctx, dbPath, cfg.QuickCheck, early); err != nil {
-			return err
-		}
+	if err := s.checkDatabase(); err != nil {
+		return err
 	}
-
-	lock, err := Acquire(dir, cfg.LockTimeout, func(holder string) {
-		early.Info("Waiting for another petstore process to open the data directory and apply migrations",
-			"lock", filepath.Join(dir, LockFile), "holderPid", holder, "lockTimeout", cfg.LockTimeout.String())
-	})
+	lock, err := s.waitForOtherStarts()
 	if err != nil {
-		early.Error("Could not start", "error", err)
 		return err
 	}
 	defer lock.Release()
-
-	known := KnownMigrations()
-	state, err := Inspect(ctx, dbPath, known)
+	state, err := s.inspect()
 	if err != nil {
 		return err
 	}
-	if len(state.Unknown) > 0 {
-		err := fmt.Errorf("the data directory %s holds %d migrations this petstore (%s) does not know, the latest %s: the data comes from a newer petstore; "+
-			"run that version, or roll back by restoring the copy it made before upgrading (backups/pre-upgrade-*.db; docs/operations.md, \"Upgrades and rollback\")",
-			dir, len(state.Unknown), version.Read(), state.Unknown[len(state.Unknown)-1])
-		early.Error("Refusing data from a newer petstore", "dataDir", dir, "unknownMigrations", state.Unknown, "error", err)
+	if err := s.copyBeforeMigrating(state); err != nil {
 		return err
 	}
-	if cfg.Serving {
-		early.Info("Opened the data directory", "dataDir", dir, "empty", state.Empty,
-			"migrationsApplied", state.Applied, "migrationsPending", len(state.Pending))
-	}
-	if !state.Empty && len(state.Pending) > 0 {
-		started := time.Now()
-		backup, err := Backup(ctx, dir, dbPath, started)
-		if err != nil {
-			early.Error("Could not copy the database before applying migrations; nothing was changed", "error", err)
-			return err
-		}
-		early.Info("Copied the database before applying migrations", "backup", backup,
-			"pending", state.Pending, "took_ms", logging.Milliseconds(time.Since(started)))
-	}
-
 	// PocketBase's bootstrap: it opens the databases and applies its own
 	// migrations.
 	if err := e.Next(); err != nil {
 		return err
 	}
+	return s.migrate(e.App, state)
+}
+
+// start is one start of the data directory: what its steps share.
+type start struct {
+	ctx         context.Context
+	cfg         StartupConfig
+	dir, dbPath string
+	early, log  *slog.Logger
+	// routine is the level of a start's routine events: the CLI keeps its
+	// stderr for its own lines ("Error: …" first on a failure), so they
+	// are serve's to tell.
+	routine slog.Level
+}
+
+func newStart(app core.App, cfg StartupConfig, early, log *slog.Logger) (*start, error) {
+	dir, err := filepath.Abs(app.DataDir())
+	if err != nil {
+		return nil, err
+	}
+	routine := slog.LevelInfo
+	if !cfg.Serving {
+		routine = slog.LevelDebug
+	}
+	return &start{ctx: context.Background(), cfg: cfg, dir: dir, dbPath: filepath.Join(dir, database.DataFile),
+		early: early, log: log, routine: routine}, nil
+}
+
+// secure makes the data directory and everything in it the owner's alone;
+// a failure is logged, not fatal.
+func (s *start) secure() {
+	changed, err := Secure(s.dir)
+	if err != nil {
+		s.early.Warn("Could not make the data directory its owner's alone", "dataDir", s.dir, "error", err)
+	} else if changed > 0 {
+		s.early.Log(s.ctx, s.routine, "Took group and other permissions from the data directory's entries", "dataDir", s.dir, "changed", changed)
+	}
+}
+
+// refuseFollowersCopy refuses, outside cluster mode, a cluster follower's
+// copy: it changes only by what the leader ships, so a command's write
+// there would be overwritten, or break the copy, and a single server would
+// serve a copy that may lag.
+func (s *start) refuseFollowersCopy() error {
+	if s.cfg.Cluster {
+		return nil
+	}
+	following, leader, err := replica.Following(s.dir)
+	if err != nil || !following {
+		return err
+	}
+	if leader == "" {
+		leader = "not known to this node yet"
+	}
+	return fmt.Errorf("%s is a cluster follower's copy of the leader's data: run commands with the leader's --dir, on the leader's machine; the leader, as this follower last knew it: %s (any node's /readyz names the leader now). Serve this directory with --cluster-etcd", s.dir, leader)
+}
+
+// checkDatabase runs serve's PRAGMA quick_check of data.db (quickCheck),
+// unless --quick-check is 0.
+func (s *start) checkDatabase() error {
+	if !s.cfg.Serving || s.cfg.QuickCheck <= 0 {
+		return nil
+	}
+	return quickCheck(s.ctx, s.dbPath, s.cfg.QuickCheck, s.early)
+}
+
+// waitForOtherStarts takes the start lock, waiting for another process's
+// start to finish migrating, at most --lock-timeout.
+func (s *start) waitForOtherStarts() (*Lock, error) {
+	lock, err := Acquire(s.dir, s.cfg.LockTimeout, func(holder string) {
+		s.early.Info("Waiting for another petstore process to open the data directory and apply migrations",
+			"lock", filepath.Join(s.dir, LockFile), "holderPid", holder, "lockTimeout", s.cfg.LockTimeout.String())
+	})
+	if err != nil {
+		s.early.Error("Could not start", "error", err)
+	}
+	return lock, err
+}
+
+// inspect reads which migrations data.db records, refusing data that
+// records migrations this binary does not know.
+func (s *start) inspect() (State, error) {
+	state, err := Inspect(s.ctx, s.dbPath, KnownMigrations())
+	if err != nil {
+		return state, err
+	}
+	if len(state.Unknown) > 0 {
+		err := fmt.Errorf("the data directory %s holds %d migrations this petstore (%s) does not know, the latest %s: the data comes from a newer petstore; "+
+			"run that version, or roll back by restoring the copy it made before upgrading (backups/pre-upgrade-*.db; docs/operations.md, \"Upgrades and rollback\")",
+			s.dir, len(state.Unknown), version.Read(), state.Unknown[len(state.Unknown)-1])
+		s.early.Error("Refusing data from a newer petstore", "dataDir", s.dir, "unknownMigrations", state.Unknown, "error", err)
+		return state, err
+	}
+	if s.cfg.Serving {
+		s.early.Info("Opened the data directory", "dataDir", s.dir, "empty", state.Empty,
+			"migrationsApplied", state.Applied, "migrationsPending", len(state.Pending))
+	}
+	return state, nil
+}
+
+// copyBeforeMigrating copies a database that has data to
+// backups/pre-upgrade-TIME.db before pending migrations change it.
+func (s *start) copyBeforeMigrating(state State) error {
+	if state.Empty || len(state.Pending) == 0 {
+		return nil
+	}
+	started := time.Now()
+	backup, err := Backup(s.ctx, s.dir, s.dbPath, started)
+	if err != nil {
+		s.early.Error("Could not copy the database before applying migrations; nothing was changed", "error", err)
+		return err
+	}
+	s.early.Info("Copied the database before applying migrations", "backup", backup,
+		"pending", state.Pending, "took_ms", logging.Milliseconds(time.Since(started)))
+	return nil
+}
+
+// migrate applies petstore's migrations after PocketBase's bootstrap and
+// logs each one pending before it, PocketBase's and petstore's alike.
+func (s *start) migrate(app core.App, state State) error {
 	list := core.MigrationsList{}
 	list.Copy(core.SystemMigrations)
 	list.Copy(core.AppMigrations)
-	if _, err := core.NewMigrationsRunner(e.App, list).Up(); err != nil {
-		log.Error("A migration failed; the database is as it was before it", "error", err)
+	if _, err := core.NewMigrationsRunner(app, list).Up(); err != nil {
+		s.log.Error("A migration failed; the database is as it was before it", "error", err)
 		return err
 	}
-	// Each one pending before the bootstrap is now applied, PocketBase's
-	// and petstore's alike.
-	switch {
-	case state.Empty && len(state.Pending) > 0:
-		log.Log(ctx, routine, "Created the database", "dataDir", dir, "migrationsApplied", len(state.Pending))
-	default:
-		for _, file := range state.Pending {
-			log.Info("Migration applied", "migration", file)
-		}
+	if state.Empty && len(state.Pending) > 0 {
+		s.log.Log(s.ctx, s.routine, "Created the database", "dataDir", s.dir, "migrationsApplied", len(state.Pending))
+		return nil
+	}
+	for _, file := range state.Pending {
+		s.log.Info("Migration applied", "migration", file)
 	}
 	return nil
 }
