@@ -36,9 +36,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
-	p := newPetstore(app)
+	p := newProcess(app)
 	p.commandLine(p.commands(), self)
-	os.Exit(p.exitCode(p.run()))
+	os.Exit(p.exitCode(p.runCommand()))
 }
 
 // command is one of petstore's commands and how it runs. skipsBootstrap
@@ -54,7 +54,7 @@ type command struct {
 
 // commands is petstore's command line: every command, in this order, and
 // which run without the bootstrap.
-func (p *petstore) commands() []command {
+func (p *process) commands() []command {
 	setAside := commands.NewSetAsideCommand(p.app)
 	return []command{
 		{Command: cmd.NewSuperuserCommand(p.app)},
@@ -94,9 +94,9 @@ func skipsBootstrap(table []command, c *cobra.Command, opts options.Options) (bo
 	return false, nil
 }
 
-// petstore is the process: the app, the commands main and the table
+// process is petstore's process: the app, the commands main and the table
 // share, and what a run leaves for its exit.
-type petstore struct {
+type process struct {
 	app         *pocketbase.PocketBase
 	serve       *cobra.Command
 	keys        *commands.KeysCommand
@@ -116,12 +116,12 @@ type petstore struct {
 	stepOnce    sync.Once
 }
 
-// newPetstore makes the commands the table and main share: PocketBase's
+// newProcess makes the commands the table and main share: PocketBase's
 // serve, made here rather than by app.Start so that it can have flags of
 // petstore's, without PocketBase's banner, which names only /api/ and /_/
 // (hooks prints a fuller one).
-func newPetstore(app *pocketbase.PocketBase) *petstore {
-	return &petstore{
+func newProcess(app *pocketbase.PocketBase) *process {
+	return &process{
 		app:         app,
 		serve:       cmd.NewServeCommand(app, false),
 		keys:        commands.NewKeysCommand(app),
@@ -137,7 +137,7 @@ func newPetstore(app *pocketbase.PocketBase) *petstore {
 // error a command returns. Here an unknown flag is an error, and every
 // error is printed once, by main, on stderr (stdout is `keys create`'s,
 // for the key), and exits 1.
-func (p *petstore) commandLine(table []command, self banner.Invocation) {
+func (p *process) commandLine(table []command, self banner.Invocation) {
 	root := p.app.RootCmd
 	root.Version = version.Read().String()
 	root.SetVersionTemplate("{{.Version}}\n")
@@ -152,14 +152,14 @@ func (p *petstore) commandLine(table []command, self banner.Invocation) {
 	}
 	flags := options.Bind(root.PersistentFlags(), p.serve.PersistentFlags(), self, appFlags...)
 	cobra.EnableTraverseRunHooks = true // keys' own pre-run follows this one
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return p.open(table, flags, c) }
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return p.beforeCommand(table, flags, c) }
 }
 
-// open runs before every command, once cobra has parsed its flags: its
+// beforeCommand runs before every command, once cobra has parsed its flags: its
 // options are parsed into values, then, unless the command skips the
 // bootstrap, the service is bound and the data directory opened. Nothing
 // touches the directory before every value is parsed.
-func (p *petstore) open(table []command, flags *options.Flags, c *cobra.Command) error {
+func (p *process) beforeCommand(table []command, flags *options.Flags, c *cobra.Command) error {
 	opts, err := flags.Parse(c == p.serve, os.Stdout, os.Stderr)
 	if err != nil {
 		return err
@@ -181,9 +181,9 @@ func (p *petstore) open(table []command, flags *options.Flags, c *cobra.Command)
 	return nil
 }
 
-// run runs the command line (execute); a node that stepped down is
+// runCommand runs the command line (execute); a node that stepped down is
 // replaced by a fresh process.
-func (p *petstore) run() error {
+func (p *process) runCommand() error {
 	err := execute(p.app, p.signals, p.steppedDown)
 	if errors.Is(err, cluster.ErrSteppedDown) {
 		err = replaceProcess()
@@ -193,7 +193,7 @@ func (p *petstore) run() error {
 
 // exitCode is the process's exit status after err, printing err once:
 // keys prints its own, and a cluster follower's SIGTERM is no failure.
-func (p *petstore) exitCode(err error) int {
+func (p *process) exitCode(err error) int {
 	switch {
 	case errors.Is(err, cluster.ErrStopped):
 		return 0
