@@ -29,8 +29,8 @@ type Span struct {
 	Name       string
 	Kind       string // SPAN_KIND_SERVER, SPAN_KIND_INTERNAL...
 	Attributes map[string]string
-	Links      []Link   // the spans it links to
-	Failed     bool     // the span's status is an error
+	Links      []Link // the spans it links to
+	Failed     bool   // the span's status is an error
 }
 
 // Link is a span a Span links to.
