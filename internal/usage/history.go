@@ -68,12 +68,7 @@ func (r *Recorder) Days(keyIDs []string, days int, now time.Time) ([]Day, error)
 	if len(keyIDs) == 0 {
 		return history, nil
 	}
-	ids := make([]any, len(keyIDs))
-	wanted := make(map[string]bool, len(keyIDs))
-	for i, id := range keyIDs {
-		ids[i] = id
-		wanted[id] = true
-	}
+	ids, wanted := keySet(keyIDs)
 	var rows []struct {
 		Day      string `db:"day"`
 		Outcome  string `db:"outcome"`
@@ -143,10 +138,7 @@ func (r *Recorder) Today(now time.Time, keyIDs ...string) (map[string]Counts, er
 	if err != nil {
 		return nil, err
 	}
-	wanted := make(map[string]bool, len(keyIDs))
-	for _, id := range keyIDs {
-		wanted[id] = true
-	}
+	_, wanted := keySet(keyIDs)
 	today := dayOf(now)
 	r.mu.Lock()
 	for e, n := range r.pending {
@@ -222,12 +214,7 @@ func (r *Recorder) Hours(keyIDs []string, hours int, now time.Time) ([]Hour, err
 	if len(keyIDs) == 0 {
 		return series, nil
 	}
-	ids := make([]any, len(keyIDs))
-	wanted := make(map[string]bool, len(keyIDs))
-	for i, id := range keyIDs {
-		ids[i] = id
-		wanted[id] = true
-	}
+	ids, wanted := keySet(keyIDs)
 	var rows []struct {
 		Hour     string `db:"hour"`
 		Outcome  string `db:"outcome"`
@@ -258,4 +245,16 @@ func (r *Recorder) Hours(keyIDs []string, hours int, now time.Time) ([]Hour, err
 	}
 	r.mu.Unlock()
 	return series, nil
+}
+
+// keySet is keyIDs as a query's arguments (dbx.In) and as a set, to pick
+// the counts still in memory that belong to them.
+func keySet(keyIDs []string) (ids []any, wanted map[string]bool) {
+	ids = make([]any, len(keyIDs))
+	wanted = make(map[string]bool, len(keyIDs))
+	for i, id := range keyIDs {
+		ids[i] = id
+		wanted[id] = true
+	}
+	return ids, wanted
 }
